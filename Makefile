@@ -1,0 +1,36 @@
+# Every target sets up .venv itself, so a fresh clone needs only Python 3.11 and pip.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+# The CPU wheel; a bare "torch" requirement could pull a multi-GB CUDA build.
+TORCH := torch==2.13.0
+STAMP := $(VENV)/.installed
+
+.PHONY: venv demo test lab bench train clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(TORCH)
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m minispec demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_spec_decode.py
+
+train: $(STAMP)
+	$(BIN)/python -m minispec.train --out minispec/checkpoints
+
+clean:
+	rm -rf $(VENV) *.egg-info

@@ -1,0 +1,154 @@
+"""Engine configuration objects, after ``vllm/config.py`` (ModelConfig, CacheConfig,
+ParallelConfig, SpeculativeConfig, SchedulerConfig), each reduced to the fields
+minispec uses and each validating its own values so a bad one is named at once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"
+DEFAULT_TARGET = CHECKPOINT_DIR / "target"
+DEFAULT_DRAFT = CHECKPOINT_DIR / "draft"
+
+
+def _require(ok: bool, name: str, value, expected: str) -> None:
+    if not ok:
+        raise ValueError(f"{name}={value!r}: expected {expected}")
+
+
+@dataclass(frozen=True)
+class LlamaArchitecture:
+    """What minispec's forward needs from a transformers Llama ``config.json``."""
+
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    rms_norm_eps: float
+    rope_theta: float
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+    attention_bias: bool
+    mlp_bias: bool
+    eos_token_id: int | None
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path) -> "LlamaArchitecture":
+        cfg = read_config_json(path)
+        if cfg.get("model_type") != "llama":
+            raise ValueError(
+                f"model={str(path)!r}: expected a Llama checkpoint (config.json model_type 'llama'), "
+                f"got model_type={cfg.get('model_type')!r}"
+            )
+        rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
+        rope_type = rope.get("rope_type", rope.get("type", "default"))
+        if rope_type != "default":
+            raise ValueError(f"model={str(path)!r}: rope_type={rope_type!r} is not supported; expected 'default'")
+        heads = cfg["num_attention_heads"]
+        eos = cfg.get("eos_token_id")
+        return cls(
+            vocab_size=cfg["vocab_size"],
+            hidden_size=cfg["hidden_size"],
+            intermediate_size=cfg["intermediate_size"],
+            num_hidden_layers=cfg["num_hidden_layers"],
+            num_attention_heads=heads,
+            num_key_value_heads=cfg.get("num_key_value_heads") or heads,
+            head_dim=cfg.get("head_dim") or cfg["hidden_size"] // heads,
+            rms_norm_eps=cfg.get("rms_norm_eps", 1e-6),
+            rope_theta=rope.get("rope_theta", cfg.get("rope_theta", 10000.0)),
+            max_position_embeddings=cfg.get("max_position_embeddings", 2048),
+            tie_word_embeddings=cfg.get("tie_word_embeddings", False),
+            attention_bias=cfg.get("attention_bias", False),
+            mlp_bias=cfg.get("mlp_bias", False),
+            eos_token_id=eos[0] if isinstance(eos, list) else eos,
+        )
+
+
+def read_config_json(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"model={str(path)!r}: expected a checkpoint directory, but it does not exist")
+    config = path / "config.json"
+    if not config.is_file():
+        raise FileNotFoundError(f"model={str(path)!r}: expected a transformers checkpoint with config.json in it")
+    return json.loads(config.read_text())
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    """Paged KV cache shape: ``num_gpu_blocks`` blocks of ``block_size`` tokens."""
+
+    block_size: int = 16
+    num_gpu_blocks: int = 512
+
+    def __post_init__(self):
+        _require(isinstance(self.block_size, int) and self.block_size > 0, "block_size", self.block_size, "an integer > 0")
+        _require(
+            isinstance(self.num_gpu_blocks, int) and self.num_gpu_blocks > 0,
+            "num_gpu_blocks", self.num_gpu_blocks, "an integer > 0",
+        )
+
+
+@dataclass(frozen=True)
+class ParallelConfig:
+    pipeline_parallel_size: int = 1
+
+    def validate_for(self, arch: LlamaArchitecture) -> None:
+        pp = self.pipeline_parallel_size
+        _require(
+            isinstance(pp, int) and 1 <= pp <= arch.num_hidden_layers,
+            "pipeline_parallel_size", pp, f"an integer from 1 to the model's {arch.num_hidden_layers} layers",
+        )
+
+
+@dataclass(frozen=True)
+class SpeculativeConfig:
+    method: str = "draft_model"
+    num_speculative_tokens: int = 0
+    model: str | Path = DEFAULT_DRAFT
+    prompt_lookup_min: int = 1
+    prompt_lookup_max: int = 3
+    extra: dict = field(default_factory=dict)
+
+    METHODS = ("draft_model", "ngram")
+
+    def __post_init__(self):
+        _require(self.method in self.METHODS, "speculative_config['method']", self.method, f"one of {self.METHODS}")
+        k = self.num_speculative_tokens
+        _require(isinstance(k, int) and k >= 0, "speculative_config['num_speculative_tokens']", k, "an integer >= 0")
+        lo, hi = self.prompt_lookup_min, self.prompt_lookup_max
+        _require(
+            isinstance(lo, int) and isinstance(hi, int) and 1 <= lo <= hi,
+            "speculative_config['prompt_lookup_min'/'prompt_lookup_max']", (lo, hi), "integers with 1 <= min <= max",
+        )
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> "SpeculativeConfig":
+        if not d:
+            return cls()
+        known = {"method", "num_speculative_tokens", "model", "prompt_lookup_min", "prompt_lookup_max"}
+        unknown = set(d) - known
+        _require(not unknown, "speculative_config", sorted(unknown), f"keys among {sorted(known)}")
+        return cls(**d)
+
+    @property
+    def enabled(self) -> bool:
+        return self.num_speculative_tokens > 0
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    max_num_seqs: int = 16
+    max_num_batched_tokens: int = 256
+    max_model_len: int = 512
+
+    def __post_init__(self):
+        for name in ("max_num_seqs", "max_num_batched_tokens", "max_model_len"):
+            value = getattr(self, name)
+            _require(isinstance(value, int) and value > 0, name, value, "an integer > 0")

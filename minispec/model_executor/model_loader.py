@@ -1,0 +1,58 @@
+"""Build one pipeline stage of a model from a local transformers checkpoint.
+
+Mirrors ``vllm/model_executor/model_loader`` (``get_model`` and the default
+safetensors loader): read ``config.json``, build only this stage's modules, and
+read from ``*.safetensors`` only the tensors this stage owns, so a stage never
+holds another stage's weights. Left out: ``.bin`` checkpoints, quantisation,
+downloading from a hub (minispec never downloads).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors import safe_open
+
+from minispec.config import LlamaArchitecture
+from minispec.model_executor.models.llama import LlamaForCausalLM, RotaryEmbedding
+
+
+def _tensor_files(path: Path) -> dict[str, Path]:
+    """Checkpoint tensor name -> the safetensors file holding it (sharded or not)."""
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        weight_map = json.loads(index.read_text())["weight_map"]
+        return {name: path / file for name, file in weight_map.items()}
+    single = path / "model.safetensors"
+    if not single.is_file():
+        raise FileNotFoundError(f"model={str(path)!r}: expected model.safetensors (or a sharded index) in it")
+    with safe_open(single, "pt") as f:
+        return {name: single for name in f.keys()}
+
+
+def get_model(
+    path: str | Path,
+    pp_rank: int = 0,
+    pp_size: int = 1,
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype = torch.float32,
+) -> LlamaForCausalLM:
+    path = Path(path)
+    arch = LlamaArchitecture.from_pretrained(path)
+    with torch.device("meta"):
+        model = LlamaForCausalLM(arch, pp_rank, pp_size)
+    files = _tensor_files(path)
+    state = {}
+    for own_name, ckpt_name in model.wanted_weight_names().items():
+        if ckpt_name not in files:
+            raise KeyError(f"model={str(path)!r}: checkpoint has no tensor {ckpt_name!r}")
+        with safe_open(files[ckpt_name], "pt", device="cpu") as f:
+            state[own_name] = f.get_tensor(ckpt_name).to(dtype)
+    model.load_state_dict(state, assign=True, strict=True)
+    # Buffers (rotary inv_freq) were built on "meta"; rebuild them for real.
+    for module in model.modules():
+        if isinstance(module, RotaryEmbedding):
+            module.inv_freq = module.compute_inv_freq()
+    return model.requires_grad_(False).to(device).eval()

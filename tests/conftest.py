@@ -1,0 +1,30 @@
+import pytest
+import torch
+
+from minispec.config import DEFAULT_DRAFT, DEFAULT_TARGET
+
+
+def save_random_llama(path, **overrides):
+    """A randomly initialised transformers Llama saved as a checkpoint directory."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = dict(
+        vocab_size=97, hidden_size=96, intermediate_size=160, num_hidden_layers=5,
+        num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=256,
+        rope_theta=5000.0, tie_word_embeddings=True,
+    )
+    cfg.update(overrides)
+    torch.manual_seed(1)
+    model = LlamaForCausalLM(LlamaConfig(**cfg))
+    model.save_pretrained(path, safe_serialization=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def random_llama_dir(tmp_path_factory):
+    return save_random_llama(tmp_path_factory.mktemp("random-llama"))
+
+
+@pytest.fixture(scope="session", params=["target", "draft", "random"])
+def any_checkpoint(request, random_llama_dir):
+    return {"target": DEFAULT_TARGET, "draft": DEFAULT_DRAFT, "random": random_llama_dir}[request.param]
