@@ -73,3 +73,23 @@ class Attention(torch.nn.Module):
                 attn_mask=mask,
             ).transpose(0, 1)
         return out
+
+
+def make_attention_metadata(num_computed, num_scheduled, block_table, block_size, device="cpu"):
+    """Positions and metadata for requests that each add ``num_scheduled[i]`` tokens
+    after ``num_computed[i]`` cached ones; ``block_table`` is ``[num_reqs, max_blocks]``."""
+    positions, slots, query_start_loc, seq_lens = [], [], [0], []
+    for i, (start, n) in enumerate(zip(num_computed, num_scheduled)):
+        pos = range(int(start), int(start) + int(n))
+        positions.extend(pos)
+        slots.extend(int(block_table[i][p // block_size]) * block_size + p % block_size for p in pos)
+        query_start_loc.append(query_start_loc[-1] + int(n))
+        seq_lens.append(int(start) + int(n))
+    meta = AttentionMetadata(
+        query_start_loc=query_start_loc,
+        seq_lens=seq_lens,
+        block_table=torch.as_tensor(block_table, dtype=torch.int64, device=device),
+        slot_mapping=torch.tensor(slots, dtype=torch.int64, device=device),
+        block_size=block_size,
+    )
+    return torch.tensor(positions, dtype=torch.int64, device=device), meta

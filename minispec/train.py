@@ -174,7 +174,7 @@ def main(argv=None) -> None:
     heldout_ids = np.array(tok.encode(heldout_text).ids, dtype=np.int64)
     vocab, eos_id = tok.get_vocab_size(), tok.token_to_id(EOS)
 
-    metrics = {"python": platform.python_version(), "command": "python -m minispec.train " + " ".join(argv or [])}
+    metrics = {"python": platform.python_version(), "command": " ".join(["python -m minispec.train", *(argv or [])])}
     models = {}
     for spec in (TARGET, DRAFT):
         t0 = time.time()

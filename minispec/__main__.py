@@ -1,0 +1,96 @@
+"""Command line: ``python -m minispec {demo,generate,replay}``.
+
+* ``demo``: the shipped target, greedy, without and then with the shipped draft
+  model; prints both texts, tokens per target forward and time taken.
+* ``generate``: one or more prompts with any engine option.
+* ``replay``: the forum thread's scenario under a preset, buffers step by step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+DEMO_PROMPTS = ["The for statement ", "A class definition ", "Exceptions are ", "The import statement "]
+
+
+def _print_run(title: str, llm, prompts, params) -> None:
+    start = time.perf_counter()
+    outputs = llm.generate(prompts, params)
+    seconds = time.perf_counter() - start
+    stats = llm.stats()
+    print(f"== {title}")
+    for prompt, out in zip(prompts, outputs):
+        print(f"{prompt!r} -> {out.outputs[0].text!r}")
+    print(f"tokens per target forward {stats['tokens_per_forward']:.2f}, acceptance "
+          f"{stats['acceptance_rate']:.0%}, {stats['generated_tokens']} tokens in {seconds:.2f} s\n")
+
+
+def demo(args) -> None:
+    from minispec import LLM, SamplingParams
+
+    params = SamplingParams(temperature=0, max_tokens=args.max_tokens)
+    _print_run("target alone", LLM(), DEMO_PROMPTS, params)
+    spec = {"method": "draft_model", "num_speculative_tokens": args.k}
+    _print_run(f"target + draft model, k={args.k}", LLM(speculative_config=spec), DEMO_PROMPTS, params)
+
+
+def generate(args) -> None:
+    from minispec import LLM, SamplingParams
+
+    spec = {"method": args.method, "num_speculative_tokens": args.k} if args.k else None
+    llm = LLM(args.model, pipeline_parallel_size=args.pp, speculative_config=spec, fixes=args.fixes)
+    params = SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
+    _print_run(f"pp={args.pp} k={args.k} {args.method} fixes={args.fixes}", llm, args.prompts, params)
+
+
+def replay(args) -> None:
+    from minispec.scenarios import forum_thread
+    from minispec.viz.text import char_decoder, render_trace
+
+    trace = forum_thread(args.fixes, num_speculative_tokens=args.k, max_tokens=args.max_tokens)
+    from minispec.entrypoints.llm import _load_tokenizer
+    from minispec.config import DEFAULT_TARGET
+
+    print(render_trace(trace, char_decoder(_load_tokenizer(DEFAULT_TARGET)), max_steps=args.steps))
+    print(f"acceptance {trace.stats['acceptance_rate']:.0%}, "
+          f"tokens per target forward {trace.stats['tokens_per_forward']:.2f}")
+
+
+def main(argv=None) -> None:
+    from minispec.config import DEFAULT_TARGET
+    from minispec.fixes import PRESETS
+
+    parser = argparse.ArgumentParser(prog="python -m minispec", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("demo", help="target alone vs. target + draft model")
+    p.add_argument("--max-tokens", type=int, default=64)
+    p.add_argument("-k", type=int, default=3)
+    p.set_defaults(func=demo)
+
+    p = sub.add_parser("generate", help="generate from prompts")
+    p.add_argument("prompts", nargs="+")
+    p.add_argument("--model", default=str(DEFAULT_TARGET))
+    p.add_argument("--pp", type=int, default=1, help="pipeline stages")
+    p.add_argument("--method", choices=["draft_model", "ngram"], default="draft_model")
+    p.add_argument("-k", type=int, default=3, help="draft tokens per step (0 = off)")
+    p.add_argument("--fixes", choices=sorted(PRESETS), default="all")
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--max-tokens", type=int, default=64)
+    p.set_defaults(func=generate)
+
+    p = sub.add_parser("replay", help="the forum thread's scenario, buffers per step")
+    p.add_argument("--fixes", choices=sorted(PRESETS), default="vllm-0.9.2")
+    p.add_argument("-k", type=int, default=3)
+    p.add_argument("--max-tokens", type=int, default=16)
+    p.add_argument("--steps", type=int, default=6, help="how many scheduler steps to print")
+    p.set_defaults(func=replay)
+
+    args = parser.parse_args(argv)
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

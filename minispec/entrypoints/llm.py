@@ -1,0 +1,182 @@
+"""The user-facing ``LLM`` class (vLLM: ``vllm/entrypoints/llm.py``).
+
+Builds one ``ModelRunner`` per pipeline stage, a scheduler and an engine core,
+and runs ``generate`` to completion. Arguments mirror vLLM's where they exist;
+``fixes``, ``record``, ``check_invariants`` and ``arrival_steps`` are minispec's.
+Everything is validated before a single request is added, so a bad request
+never leaves the engine half-changed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import torch
+
+from minispec.config import (
+    DEFAULT_TARGET, CacheConfig, LlamaArchitecture, ParallelConfig, SchedulerConfig, SpeculativeConfig,
+)
+from minispec.fixes import RunnerFixes, resolve_fixes
+from minispec.invariants import InvariantChecker
+from minispec.outputs import CompletionOutput, RequestOutput
+from minispec.platforms import stage_device
+from minispec.sampling_params import SamplingParams
+from minispec.trace import TraceRecorder
+from minispec.v1.core.kv_cache_manager import KVCacheManager
+from minispec.v1.core.sched.scheduler import Scheduler
+from minispec.v1.engine.core import EngineCore
+from minispec.v1.executor.inproc_executor import InProcPipelineExecutor
+from minispec.v1.request import Request, RequestStatus
+from minispec.v1.spec_decode.draft_model import DraftModelProposer
+from minispec.v1.spec_decode.ngram_proposer import NgramProposer
+from minispec.v1.worker.gpu_model_runner import ModelRunner
+
+
+class LLM:
+    def __init__(
+        self,
+        model: str | Path = DEFAULT_TARGET,
+        pipeline_parallel_size: int = 1,
+        speculative_config: dict | None = None,
+        fixes: str | RunnerFixes = "all",
+        max_num_seqs: int = 16,
+        max_num_batched_tokens: int = 512,
+        max_model_len: int | None = None,
+        block_size: int = 16,
+        num_gpu_blocks: int | None = None,
+        check_invariants: bool = False,
+        record: bool = False,
+        seed: int = 0,
+        device: str | None = None,
+        dtype: torch.dtype = torch.float32,
+    ):
+        self.arch = LlamaArchitecture.from_pretrained(model)
+        pp = pipeline_parallel_size
+        ParallelConfig(pp).validate_for(self.arch)
+        self.spec_config = SpeculativeConfig.from_dict(speculative_config)
+        self.fixes_name = fixes if isinstance(fixes, str) else repr(fixes)
+        self.fixes = resolve_fixes(fixes)
+        self.scheduler_config = SchedulerConfig(
+            max_num_seqs, max_num_batched_tokens, max_model_len or min(512, self.arch.max_position_embeddings)
+        )
+        max_len = self.scheduler_config.max_model_len
+        self.cache_config = CacheConfig(block_size, num_gpu_blocks or max_num_seqs * -(-max_len // block_size))
+        self.tokenizer = _load_tokenizer(model)
+
+        checker = InvariantChecker() if check_invariants else None
+        self.recorder = TraceRecorder(self.fixes_name, pp, checker) if (record or check_invariants) else None
+        devices = [stage_device(r, pp, device) for r in range(pp)]
+        drafter = self._make_drafter(devices[-1], dtype)
+        runners = [
+            ModelRunner(model, r, pp, self.scheduler_config, self.cache_config, self.fixes,
+                        drafter=drafter if r == pp - 1 else None, device=devices[r], dtype=dtype, seed=seed,
+                        recorder=self.recorder)
+            for r in range(pp)
+        ]
+        kv = KVCacheManager(self.cache_config.num_gpu_blocks, block_size)
+        self.scheduler = Scheduler(self.scheduler_config, kv, use_pp=pp > 1)
+        self.engine = EngineCore(self.scheduler, InProcPipelineExecutor(runners), pp, self.recorder)
+        self._ids = itertools.count()
+
+    def _make_drafter(self, device, dtype):
+        spec, cfg = self.spec_config, self.scheduler_config
+        if not spec.enabled:
+            return None
+        if spec.method == "ngram":
+            return NgramProposer(spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens)
+        draft_arch = LlamaArchitecture.from_pretrained(spec.model)
+        if draft_arch.vocab_size != self.arch.vocab_size:
+            raise ValueError(
+                f"speculative_config['model']={str(spec.model)!r}: expected the target's vocabulary "
+                f"({self.arch.vocab_size} tokens), got {draft_arch.vocab_size}"
+            )
+        return DraftModelProposer(spec.model, spec.num_speculative_tokens, cfg.max_model_len, cfg.max_num_seqs,
+                                  self.cache_config.block_size, device, dtype)
+
+    @property
+    def trace(self):
+        return self.recorder.trace if self.recorder else None
+
+    # -- requests ---------------------------------------------------------
+    def _to_token_ids(self, prompt, label: str = "prompt") -> list[int]:
+        if isinstance(prompt, str):
+            if self.tokenizer is None:
+                raise ValueError(f"{label} is text but the checkpoint has no tokenizer.json: pass token ids")
+            ids = self.tokenizer.encode(prompt).ids
+        else:
+            ids = list(prompt)
+        limit = self.scheduler_config.max_model_len - 1
+        if not ids:
+            raise ValueError(f"{label} is empty: expected at least one token")
+        bad = [t for t in ids if not isinstance(t, int) or not 0 <= t < self.arch.vocab_size]
+        if bad:
+            raise ValueError(f"{label} has token id {bad[0]!r}: expected integers in [0, {self.arch.vocab_size})")
+        if len(ids) > limit:
+            raise ValueError(f"{label} has {len(ids)} tokens: expected at most max_model_len - 1 = {limit}")
+        return ids
+
+    def add_request(self, prompt, params: SamplingParams, arrival_step: int = 0,
+                    request_id: str | None = None) -> Request:
+        """Validate and queue one request without running the engine."""
+        if request_id is not None and request_id in self.scheduler.requests:
+            raise ValueError(f"request_id={request_id!r}: expected an id not used before")
+        ids = self._to_token_ids(prompt)
+        request = Request(request_id or f"req-{next(self._ids)}", ids, params, self.arch.eos_token_id)
+        self.engine.add_request(request, arrival_step)
+        return request
+
+    def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParams] | None = None,
+                 arrival_steps: list[int] | None = None) -> list[RequestOutput]:
+        """Generate for every prompt (text or token ids). ``arrival_steps[i]``
+        delays prompt i until that engine step, to stagger arrivals."""
+        if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
+            prompts = [prompts]
+        params = sampling_params if isinstance(sampling_params, list) else [sampling_params or SamplingParams()] * len(prompts)
+        arrivals = arrival_steps or [0] * len(prompts)
+        if len(params) != len(prompts) or len(arrivals) != len(prompts):
+            raise ValueError(f"sampling_params and arrival_steps: expected one per prompt ({len(prompts)})")
+        for i, p in enumerate(prompts):  # all checked before any is queued
+            self._to_token_ids(p, f"prompts[{i}]")
+        start = self.engine.engine_step
+        requests = [self.add_request(t, p, start + a) for t, p, a in zip(prompts, params, arrivals)]
+        self.engine.run()
+        return [self._output(r, p) for r, p in zip(requests, prompts)]
+
+    def _output(self, request: Request, prompt) -> RequestOutput:
+        reason = {RequestStatus.FINISHED_STOPPED: "stop", RequestStatus.FINISHED_LENGTH_CAPPED: "length"}
+        text = self.tokenizer.decode(request.output_token_ids) if self.tokenizer else ""
+        return RequestOutput(
+            request_id=request.request_id, prompt=prompt if isinstance(prompt, str) else None,
+            prompt_token_ids=request.prompt_token_ids,
+            outputs=[CompletionOutput(0, text, list(request.output_token_ids), reason.get(request.status))],
+            finished=request.is_finished(), num_draft_tokens=request.num_draft_tokens,
+            num_accepted_tokens=request.num_accepted_tokens, num_preemptions=request.num_preemptions,
+        )
+
+    def stats(self) -> dict:
+        """Engine totals since construction."""
+        reqs = self.scheduler.requests.values()
+        generated = sum(r.num_output_tokens for r in reqs)
+        drafts = sum(r.num_draft_tokens for r in reqs)
+        accepted = sum(r.num_accepted_tokens for r in reqs)
+        steps = sum(r.num_sampling_steps for r in reqs)
+        return {
+            "target_forwards": self.engine.num_batches,
+            "generated_tokens": generated,
+            "draft_tokens": drafts,
+            "accepted_tokens": accepted,
+            "acceptance_rate": accepted / drafts if drafts else 0.0,
+            # per request: tokens emitted per target forward it took part in
+            "tokens_per_forward": generated / steps if steps else 0.0,
+            "preemptions": self.scheduler.num_preemptions,
+        }
+
+
+def _load_tokenizer(model):
+    path = Path(model) / "tokenizer.json"
+    if not path.is_file():
+        return None
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(path))

@@ -1,0 +1,114 @@
+"""The invariants of DESIGN.md section 4, checked on trace records.
+
+Live (``check_invariants=True``) the first violation raises
+``InvariantViolation``; offline ``check_trace(trace)`` lists them all. The
+numbering follows the design brief; 1 and 6 compare whole runs with
+references and live in the tests instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from minispec.trace import ScheduleRecord, StageRecord, StepRecord, Trace
+
+NAMES = {
+    2: "draft agreement",
+    3: "token history",
+    4: "shared accounting",
+    5: "one in-flight batch per decode request",
+}
+
+
+def samples(s: ScheduleRecord, req_id: str) -> bool:
+    """Does this batch sample for the request (its chunk reaches the last token)?
+    Prefill chunks that do not may be pipelined across batches; sampling ones may not."""
+    return s.num_computed_tokens[req_id] + s.num_scheduled_tokens[req_id] >= len(s.all_token_ids[req_id])
+
+
+@dataclass
+class Violation:
+    invariant: int
+    step: int
+    stage: int | None
+    req_id: str
+    expected: object
+    actual: object
+
+    def __str__(self) -> str:
+        where = f"step {self.step}" + (f", stage {self.stage}" if self.stage is not None else "")
+        return (f"invariant {self.invariant} ({NAMES[self.invariant]}) violated at {where}, "
+                f"request {self.req_id}: expected {self.expected}, got {self.actual}")
+
+
+class InvariantViolation(AssertionError):
+    def __init__(self, violation: Violation):
+        super().__init__(str(violation))
+        self.violation = violation
+
+
+class InvariantChecker:
+    def __init__(self, raise_on_violation: bool = True):
+        self.raise_on_violation = raise_on_violation
+        self.violations: list[Violation] = []
+        self.sampling_in_flight: dict[str, int] = {}  # request -> step of the batch that will sample it
+
+    def _fail(self, *args) -> None:
+        violation = Violation(*args)
+        self.violations.append(violation)
+        if self.raise_on_violation:
+            raise InvariantViolation(violation)
+
+    def check_schedule(self, s: ScheduleRecord) -> None:
+        for req_id in s.num_scheduled_tokens:
+            if not samples(s, req_id):
+                continue
+            if req_id in self.sampling_in_flight:
+                self._fail(5, s.step, None, req_id, "not in another in-flight batch",
+                           f"also in step {self.sampling_in_flight[req_id]}, still in flight")
+            self.sampling_in_flight[req_id] = s.step
+
+    def check_stage(self, s: ScheduleRecord, st: StageRecord) -> None:
+        for row in st.rows:
+            req_id = row.req_id
+            if row.num_computed_tokens != s.num_computed_tokens[req_id]:
+                self._fail(4, s.step, st.stage, req_id, f"num_computed_tokens={s.num_computed_tokens[req_id]}",
+                           row.num_computed_tokens)
+            n_history = row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts
+            history = s.all_token_ids[req_id][:n_history]
+            if row.token_ids[:n_history] != history:
+                self._fail(3, s.step, st.stage, req_id, f"token_ids_cpu[{row.row}, :{n_history}]={history}",
+                           row.token_ids[:n_history])
+            drafts = s.scheduled_spec_decode_tokens.get(req_id, [])
+            if row.draft_slots != drafts:
+                self._fail(2, s.step, st.stage, req_id, f"draft slots {drafts}", row.draft_slots)
+            if st.is_last and st.verified_drafts.get(req_id, []) != drafts:
+                self._fail(2, s.step, st.stage, req_id, f"verified drafts {drafts}",
+                           st.verified_drafts.get(req_id, []))
+
+    def check_update(self, step: StepRecord) -> None:
+        s = step.schedule
+        for req_id in s.num_scheduled_tokens:
+            if self.sampling_in_flight.get(req_id) == s.step:
+                del self.sampling_in_flight[req_id]
+            rejected = len(s.scheduled_spec_decode_tokens.get(req_id, [])) - step.num_accepted.get(req_id, 0)
+            # "old + scheduled" is the value before the update: scheduling already added it
+            expected = step.num_computed_before_update[req_id] - rejected
+            if step.num_computed_after[req_id] != expected:
+                self._fail(4, s.step, None, req_id, f"num_computed_tokens={expected} (old + scheduled - rejected)",
+                           step.num_computed_after[req_id])
+
+
+def check_trace(trace: Trace) -> list[Violation]:
+    """Replay the trace's events in the order they happened and list every violation."""
+    checker = InvariantChecker(raise_on_violation=False)
+    steps = {s.step: s for s in trace.steps}
+    for kind, step_id, stage_id in trace.events:
+        step = steps[step_id]
+        if kind == "schedule":
+            checker.check_schedule(step.schedule)
+        elif kind == "stage":
+            checker.check_stage(step.schedule, next(st for st in step.stages if st.stage == stage_id))
+        else:
+            checker.check_update(step)
+    return checker.violations

@@ -1,0 +1,37 @@
+"""``SamplingParams`` (vLLM: ``vllm/sampling_params.py``), reduced to what minispec
+samples with. Values are checked on construction, so a bad request is refused
+before it reaches the engine and cannot disturb other requests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class SamplingParams:
+    temperature: float = 1.0
+    top_k: int = 0  # 0 = off
+    top_p: float = 1.0
+    max_tokens: int = 16
+    stop_token_ids: list[int] = field(default_factory=list)
+    ignore_eos: bool = False
+    seed: int | None = None
+
+    def __post_init__(self):
+        checks = [
+            ("temperature", isinstance(self.temperature, (int, float)) and self.temperature >= 0, "a number >= 0"),
+            ("top_k", isinstance(self.top_k, int) and self.top_k >= 0, "an integer >= 0 (0 disables top-k)"),
+            ("top_p", isinstance(self.top_p, (int, float)) and 0 < self.top_p <= 1, "a number in (0, 1]"),
+            ("max_tokens", isinstance(self.max_tokens, int) and self.max_tokens > 0, "an integer > 0"),
+            ("seed", self.seed is None or isinstance(self.seed, int), "None or an integer"),
+            ("stop_token_ids", all(isinstance(t, int) for t in self.stop_token_ids), "a list of integers"),
+        ]
+        for name, ok, expected in checks:
+            if not ok:
+                raise ValueError(f"SamplingParams.{name}={getattr(self, name)!r}: expected {expected}")
+
+    @property
+    def greedy(self) -> bool:
+        # vLLM treats temperatures below a small epsilon as greedy.
+        return self.temperature < 1e-5

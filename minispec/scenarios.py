@@ -1,0 +1,52 @@
+"""The forum thread's scenario (July 2025), as a function that returns its trace.
+
+Two pipeline stages, speculative decoding on. ``batch_0`` = {A, B} arrives and
+prefills; ``batch_1`` = {C, D} arrives while batch_0 is still in flight and
+prefills; from then on decode batches alternate batch_0, batch_1, batch_0, ...
+Each stage's persistent batch therefore holds only the other batch's requests
+whenever a batch comes round again, so every decode request is re-added every
+step.
+
+The prompts are chosen so the stale slots are easy to read: C's prompt is
+longer than A's, so when A is re-added into the row C just left, A's draft
+slots still hold C's prompt characters (and likewise B and D).
+"""
+
+from __future__ import annotations
+
+from minispec.sampling_params import SamplingParams
+
+PROMPTS = {
+    "A": "A list is ",
+    "B": "Strings are ",
+    "C": "The for statement is used to iterate",
+    "D": "Exceptions are raised when",
+}
+BATCH_0, BATCH_1 = ("A", "B"), ("C", "D")
+
+
+def forum_thread_llm(fixes="vllm-0.9.2", num_speculative_tokens: int = 3, method: str = "draft_model",
+                     max_tokens: int = 16, check_invariants: bool = False):
+    """The engine with the four requests queued but not yet run (for stepping)."""
+    from minispec.entrypoints.llm import LLM
+
+    llm = LLM(
+        pipeline_parallel_size=2,
+        speculative_config={"method": method, "num_speculative_tokens": num_speculative_tokens},
+        fixes=fixes, record=True, check_invariants=check_invariants, max_num_seqs=4,
+    )
+    params = SamplingParams(temperature=0, max_tokens=max_tokens)
+    for arrival, batch in enumerate((BATCH_0, BATCH_1)):
+        for req_id in batch:
+            llm.add_request(PROMPTS[req_id], params, arrival_step=arrival, request_id=req_id)
+    return llm
+
+
+def forum_thread(fixes="vllm-0.9.2", **kwargs):
+    """Run the scenario to completion and return its ``Trace`` (with outputs)."""
+    llm = forum_thread_llm(fixes, **kwargs)
+    llm.engine.run()
+    trace = llm.trace
+    trace.outputs = {r: list(llm.scheduler.requests[r].output_token_ids) for r in PROMPTS}
+    trace.stats = llm.stats()
+    return trace

@@ -1,0 +1,148 @@
+"""Step traces: what the scheduler sent and what every stage saw, per engine step.
+
+Opt-in (``LLM(..., record=True)`` or ``check_invariants=True``). The engine
+calls ``on_schedule`` after each ``schedule()``, every stage's runner calls
+``on_stage`` after ``_prepare_inputs`` (before its forward), and the engine calls
+``on_update`` after ``update_from_output``. Records are plain data so renderers
+and the invariant checker (``minispec.invariants``) work on them offline.
+Nothing here has a vLLM counterpart: it is minispec's window into the buffers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RowRecord:
+    row: int
+    req_id: str
+    path: str  # "new", "stayed" or "re-added": how the row was filled this step
+    token_ids: list[int]  # token_ids_cpu[row, :end]: live region and every gathered slot
+    num_tokens: int
+    num_tokens_no_spec: int
+    num_computed_tokens: int
+    num_scheduled_tokens: int
+    num_drafts: int
+
+    @property
+    def draft_slots(self) -> list[int]:
+        """The slots this stage gathers as drafts (positions of the last num_drafts inputs)."""
+        end = self.num_computed_tokens + self.num_scheduled_tokens
+        return self.token_ids[end - self.num_drafts : end]
+
+
+@dataclass
+class StageRecord:
+    step: int
+    stage: int
+    is_last: bool
+    rows: list[RowRecord]
+    input_ids: list[int]
+    verified_drafts: dict[str, list[int]]  # last stage: drafts the rejection sampler checks
+    sampled: dict[str, list[int]] = field(default_factory=dict)  # last stage: tokens it emitted
+
+    def row_of(self, req_id: str) -> RowRecord:
+        return next(r for r in self.rows if r.req_id == req_id)
+
+
+@dataclass
+class ScheduleRecord:
+    step: int
+    num_scheduled_tokens: dict[str, int]
+    scheduled_spec_decode_tokens: dict[str, list[int]]
+    new_token_ids: dict[str, list[int]]
+    num_computed_tokens: dict[str, int]  # before this schedule advanced them
+    all_token_ids: dict[str, list[int]]
+    new_req_ids: list[str]
+    num_prompt_tokens: dict[str, int]
+
+
+@dataclass
+class StepRecord:
+    schedule: ScheduleRecord
+    stages: list[StageRecord] = field(default_factory=list)
+    # around update_from_output: per request, accepted drafts and num_computed_tokens
+    # just before and just after (later batches may already have advanced it)
+    num_accepted: dict[str, int] = field(default_factory=dict)
+    num_computed_before_update: dict[str, int] = field(default_factory=dict)
+    num_computed_after: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def step(self) -> int:
+        return self.schedule.step
+
+
+@dataclass
+class Trace:
+    fixes: str
+    pipeline_parallel_size: int
+    steps: list[StepRecord] = field(default_factory=list)
+    # in the order they happened: ("schedule", step, None), ("stage", step, stage), ("update", step, None)
+    events: list[tuple[str, int, int | None]] = field(default_factory=list)
+    outputs: dict[str, list[int]] = field(default_factory=dict)  # filled by whoever ran it
+    stats: dict = field(default_factory=dict)
+
+    def step(self, step: int) -> StepRecord:
+        return next(s for s in self.steps if s.step == step)
+
+
+class TraceRecorder:
+    def __init__(self, fixes_name: str, pp_size: int, checker=None):
+        self.trace = Trace(fixes_name, pp_size)
+        self.checker = checker
+        self._by_step: dict[int, StepRecord] = {}
+
+    def on_schedule(self, out, scheduler) -> None:
+        reqs = scheduler.requests
+        cached = out.scheduled_cached_reqs
+        record = ScheduleRecord(
+            step=out.step,
+            num_scheduled_tokens=dict(out.num_scheduled_tokens),
+            scheduled_spec_decode_tokens={r: list(d) for r, d in out.scheduled_spec_decode_tokens.items()},
+            new_token_ids=dict(zip(cached.req_ids, map(list, cached.new_token_ids))),
+            num_computed_tokens={r: reqs[r].num_computed_tokens - n for r, n in out.num_scheduled_tokens.items()},
+            all_token_ids={r: reqs[r].all_token_ids for r in out.num_scheduled_tokens},
+            new_req_ids=[n.req_id for n in out.scheduled_new_reqs],
+            num_prompt_tokens={r: len(reqs[r].prompt_token_ids) for r in out.num_scheduled_tokens},
+        )
+        step = StepRecord(record)
+        self._by_step[out.step] = step
+        self.trace.steps.append(step)
+        self.trace.events.append(("schedule", out.step, None))
+        if self.checker:
+            self.checker.check_schedule(record)
+
+    def on_stage(self, runner, out, inputs) -> StageRecord:
+        batch = runner.input_batch
+        rows = []
+        for row, req_id in enumerate(batch.req_ids):
+            n_sched = int(inputs.num_scheduled[row])
+            nc = int(batch.num_computed_tokens_cpu[row])
+            end = max(int(batch.num_tokens[row]), nc + n_sched)
+            rows.append(RowRecord(
+                row=row, req_id=req_id, path=runner.row_paths.get(req_id, "stayed"),
+                token_ids=batch.token_ids_cpu[row, :end].tolist(),
+                num_tokens=int(batch.num_tokens[row]), num_tokens_no_spec=int(batch.num_tokens_no_spec[row]),
+                num_computed_tokens=nc, num_scheduled_tokens=n_sched,
+                num_drafts=len(inputs.verified_drafts[row]),
+            ))
+        record = StageRecord(
+            step=out.step, stage=runner.pp_rank, is_last=runner.is_last_rank, rows=rows,
+            input_ids=inputs.input_ids.tolist(),
+            verified_drafts={r: d for r, d in zip(batch.req_ids, inputs.verified_drafts) if d},
+        )
+        self._by_step[out.step].stages.append(record)
+        self.trace.events.append(("stage", out.step, runner.pp_rank))
+        if self.checker:
+            self.checker.check_stage(self._by_step[out.step].schedule, record)
+        return record
+
+    def on_update(self, out, scheduler, num_accepted: dict[str, int], num_computed_before: dict[str, int]) -> None:
+        step = self._by_step[out.step]
+        step.num_accepted = num_accepted
+        step.num_computed_before_update = num_computed_before
+        step.num_computed_after = {r: scheduler.requests[r].num_computed_tokens for r in out.num_scheduled_tokens}
+        self.trace.events.append(("update", out.step, None))
+        if self.checker:
+            self.checker.check_update(step)

@@ -1,0 +1,213 @@
+"""The v1 scheduler (vLLM: ``vllm/v1/core/sched/scheduler.py``, July 2025 logic).
+
+There are no separate prefill and decode phases: every request simply has
+``num_tokens_with_spec - num_computed_tokens`` tokens left to compute, and one
+token budget is shared by all. Running requests are served first (FCFS), then
+waiting ones. ``num_computed_tokens`` is advanced at schedule time by all that
+was scheduled, drafts included, so a request whose batch is still in flight has
+nothing left to schedule: that is why, with a batch queue, decode batches
+alternate between two sets of requests.
+
+Left out: priorities, prefix caching, encoder inputs, structured output, LoRA,
+async scheduling. One deliberate difference: vLLM v0.9.2 could preempt a request
+whose batch was still in flight; minispec only preempts requests with nothing in
+flight, so a freed block is never written by a batch that still runs.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from minispec.config import SchedulerConfig
+from minispec.v1.core.kv_cache_manager import KVCacheManager
+from minispec.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
+from minispec.v1.outputs import ModelRunnerOutput
+from minispec.v1.request import Request, RequestStatus
+
+
+class Scheduler:
+    def __init__(self, config: SchedulerConfig, kv_cache_manager: KVCacheManager, use_pp: bool):
+        self.config = config
+        self.kv_cache_manager = kv_cache_manager
+        self.use_pp = use_pp
+        self.requests: dict[str, Request] = {}
+        self.waiting: deque[Request] = deque()
+        self.running: list[Request] = []
+        self.finished_req_ids: set[str] = set()
+        self.num_preemptions = 0
+        self.step_counter = 0
+
+    # -- requests ---------------------------------------------------------
+    def add_request(self, request: Request) -> None:
+        self.requests[request.request_id] = request
+        self.waiting.append(request)
+
+    def has_unfinished_requests(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    # -- schedule ---------------------------------------------------------
+    def schedule(self) -> SchedulerOutput:
+        budget = self.config.max_num_batched_tokens
+        num_scheduled: dict[str, int] = {}
+        spec_tokens: dict[str, list[int]] = {}
+        new_blocks: dict[str, list[int]] = {}
+        running_reqs, resumed_reqs, new_reqs, preempted = [], [], [], []
+
+        i = 0
+        while i < len(self.running) and budget > 0:
+            request = self.running[i]
+            n = min(
+                request.num_tokens_with_spec - request.num_computed_tokens,
+                budget,
+                self.config.max_model_len - request.num_computed_tokens,
+            )
+            if n <= 0:  # its batch is in flight: nothing to compute yet
+                i += 1
+                continue
+            blocks = self._allocate_or_preempt(request, n, preempted, num_scheduled)
+            if blocks is None:
+                break
+            running_reqs.append(request)
+            new_blocks[request.request_id] = blocks
+            num_scheduled[request.request_id] = n
+            budget -= n
+            i += 1
+            # Drafts that did not fit are dropped. v0.9.2 kept them all when
+            # none fit, so they could be scheduled again while this batch was
+            # in flight; later vLLM drops them, and so does minispec.
+            num_spec = n + request.num_computed_tokens - request.num_tokens
+            del request.spec_token_ids[max(num_spec, 0):]
+            if request.spec_token_ids:
+                spec_tokens[request.request_id] = list(request.spec_token_ids)
+
+        while self.waiting and budget > 0 and not preempted:
+            if len(self.running) >= self.config.max_num_seqs:
+                break
+            request = self.waiting[0]
+            n = min(request.num_tokens - request.num_computed_tokens, budget)
+            blocks = self.kv_cache_manager.allocate_slots(request, n)
+            if blocks is None:
+                break
+            self.waiting.popleft()
+            self.running.append(request)
+            if request.status == RequestStatus.PREEMPTED:
+                resumed_reqs.append(request)
+                new_blocks[request.request_id] = self.kv_cache_manager.get_block_ids(request.request_id)
+            else:
+                new_reqs.append(request)
+            request.status = RequestStatus.RUNNING
+            num_scheduled[request.request_id] = n
+            budget -= n
+
+        output = SchedulerOutput(
+            scheduled_new_reqs=[
+                NewRequestData(r.request_id, r.prompt_token_ids, r.sampling_params,
+                               list(self.kv_cache_manager.get_block_ids(r.request_id)), r.num_computed_tokens)
+                for r in new_reqs
+            ],
+            scheduled_cached_reqs=self._make_cached_request_data(
+                running_reqs, resumed_reqs, num_scheduled, spec_tokens, new_blocks
+            ),
+            num_scheduled_tokens=num_scheduled,
+            total_num_scheduled_tokens=sum(num_scheduled.values()),
+            scheduled_spec_decode_tokens=spec_tokens,
+            finished_req_ids=self.finished_req_ids,
+            step=self.step_counter,
+        )
+        self.step_counter += 1
+        # Advance at schedule time, drafts included (vLLM: _update_after_schedule).
+        for req_id, n in num_scheduled.items():
+            request = self.requests[req_id]
+            request.num_computed_tokens += n
+            request.num_inflight_batches += 1
+        self.finished_req_ids = set()
+        return output
+
+    def _allocate_or_preempt(self, request, n, preempted, num_scheduled) -> list[int] | None:
+        """Allocate, preempting from the back of ``running`` until it fits. The
+        victim is never in flight nor already scheduled in this step."""
+        while (blocks := self.kv_cache_manager.allocate_slots(request, n)) is None:
+            victim = next(
+                (r for r in reversed(self.running)
+                 if r.num_inflight_batches == 0 and r.request_id not in num_scheduled),
+                None,
+            )
+            if victim is None:
+                return None
+            self._preempt(victim)
+            preempted.append(victim)
+            if victim is request:
+                return None
+        return blocks
+
+    def _preempt(self, request: Request) -> None:
+        self.running.remove(request)
+        self.kv_cache_manager.free(request)
+        request.status = RequestStatus.PREEMPTED
+        request.num_computed_tokens = 0
+        request.spec_token_ids.clear()
+        request.num_preemptions += 1
+        self.num_preemptions += 1
+        self.waiting.appendleft(request)
+
+    def _make_cached_request_data(self, running_reqs, resumed_reqs, num_scheduled, spec_tokens, new_blocks):
+        data = CachedRequestData()
+        for request in running_reqs + resumed_reqs:
+            req_id = request.request_id
+            data.req_ids.append(req_id)
+            data.resumed_from_preemption.append(request in resumed_reqs)
+            if self.use_pp:
+                # v0.9.2: the scheduled tokens minus the drafts, read from
+                # all_token_ids at num_computed_tokens. For a decode step that
+                # is only the bonus token: drafts accepted last step are not
+                # resent (fault 2, see minispec.fixes).
+                n = num_scheduled[req_id] - len(spec_tokens.get(req_id, ()))
+                nc = request.num_computed_tokens
+                data.new_token_ids.append(request.all_token_ids[nc : nc + n])
+            data.new_block_ids.append(list(new_blocks[req_id]))
+            data.num_computed_tokens.append(request.num_computed_tokens)
+        return data
+
+    # -- results ----------------------------------------------------------
+    def update_from_output(self, scheduler_output: SchedulerOutput, output: ModelRunnerOutput) -> list[Request]:
+        """Apply one batch's results; return the requests that finished."""
+        finished = []
+        for req_id, n in scheduler_output.num_scheduled_tokens.items():
+            request = self.requests[req_id]
+            request.num_inflight_batches -= 1
+            index = output.req_id_to_index[req_id]
+            generated = list(output.sampled_token_ids[index])
+            drafts = scheduler_output.scheduled_spec_decode_tokens.get(req_id)
+            if drafts:
+                rejected = len(drafts) + 1 - len(generated)
+                request.num_computed_tokens -= rejected
+                request.num_draft_tokens += len(drafts)
+                request.num_accepted_tokens += len(generated) - 1
+            request.num_sampling_steps += bool(generated)
+            stopped = False
+            for token in generated:
+                request.output_token_ids.append(token)
+                if stopped := self._check_stop(request):
+                    break
+            if stopped:
+                self._finish(request)
+                finished.append(request)
+            elif generated and output.spec_token_ids:
+                request.spec_token_ids = list(output.spec_token_ids[index])
+        return finished
+
+    def _check_stop(self, request: Request) -> bool:
+        params, last = request.sampling_params, request.output_token_ids[-1]
+        if request.num_tokens >= self.config.max_model_len or request.num_output_tokens >= params.max_tokens:
+            request.status = RequestStatus.FINISHED_LENGTH_CAPPED
+            return True
+        if (not params.ignore_eos and last == request.eos_token_id) or last in params.stop_token_ids:
+            request.status = RequestStatus.FINISHED_STOPPED
+            return True
+        return False
+
+    def _finish(self, request: Request) -> None:
+        self.running.remove(request)
+        self.kv_cache_manager.free(request)
+        request.spec_token_ids.clear()
+        self.finished_req_ids.add(request.request_id)

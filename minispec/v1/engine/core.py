@@ -1,0 +1,98 @@
+"""The engine loop (vLLM: ``vllm/v1/engine/core.py``).
+
+``step_with_batch_queue`` keeps up to ``max_concurrent_batches`` (= pipeline
+stages) batches in flight. Each engine step it schedules a new batch if the
+queue has room and anything can be scheduled; only when nothing can be
+scheduled (or the queue is full) does it wait for the oldest batch and feed its
+output back to the scheduler. Requests in a batch in flight have nothing left
+to schedule, so decode batches alternate between two sets of requests.
+
+With one stage the same loop schedules, runs and updates within one step, like
+vLLM's plain ``step()``. Every step can also be taken one event at a time
+(schedule, each stage's forward, update) with ``iter_events``, which is how the
+notebooks walk through the forum thread's interleaving.
+Left out: the ZMQ engine-core process, output processing, aborts, async scheduling.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Iterator
+
+from minispec.v1.request import Request
+
+
+class EngineCore:
+    def __init__(self, scheduler, executor, max_concurrent_batches: int, recorder=None):
+        self.scheduler, self.executor, self.recorder = scheduler, executor, recorder
+        self.max_concurrent_batches = max_concurrent_batches
+        self.batch_queue: deque = deque()
+        self.arrivals: list[tuple[int, Request]] = []
+        self.engine_step = 0
+        self.num_batches = 0  # target forwards: batches that went through every stage
+        self.finished: list[Request] = []
+
+    def add_request(self, request: Request, arrival_step: int = 0) -> None:
+        self.arrivals.append((arrival_step, request))
+        self.arrivals.sort(key=lambda a: a[0])
+
+    def has_work(self) -> bool:
+        return bool(self.arrivals or self.batch_queue or self.scheduler.has_unfinished_requests())
+
+    def _admit_arrivals(self) -> None:
+        while self.arrivals and self.arrivals[0][0] <= self.engine_step:
+            self.scheduler.add_request(self.arrivals.pop(0)[1])
+
+    def _engine_step_events(self) -> Iterator[str]:
+        self._admit_arrivals()
+        scheduled = False
+        if len(self.batch_queue) < self.max_concurrent_batches:
+            out = self.scheduler.schedule()
+            scheduled = out.total_num_scheduled_tokens > 0
+            if scheduled:
+                if self.recorder:
+                    self.recorder.on_schedule(out, self.scheduler)
+                self.batch_queue.append(self.executor.execute_model(out))
+                yield f"schedule step {out.step}"
+        if self.batch_queue and (not scheduled or self.max_concurrent_batches == 1):
+            batch = self.batch_queue[0]
+            while not batch.done:
+                for stage, step in self.executor.tick():
+                    yield f"stage {stage} runs step {step}"
+            self.batch_queue.popleft()
+            self._update(batch.scheduler_output, batch.output)
+            yield f"update step {batch.scheduler_output.step}"
+        self.engine_step += 1
+
+    def _update(self, out, output) -> None:
+        num_accepted = {
+            r: len(output.sampled_token_ids[output.req_id_to_index[r]]) - 1
+            for r in out.scheduled_spec_decode_tokens
+        }
+        before = {r: self.scheduler.requests[r].num_computed_tokens for r in out.num_scheduled_tokens}
+        self.finished.extend(self.scheduler.update_from_output(out, output))
+        self.num_batches += 1
+        if self.recorder:
+            self.recorder.on_update(out, self.scheduler, num_accepted, before)
+
+    def step_with_batch_queue(self) -> list[str]:
+        """One engine step; returns the events it ran."""
+        return list(self._engine_step_events())
+
+    def iter_events(self) -> Iterator[str]:
+        """Every event until all requests finish, one at a time."""
+        while self.has_work():
+            idle = True
+            for event in self._engine_step_events():
+                idle = False
+                yield event
+            if idle and not self.arrivals:
+                waiting = ", ".join(r.request_id for r in self.scheduler.waiting)
+                raise RuntimeError(
+                    f"no request can be scheduled (waiting: {waiting}); the KV cache "
+                    f"({self.scheduler.kv_cache_manager.num_blocks} blocks) is too small for them"
+                )
+
+    def run(self) -> None:
+        for _ in self.iter_events():
+            pass

@@ -1,0 +1,79 @@
+"""An in-process pipeline: one ``ModelRunner`` per stage, one Python process.
+
+vLLM runs each stage in its own worker process (``vllm/v1/executor/
+multiproc_executor.py``) and sends hidden states between them with
+``torch.distributed``. Here a stage is an object and the hand-off is a
+function argument, which makes every stage event deterministic and steppable.
+
+Time advances in *ticks*: in one tick every stage that has a batch waiting runs
+it, the last stage first, so a batch moves one stage per tick and two batches
+can be on two stages at once -- the overlap a real pipeline has.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from minispec.v1.core.sched.output import SchedulerOutput
+from minispec.v1.outputs import ModelRunnerOutput
+
+
+@dataclass
+class PipelineBatch:
+    """A scheduled batch travelling through the stages (vLLM returns a Future)."""
+
+    scheduler_output: SchedulerOutput
+    executor: "InProcPipelineExecutor"
+    next_stage: int = 0
+    carry: object = None  # IntermediateTensors between stages
+    output: ModelRunnerOutput | None = field(default=None, repr=False)
+
+    @property
+    def done(self) -> bool:
+        return self.output is not None
+
+    def result(self) -> ModelRunnerOutput:
+        while not self.done:
+            self.executor.tick()
+        return self.output
+
+
+class InProcPipelineExecutor:
+    def __init__(self, runners: list):
+        self.runners = runners
+        self.in_flight: deque[PipelineBatch] = deque()
+        self.num_ticks = 0
+        self.on_event = None  # called with (stage, step) after each stage event
+
+    def execute_model(self, scheduler_output: SchedulerOutput) -> PipelineBatch:
+        batch = PipelineBatch(scheduler_output, self)
+        self.in_flight.append(batch)
+        return batch
+
+    def tick(self) -> list[tuple[int, int]]:
+        """Run one pipeline tick; return the (stage, step) events it ran."""
+        events, busy = [], set()
+        for batch in list(self.in_flight):  # oldest first: FIFO on every stage
+            stage = batch.next_stage
+            if stage in busy:
+                continue
+            busy.add(stage)
+            events.append(self._run_stage(batch, stage))
+        self.num_ticks += 1
+        return events
+
+    def _run_stage(self, batch: PipelineBatch, stage: int) -> tuple[int, int]:
+        runner = self.runners[stage]
+        carry = batch.carry.to(runner.device) if batch.carry is not None else None
+        result = runner.execute_model(batch.scheduler_output, carry)
+        batch.next_stage += 1
+        if runner.is_last_rank:
+            batch.output, batch.carry = result, None
+            self.in_flight.remove(batch)
+        else:
+            batch.carry = result
+        event = (stage, batch.scheduler_output.step)
+        if self.on_event:
+            self.on_event(*event)
+        return event

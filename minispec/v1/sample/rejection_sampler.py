@@ -1,0 +1,65 @@
+"""Verifying draft tokens (vLLM: ``vllm/v1/sample/rejection_sampler.py``).
+
+Given ``k`` draft tokens and the target's logits at the ``k + 1`` positions
+that end at them, emit the accepted drafts, then one more token:
+
+* greedy: a draft is accepted while it equals the target's argmax; the first
+  mismatch is replaced by the argmax (the *recovered* token); if all ``k`` are
+  accepted, the argmax after the last one is the *bonus* token.
+* random: draft ``d`` at position ``i`` is accepted with probability
+  ``min(1, p_i(d) / q_i(d))``; on rejection the recovered token is drawn from
+  ``normalise(max(0, p_i - q_i))``; the bonus token from ``p_k``. This keeps the
+  target distribution exactly. Drafts without probabilities (n-gram) count as
+  one-hot ``q``.
+
+vLLM does this for the whole batch in Triton kernels and pads the output with
+``PLACEHOLDER_TOKEN_ID``; minispec handles one request at a time and returns
+the emitted tokens as a list.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from minispec.sampling_params import SamplingParams
+from minispec.v1.sample.sampler import compute_probs, sample_from
+
+
+def rejection_sample(
+    draft_token_ids: list[int],
+    target_logits: torch.Tensor,
+    params: SamplingParams,
+    draft_probs: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+) -> list[int]:
+    """target_logits: ``[k + 1, vocab]``; draft_probs: ``[k, vocab]`` or None."""
+    k = len(draft_token_ids)
+    if target_logits.shape[0] != k + 1:
+        raise ValueError(f"target_logits has {target_logits.shape[0]} rows: expected {k + 1} (drafts + 1)")
+    if params.greedy:
+        best = target_logits.argmax(-1).tolist()
+        out = []
+        for i, draft in enumerate(draft_token_ids):
+            out.append(best[i])
+            if draft != best[i]:
+                return out  # recovered token
+        return out + [best[k]]  # bonus token
+
+    p = compute_probs(target_logits, params)
+    out = []
+    for i, draft in enumerate(draft_token_ids):
+        if draft_probs is None:
+            q = torch.zeros_like(p[i])
+            q[draft] = 1.0
+        else:
+            q = draft_probs[i].to(p.dtype)
+        u = torch.rand((), generator=generator, dtype=p.dtype)
+        if u * q[draft] <= p[i, draft] and p[i, draft] > 0:
+            out.append(draft)
+            continue
+        residual = (p[i] - q).clamp_min(0)
+        if residual.sum() <= 0:  # p == q: rejection had probability 0
+            residual = p[i]
+        out.append(sample_from(residual / residual.sum(), generator))
+        return out
+    return out + [sample_from(p[k], generator)]

@@ -1,0 +1,103 @@
+"""Drafting with a small model (vLLM: ``vllm/v1/spec_decode/draft_model.py``).
+
+The draft keeps its own paged KV cache, separate from the target's. For each
+request it remembers how many leading tokens of the history it has cached;
+after verification it feeds only the tokens it has not seen (the accepted drafts
+and the bonus token), then generates ``k`` drafts one position at a time, all
+requests batched together. Keeping the cache costs some bookkeeping but makes a
+draft step cost one token per request; recomputing the whole context every step
+would cost more than the target's own forward.
+
+Draft KV written for positions beyond the history is never trusted: the next
+call feeds from the end of the real history again and overwrites it. When the
+pool runs short, the least recently used request not in this call loses its
+draft cache and simply starts over next time.
+
+For a random request the draft samples from its own processed distribution and
+returns it, so the rejection sampler can use ``p / q``; a greedy request gets
+the argmax and no probabilities (one-hot). Left out: EAGLE/MTP heads, draft
+tensor parallelism, CUDA graphs.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+import torch
+
+from minispec.attention import allocate_kv_cache, make_attention_metadata
+from minispec.model_executor.model_loader import get_model
+from minispec.v1.sample.sampler import compute_probs, sample_from
+
+
+class DraftModelProposer:
+    def __init__(self, model_path, k: int, max_model_len: int, max_num_seqs: int, block_size: int,
+                 device="cpu", dtype=torch.float32):
+        self.model = get_model(model_path, 0, 1, device=device, dtype=dtype)
+        self.k, self.max_model_len, self.block_size, self.device = k, max_model_len, block_size, device
+        self.blocks_per_req = -(-max_model_len // block_size)
+        num_blocks = self.blocks_per_req * max_num_seqs
+        arch = self.model.arch
+        for attn in self.model.attention_layers:
+            attn.kv_cache = allocate_kv_cache(num_blocks, block_size, arch.num_key_value_heads, arch.head_dim,
+                                              dtype, device)
+        self.free_blocks = list(range(num_blocks))
+        self.req_blocks: OrderedDict[str, list[int]] = OrderedDict()  # LRU order
+        self.num_cached: dict[str, int] = {}
+
+    def remove(self, req_id: str) -> None:
+        self.free_blocks.extend(self.req_blocks.pop(req_id, []))
+        self.num_cached.pop(req_id, None)
+
+    def _reserve(self, req_id: str, num_tokens: int, keep: set[str]) -> list[int]:
+        blocks = self.req_blocks.setdefault(req_id, [])
+        self.req_blocks.move_to_end(req_id)
+        needed = -(-num_tokens // self.block_size) - len(blocks)
+        while needed > len(self.free_blocks):
+            victim = next(r for r in self.req_blocks if r not in keep)
+            self.remove(victim)
+        blocks.extend(self.free_blocks.pop() for _ in range(max(0, needed)))
+        return blocks
+
+    def _forward(self, tokens: list[list[int]], starts: list[int], block_rows: list[list[int]]) -> torch.Tensor:
+        """Feed each request its new tokens; return the logits at each one's last."""
+        width = max(len(b) for b in block_rows)
+        table = np.array([b + [0] * (width - len(b)) for b in block_rows])
+        positions, meta = make_attention_metadata(starts, [len(t) for t in tokens], table, self.block_size,
+                                                  self.device)
+        ids = torch.tensor([t for ts in tokens for t in ts], device=self.device)
+        hidden = self.model(ids, positions, meta)
+        last = torch.tensor(meta.query_start_loc[1:], device=self.device) - 1
+        return self.model.compute_logits(hidden[last])
+
+    @torch.inference_mode()
+    def propose(self, contexts, params, generators, req_ids):
+        """Drafts (and, for random requests, their probabilities) per context."""
+        lengths = [len(c) for c in contexts]
+        ks = [max(0, min(self.k, self.max_model_len - 1 - n)) for n in lengths]
+        active = [i for i, k in enumerate(ks) if k > 0]
+        drafts = [[] for _ in contexts]
+        probs = [[] for _ in contexts]
+        if not active:
+            return drafts, [None] * len(contexts)
+        keep = {req_ids[i] for i in active}
+        blocks = {i: self._reserve(req_ids[i], lengths[i] + ks[i], keep) for i in active}
+        start = {i: min(self.num_cached.get(req_ids[i], 0), lengths[i] - 1) for i in active}
+        feed = {i: list(contexts[i][start[i]:]) for i in active}
+        for step in range(max(ks)):
+            rows = [i for i in active if step < ks[i]]
+            logits = self._forward([feed[i] for i in rows], [start[i] for i in rows], [blocks[i] for i in rows])
+            for row, i in enumerate(rows):
+                if params[i].greedy:
+                    token = int(logits[row].argmax())
+                else:
+                    q = compute_probs(logits[row], params[i])
+                    token = sample_from(q, generators[i])
+                    probs[i].append(q)
+                drafts[i].append(token)
+                start[i] += len(feed[i])
+                feed[i] = [token]
+        for i in active:
+            self.num_cached[req_ids[i]] = lengths[i]
+        return drafts, [torch.stack(p) if p else None for p in probs]

@@ -1,0 +1,240 @@
+"""One pipeline stage's model runner (vLLM: ``vllm/v1/worker/gpu_model_runner.py``).
+
+Every stage runs the same ``execute_model``: ``_update_states`` brings its
+persistent ``InputBatch`` in line with the ``SchedulerOutput``,
+``_prepare_inputs`` gathers ``input_ids`` from ``token_ids_cpu``, the stage's
+layers run, and then
+
+* a non-last stage returns ``IntermediateTensors`` for the next stage;
+* the last stage computes logits, samples (or rejection-samples the drafts it
+  reads back out of its own ``input_ids``), appends the result to its own copy
+  of each request, proposes new drafts and returns a ``ModelRunnerOutput``.
+
+``_update_states`` follows vLLM v0.9.2 line by line, including its two faults
+under pipeline parallelism, each switchable (``minispec.fixes``).
+Left out: CUDA graphs, the Worker class, structured output, LoRA, multimodal.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from minispec.attention import allocate_kv_cache, make_attention_metadata
+from minispec.fixes import RunnerFixes
+from minispec.model_executor.model_loader import get_model
+from minispec.v1.core.sched.output import SchedulerOutput
+from minispec.v1.outputs import ModelRunnerOutput
+from minispec.v1.sample.rejection_sampler import rejection_sample
+from minispec.v1.sample.sampler import sample
+from minispec.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
+
+
+@dataclass
+class PreparedInputs:
+    input_ids: torch.Tensor
+    positions: torch.Tensor
+    meta: object
+    num_scheduled: np.ndarray  # per row
+    logits_indices: list[list[int]]  # per row: the 1 + d positions sampled
+    verified_drafts: list[list[int]]  # per row: drafts read back out of input_ids
+
+
+class ModelRunner:
+    def __init__(self, model_path, pp_rank: int, pp_size: int, scheduler_config, cache_config,
+                 fixes: RunnerFixes, drafter=None, device="cpu", dtype=torch.float32, seed: int = 0,
+                 recorder=None):
+        self.pp_rank, self.pp_size = pp_rank, pp_size
+        self.is_first_rank, self.is_last_rank = pp_rank == 0, pp_rank == pp_size - 1
+        self.fixes, self.drafter, self.device, self.seed = fixes, drafter, device, seed
+        self.recorder = recorder
+        self.block_size = cache_config.block_size
+        self.max_model_len = scheduler_config.max_model_len
+        self.model = get_model(model_path, pp_rank, pp_size, device=device, dtype=dtype)
+        arch = self.model.arch
+        for attn in self.model.attention_layers:
+            attn.kv_cache = allocate_kv_cache(cache_config.num_gpu_blocks, self.block_size,
+                                              arch.num_key_value_heads, arch.head_dim, dtype, device)
+        self.input_batch = InputBatch(scheduler_config.max_num_seqs, self.max_model_len,
+                                      -(-self.max_model_len // self.block_size))
+        self.requests: dict[str, CachedRequestState] = {}
+        # How each scheduled request got its row this step: "new", "stayed" or "re-added".
+        self.row_paths: dict[str, str] = {}
+
+    # -- _update_states ---------------------------------------------------
+    def _update_states(self, out: SchedulerOutput) -> None:
+        batch = self.input_batch
+        self.row_paths = {}
+        for req_id in out.finished_req_ids:
+            self.requests.pop(req_id, None)
+            batch.remove_request(req_id)
+            if self.drafter is not None:
+                self.drafter.remove(req_id)
+
+        # Requests in the batch but not scheduled now are removed (their state
+        # is kept). Under PP with two batches in flight this is "the other
+        # batch", every step.
+        for req_id in set(batch.req_id_to_index) - set(out.num_scheduled_tokens):
+            batch.remove_request(req_id)
+
+        req_ids_to_add = []
+        for new in out.scheduled_new_reqs:
+            self.requests[new.req_id] = CachedRequestState(
+                req_id=new.req_id, prompt_token_ids=list(new.prompt_token_ids),
+                sampling_params=new.sampling_params, generator=self._generator(new),
+                block_ids=list(new.block_ids), num_computed_tokens=new.num_computed_tokens, output_token_ids=[],
+            )
+            req_ids_to_add.append(new.req_id)
+            self.row_paths[new.req_id] = "new"
+
+        cached = out.scheduled_cached_reqs
+        for i, req_id in enumerate(cached.req_ids):
+            state = self.requests[req_id]
+            num_computed = cached.num_computed_tokens[i]
+            new_block_ids = cached.new_block_ids[i]
+            state.num_computed_tokens = num_computed
+            if not self.is_last_rank:
+                new_token_ids = cached.new_token_ids[i]
+                self._append_relayed_tokens(state, num_computed, new_token_ids)
+            if cached.resumed_from_preemption[i]:
+                state.block_ids = list(new_block_ids)
+            else:
+                state.block_ids.extend(new_block_ids)
+
+            row = batch.req_id_to_index.get(req_id)
+            if row is None:
+                # Preempted and resumed, or simply not scheduled last step. In
+                # July 2025 this `continue` skipped the draft write below.
+                req_ids_to_add.append(req_id)
+                self.row_paths[req_id] = "re-added"
+                continue
+            self.row_paths[req_id] = "stayed"
+            batch.num_computed_tokens_cpu[row] = num_computed
+            batch.block_table.append_row(new_block_ids, row)
+            if not self.is_last_rank:
+                end = num_computed + len(new_token_ids)
+                batch.token_ids_cpu[row, num_computed:end] = new_token_ids
+                batch.num_tokens_no_spec[row] = batch.num_tokens[row] = end
+            self._write_spec_tokens(row, out.scheduled_spec_decode_tokens.get(req_id, ()))
+
+        for req_id in req_ids_to_add:
+            row = batch.add_request(self.requests[req_id])
+            if self.fixes.readd_spec_tokens and self.row_paths[req_id] == "re-added":
+                self._write_spec_tokens(row, out.scheduled_spec_decode_tokens.get(req_id, ()))
+        batch.condense()
+
+        for req_id, drafts in out.scheduled_spec_decode_tokens.items():
+            self.requests[req_id].spec_token_ids = list(drafts)
+
+    def _append_relayed_tokens(self, state: CachedRequestState, num_computed: int, new_token_ids: list[int]):
+        """Non-last stages learn sampled tokens only from the scheduler."""
+        num_new = num_computed + len(new_token_ids) - state.num_tokens
+        if num_new <= 0:
+            return
+        missing = num_new - len(new_token_ids)
+        if missing > 0 and self.fixes.sync_accepted_tokens:
+            # The drafts accepted last step were never relayed; they are the
+            # first `missing` of the drafts this stage was given.
+            state.output_token_ids.extend(state.spec_token_ids[:missing] + list(new_token_ids))
+        else:
+            # v0.9.2: a slice that is silently shorter than num_new.
+            state.output_token_ids.extend(new_token_ids[-num_new:])
+
+    def _write_spec_tokens(self, row: int, spec_token_ids) -> None:
+        if not spec_token_ids:
+            return
+        start = self.input_batch.num_tokens_no_spec[row]
+        self.input_batch.token_ids_cpu[row, start : start + len(spec_token_ids)] = spec_token_ids
+        self.input_batch.num_tokens[row] += len(spec_token_ids)
+
+    def _generator(self, new) -> torch.Generator | None:
+        if new.sampling_params.greedy:
+            return None
+        seed = new.sampling_params.seed
+        if seed is None:  # derived from the engine seed; str hash() differs per process
+            seed = zlib.crc32(f"{self.seed}:{new.req_id}".encode())
+        return torch.Generator().manual_seed(seed)
+
+    # -- _prepare_inputs --------------------------------------------------
+    def _prepare_inputs(self, out: SchedulerOutput) -> PreparedInputs:
+        batch = self.input_batch
+        req_ids = batch.req_ids
+        num_scheduled = np.array([out.num_scheduled_tokens[r] for r in req_ids])
+        num_computed = batch.num_computed_tokens_cpu[: len(req_ids)].copy()
+        rows = np.repeat(np.arange(len(req_ids)), num_scheduled)
+        positions_np = np.concatenate([np.arange(c, c + n) for c, n in zip(num_computed, num_scheduled)])
+        input_ids_np = batch.token_ids_cpu[rows, positions_np]
+        positions, meta = make_attention_metadata(
+            num_computed, num_scheduled, batch.block_table.block_table_np[: len(req_ids)], self.block_size, self.device
+        )
+        # The last 1 + d positions of a request with d drafts are sampled; the
+        # drafts to verify are read back out of input_ids, as vLLM does.
+        num_drafts = [len(out.scheduled_spec_decode_tokens.get(r, ())) for r in req_ids]
+        ends = meta.query_start_loc[1:]
+        logits_indices = [list(range(e - 1 - d, e)) for e, d in zip(ends, num_drafts)]
+        verified_drafts = [input_ids_np[e - d : e].tolist() for e, d in zip(ends, num_drafts)]
+        input_ids = torch.as_tensor(input_ids_np, device=self.device)
+        return PreparedInputs(input_ids, positions, meta, num_scheduled, logits_indices, verified_drafts)
+
+    # -- execute_model ----------------------------------------------------
+    @torch.inference_mode()
+    def execute_model(self, out: SchedulerOutput, intermediate_tensors=None):
+        self._update_states(out)
+        inputs = self._prepare_inputs(out)
+        record = self.recorder.on_stage(self, out, inputs) if self.recorder else None
+        hidden = self.model(inputs.input_ids, inputs.positions, inputs.meta, intermediate_tensors)
+        if not self.is_last_rank:
+            return hidden
+        output = self._sample_and_propose(hidden, inputs)
+        if record is not None:
+            record.sampled = {r: output.sampled_token_ids[i] for r, i in output.req_id_to_index.items()}
+        return output
+
+    def _sample_and_propose(self, hidden, inputs: PreparedInputs) -> ModelRunnerOutput:
+        batch = self.input_batch
+        req_ids = batch.req_ids
+        flat = [i for idx in inputs.logits_indices for i in idx]
+        logits = self.model.compute_logits(hidden[flat])
+        sampled, offset = [], 0
+        for row, req_id in enumerate(req_ids):
+            state, n_rows = self.requests[req_id], len(inputs.logits_indices[row])
+            req_logits, offset = logits[offset : offset + n_rows], offset + n_rows
+            if batch.num_computed_tokens_cpu[row] + inputs.num_scheduled[row] < state.num_tokens:
+                sampled.append([])  # a prefill chunk that is not the last one
+            elif n_rows == 1:
+                sampled.append([sample(req_logits[0], state.sampling_params, state.generator)])
+            else:
+                q = state.draft_probs[: n_rows - 1] if state.draft_probs is not None else None
+                sampled.append(rejection_sample(inputs.verified_drafts[row], req_logits, state.sampling_params, q,
+                                                state.generator))
+        for row, tokens in enumerate(sampled):
+            if tokens:
+                start = batch.num_tokens_no_spec[row]
+                batch.token_ids_cpu[row, start : start + len(tokens)] = tokens
+                batch.num_tokens_no_spec[row] = batch.num_tokens[row] = start + len(tokens)
+                self.requests[req_ids[row]].output_token_ids.extend(tokens)
+        return ModelRunnerOutput(
+            req_ids=list(req_ids),
+            req_id_to_index={r: i for i, r in enumerate(req_ids)},
+            sampled_token_ids=sampled,
+            spec_token_ids=self._propose(sampled),
+        )
+
+    def _propose(self, sampled: list[list[int]]) -> list[list[int]]:
+        if self.drafter is None:
+            return []
+        batch = self.input_batch
+        rows = [row for row, tokens in enumerate(sampled) if tokens]
+        req_ids = [batch.req_ids[row] for row in rows]
+        states = [self.requests[r] for r in req_ids]
+        contexts = [batch.token_ids_cpu[row, : batch.num_tokens_no_spec[row]] for row in rows]
+        drafts, probs = self.drafter.propose(
+            contexts, [s.sampling_params for s in states], [s.generator for s in states], req_ids
+        )
+        spec = [[] for _ in sampled]
+        for row, state, d, q in zip(rows, states, drafts, probs):
+            spec[row], state.draft_probs = d, q
+        return spec
