@@ -6,7 +6,7 @@ minispec uses and each validating its own values so a bad one is named at once.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"
@@ -82,17 +82,23 @@ def read_config_json(path: str | Path) -> dict:
 
 @dataclass(frozen=True)
 class CacheConfig:
-    """Paged KV cache shape: ``num_gpu_blocks`` blocks of ``block_size`` tokens."""
+    """Paged KV cache shape: ``num_gpu_blocks`` blocks of ``block_size`` tokens.
+    ``None`` blocks means enough for every sequence at full length."""
 
     block_size: int = 16
-    num_gpu_blocks: int = 512
+    num_gpu_blocks: int | None = None
 
     def __post_init__(self):
         _require(isinstance(self.block_size, int) and self.block_size > 0, "block_size", self.block_size, "an integer > 0")
         _require(
-            isinstance(self.num_gpu_blocks, int) and self.num_gpu_blocks > 0,
-            "num_gpu_blocks", self.num_gpu_blocks, "an integer > 0",
+            self.num_gpu_blocks is None or (isinstance(self.num_gpu_blocks, int) and self.num_gpu_blocks > 0),
+            "num_gpu_blocks", self.num_gpu_blocks, "None or an integer > 0",
         )
+
+    def sized_for(self, max_num_seqs: int, max_model_len: int) -> "CacheConfig":
+        if self.num_gpu_blocks is not None:
+            return self
+        return replace(self, num_gpu_blocks=max_num_seqs * -(-max_model_len // self.block_size))
 
 
 @dataclass(frozen=True)

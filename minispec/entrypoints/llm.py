@@ -61,7 +61,11 @@ class LLM:
             max_num_seqs, max_num_batched_tokens, max_model_len or min(512, self.arch.max_position_embeddings)
         )
         max_len = self.scheduler_config.max_model_len
-        self.cache_config = CacheConfig(block_size, num_gpu_blocks or max_num_seqs * -(-max_len // block_size))
+        self.cache_config = CacheConfig(block_size, num_gpu_blocks).sized_for(max_num_seqs, max_len)
+        if self.cache_config.num_gpu_blocks * block_size < max_len:
+            # Otherwise one long request could wait forever for blocks.
+            raise ValueError(f"num_gpu_blocks={num_gpu_blocks}: expected at least max_model_len / block_size = "
+                             f"{-(-max_len // block_size)} blocks")
         self.tokenizer = _load_tokenizer(model)
 
         checker = InvariantChecker() if check_invariants else None
