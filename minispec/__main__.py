@@ -24,15 +24,17 @@ def _print_run(title: str, llm, prompts, params) -> None:
         print(f"{prompt!r} -> {out.outputs[0].text!r}")
     print(f"tokens per target forward {stats['tokens_per_forward']:.2f}, acceptance "
           f"{stats['acceptance_rate']:.0%}, {stats['generated_tokens']} tokens in {seconds:.2f} s\n")
+    return [o.outputs[0].token_ids for o in outputs]
 
 
 def demo(args) -> None:
     from minispec import LLM, SamplingParams
 
     params = SamplingParams(temperature=0, max_tokens=args.max_tokens)
-    _print_run("target alone", LLM(), DEMO_PROMPTS, params)
+    plain = _print_run("target alone", LLM(), DEMO_PROMPTS, params)
     spec = {"method": "draft_model", "num_speculative_tokens": args.k}
-    _print_run(f"target + draft model, k={args.k}", LLM(speculative_config=spec), DEMO_PROMPTS, params)
+    drafted = _print_run(f"target + draft model, k={args.k}", LLM(speculative_config=spec), DEMO_PROMPTS, params)
+    print("greedy output identical with and without drafts:", "yes" if plain == drafted else "NO")
 
 
 def generate(args) -> None:
