@@ -1,0 +1,49 @@
+"""The engine loop: batch queue interleaving, stage events and device placement."""
+
+import torch
+
+from minispec.platforms import stage_device
+from minispec.scenarios import BATCH_0, BATCH_1, forum_thread_llm
+
+
+def test_pipeline_interleaving_of_the_thread():
+    llm = forum_thread_llm("all", max_tokens=6)
+    events = list(llm.engine.iter_events())
+    assert events[:10] == [
+        "schedule step 0",        # batch_0 prefills
+        "schedule step 1",        # batch_1 arrives while batch_0 is in flight
+        "stage 0 runs step 0",
+        "stage 1 runs step 0",    # in the same tick as the next line: the
+        "stage 0 runs step 1",    # pipeline holds two batches at once
+        "update step 0",
+        "schedule step 2",        # batch_0 decodes with drafts
+        "stage 1 runs step 1",
+        "stage 0 runs step 2",
+        "update step 1",
+    ]
+    batches = [tuple(sorted(s.schedule.num_scheduled_tokens)) for s in llm.trace.steps]
+    assert batches[:6] == [BATCH_0, BATCH_1] * 3  # decode batches alternate
+    # While both batches are alive, every decode request is re-added, every
+    # step, on every stage.
+    for step in llm.trace.steps[2:6]:
+        assert {row.path for stage in step.stages for row in stage.rows} == {"re-added"}
+
+
+def test_one_stage_keeps_rows_and_steps_in_one_go():
+    from minispec import LLM, SamplingParams
+
+    llm = LLM(speculative_config={"method": "ngram", "num_speculative_tokens": 2}, record=True)
+    llm.add_request("A list is ", SamplingParams(temperature=0, max_tokens=5), request_id="A")
+    assert llm.engine.step_with_batch_queue() == ["schedule step 0", "stage 0 runs step 0", "update step 0"]
+    llm.engine.run()
+    assert {row.path for s in llm.trace.steps[1:] for st in s.stages for row in st.rows} == {"stayed"}
+
+
+def test_stage_device_placement(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert [stage_device(r, 2) for r in range(2)] == [torch.device("cpu")] * 2
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert [stage_device(r, 2) for r in range(2)] == [torch.device("cuda:0"), torch.device("cuda:1")]
+    assert [stage_device(r, 3) for r in range(3)] == [torch.device("cuda:0")] * 3
+    assert stage_device(1, 2, override="cpu") == torch.device("cpu")
