@@ -158,3 +158,41 @@ class SchedulerConfig:
         for name in ("max_num_seqs", "max_num_batched_tokens", "max_model_len"):
             value = getattr(self, name)
             _require(isinstance(value, int) and value > 0, name, value, "an integer > 0")
+
+
+@dataclass(frozen=True)
+class VllmConfig:
+    """Everything an engine and its workers are built from, in one picklable
+    object (vLLM: ``VllmConfig``), so a worker process can rebuild its stage."""
+
+    model: Path
+    arch: LlamaArchitecture
+    parallel_config: ParallelConfig
+    cache_config: CacheConfig
+    scheduler_config: SchedulerConfig
+    speculative_config: SpeculativeConfig
+    fixes: object  # minispec.fixes.RunnerFixes
+    device: str | None = None
+    dtype: object = None  # torch.dtype; None means float32
+    seed: int = 0
+
+    def __post_init__(self):
+        self.parallel_config.validate_for(self.arch)
+        blocks, block_size = self.cache_config.num_gpu_blocks, self.cache_config.block_size
+        max_len = self.scheduler_config.max_model_len
+        if blocks * block_size < max_len:
+            # Otherwise one long request could wait forever for blocks.
+            raise ValueError(f"num_gpu_blocks={blocks}: expected at least max_model_len / block_size = "
+                             f"{-(-max_len // block_size)} blocks")
+        spec = self.speculative_config
+        if spec.enabled and spec.method == "draft_model":
+            draft = LlamaArchitecture.from_pretrained(spec.model)
+            if draft.vocab_size != self.arch.vocab_size:
+                raise ValueError(
+                    f"speculative_config['model']={str(spec.model)!r}: expected the target's vocabulary "
+                    f"({self.arch.vocab_size} tokens), got {draft.vocab_size}"
+                )
+
+    @property
+    def pipeline_parallel_size(self) -> int:
+        return self.parallel_config.pipeline_parallel_size

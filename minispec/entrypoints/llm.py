@@ -15,12 +15,11 @@ from pathlib import Path
 import torch
 
 from minispec.config import (
-    DEFAULT_TARGET, CacheConfig, LlamaArchitecture, ParallelConfig, SchedulerConfig, SpeculativeConfig,
+    DEFAULT_TARGET, CacheConfig, LlamaArchitecture, ParallelConfig, SchedulerConfig, SpeculativeConfig, VllmConfig,
 )
 from minispec.fixes import RunnerFixes, resolve_fixes
 from minispec.invariants import InvariantChecker
 from minispec.outputs import CompletionOutput, RequestOutput
-from minispec.platforms import stage_device
 from minispec.sampling_params import SamplingParams
 from minispec.trace import TraceRecorder
 from minispec.v1.core.kv_cache_manager import KVCacheManager
@@ -28,9 +27,6 @@ from minispec.v1.core.sched.scheduler import Scheduler
 from minispec.v1.engine.core import EngineCore
 from minispec.v1.executor.inproc_executor import InProcPipelineExecutor
 from minispec.v1.request import Request, RequestStatus
-from minispec.v1.spec_decode.draft_model import DraftModelProposer
-from minispec.v1.spec_decode.ngram_proposer import NgramProposer
-from minispec.v1.worker.gpu_model_runner import ModelRunner
 
 
 class LLM:
@@ -50,53 +46,49 @@ class LLM:
         seed: int = 0,
         device: str | None = None,
         dtype: torch.dtype = torch.float32,
+        distributed_executor_backend: str = "uni",
     ):
-        self.arch = LlamaArchitecture.from_pretrained(model)
-        pp = pipeline_parallel_size
-        ParallelConfig(pp).validate_for(self.arch)
-        self.spec_config = SpeculativeConfig.from_dict(speculative_config)
+        arch = LlamaArchitecture.from_pretrained(model)
         self.fixes_name = fixes if isinstance(fixes, str) else repr(fixes)
-        self.fixes = resolve_fixes(fixes)
-        self.scheduler_config = SchedulerConfig(
-            max_num_seqs, max_num_batched_tokens, max_model_len or min(512, self.arch.max_position_embeddings)
+        scheduler_config = SchedulerConfig(
+            max_num_seqs, max_num_batched_tokens, max_model_len or min(512, arch.max_position_embeddings)
         )
-        max_len = self.scheduler_config.max_model_len
-        self.cache_config = CacheConfig(block_size, num_gpu_blocks).sized_for(max_num_seqs, max_len)
-        if self.cache_config.num_gpu_blocks * block_size < max_len:
-            # Otherwise one long request could wait forever for blocks.
-            raise ValueError(f"num_gpu_blocks={num_gpu_blocks}: expected at least max_model_len / block_size = "
-                             f"{-(-max_len // block_size)} blocks")
+        self.config = VllmConfig(
+            model=Path(model), arch=arch, parallel_config=ParallelConfig(pipeline_parallel_size),
+            cache_config=CacheConfig(block_size, num_gpu_blocks).sized_for(max_num_seqs, scheduler_config.max_model_len),
+            scheduler_config=scheduler_config, speculative_config=SpeculativeConfig.from_dict(speculative_config),
+            fixes=resolve_fixes(fixes), device=device, dtype=dtype, seed=seed,
+        )
+        self.arch, self.scheduler_config = arch, scheduler_config
         self.tokenizer = _load_tokenizer(model)
+        pp = pipeline_parallel_size
+        if distributed_executor_backend == "mp":
+            if record or check_invariants:
+                raise ValueError("record/check_invariants: expected distributed_executor_backend='uni' "
+                                 "(stage records live in worker processes under 'mp')")
+            from minispec.v1.executor.multiproc_executor import MultiprocPipelineExecutor
 
-        checker = InvariantChecker() if check_invariants else None
-        self.recorder = TraceRecorder(self.fixes_name, pp, checker) if (record or check_invariants) else None
-        devices = [stage_device(r, pp, device) for r in range(pp)]
-        drafter = self._make_drafter(devices[-1], dtype)
-        runners = [
-            ModelRunner(model, r, pp, self.scheduler_config, self.cache_config, self.fixes,
-                        drafter=drafter if r == pp - 1 else None, device=devices[r], dtype=dtype, seed=seed,
-                        recorder=self.recorder)
-            for r in range(pp)
-        ]
-        kv = KVCacheManager(self.cache_config.num_gpu_blocks, block_size)
-        self.scheduler = Scheduler(self.scheduler_config, kv, use_pp=pp > 1)
-        self.engine = EngineCore(self.scheduler, InProcPipelineExecutor(runners), pp, self.recorder)
+            self.recorder, executor = None, MultiprocPipelineExecutor(self.config)
+        elif distributed_executor_backend == "uni":
+            checker = InvariantChecker() if check_invariants else None
+            self.recorder = TraceRecorder(self.fixes_name, pp, checker) if (record or check_invariants) else None
+            executor = InProcPipelineExecutor(self.config, self.recorder)
+        else:
+            raise ValueError(f"distributed_executor_backend={distributed_executor_backend!r}: expected 'uni' or 'mp'")
+        kv = KVCacheManager(self.config.cache_config.num_gpu_blocks, block_size)
+        self.scheduler = Scheduler(scheduler_config, kv, use_pp=pp > 1)
+        self.engine = EngineCore(self.scheduler, executor, pp, self.recorder)
         self._ids = itertools.count()
 
-    def _make_drafter(self, device, dtype):
-        spec, cfg = self.spec_config, self.scheduler_config
-        if not spec.enabled:
-            return None
-        if spec.method == "ngram":
-            return NgramProposer(spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens)
-        draft_arch = LlamaArchitecture.from_pretrained(spec.model)
-        if draft_arch.vocab_size != self.arch.vocab_size:
-            raise ValueError(
-                f"speculative_config['model']={str(spec.model)!r}: expected the target's vocabulary "
-                f"({self.arch.vocab_size} tokens), got {draft_arch.vocab_size}"
-            )
-        return DraftModelProposer(spec.model, spec.num_speculative_tokens, cfg.max_model_len, cfg.max_num_seqs,
-                                  self.cache_config.block_size, device, dtype)
+    def shutdown(self) -> None:
+        """Stop worker processes (a no-op for the in-process executor)."""
+        self.engine.executor.shutdown()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
 
     @property
     def trace(self):

@@ -56,9 +56,7 @@ class EngineCore:
                 yield f"schedule step {out.step}"
         if self.batch_queue and (not scheduled or self.max_concurrent_batches == 1):
             batch = self.batch_queue[0]
-            while not batch.done:
-                for stage, step in self.executor.tick():
-                    yield f"stage {stage} runs step {step}"
+            yield from self.executor.wait(batch)
             self.batch_queue.popleft()
             self._update(batch.scheduler_output, batch.output)
             yield f"update step {batch.scheduler_output.step}"

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.outputs import ModelRunnerOutput
+from minispec.v1.worker.gpu_worker import make_runner
 
 
 @dataclass
@@ -40,16 +42,24 @@ class PipelineBatch:
 
 
 class InProcPipelineExecutor:
-    def __init__(self, runners: list):
-        self.runners = runners
+    def __init__(self, config, recorder=None):
+        self.runners = [make_runner(config, rank, recorder) for rank in range(config.pipeline_parallel_size)]
         self.in_flight: deque[PipelineBatch] = deque()
         self.num_ticks = 0
-        self.on_event = None  # called with (stage, step) after each stage event
 
     def execute_model(self, scheduler_output: SchedulerOutput) -> PipelineBatch:
         batch = PipelineBatch(scheduler_output, self)
         self.in_flight.append(batch)
         return batch
+
+    def wait(self, batch: PipelineBatch) -> Iterator[str]:
+        """Advance the pipeline until ``batch`` is done, one event at a time."""
+        while not batch.done:
+            for stage, step in self.tick():
+                yield f"stage {stage} runs step {step}"
+
+    def shutdown(self) -> None:
+        """Nothing to stop: every stage lives in this process."""
 
     def tick(self) -> list[tuple[int, int]]:
         """Run one pipeline tick; return the (stage, step) events it ran."""
@@ -73,7 +83,4 @@ class InProcPipelineExecutor:
             self.in_flight.remove(batch)
         else:
             batch.carry = result
-        event = (stage, batch.scheduler_output.step)
-        if self.on_event:
-            self.on_event(*event)
-        return event
+        return stage, batch.scheduler_output.step

@@ -1,0 +1,46 @@
+"""The multi-process executor: one process per stage, hidden states over
+torch.distributed (gloo). Same tokens as the in-process pipeline, which the
+greedy-equivalence tests tie to transformers."""
+
+import pytest
+
+from minispec import LLM, SamplingParams
+from minispec.v1.executor.multiproc_executor import WorkerError
+
+PROMPTS = ["The for statement ", "A class ", "Exceptions are raised ", "x = ", "The import ", "Strings ", "If ", "def "]
+PARAMS = SamplingParams(temperature=0, max_tokens=24)
+ARRIVALS = [i // 2 for i in range(len(PROMPTS))]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return [o.outputs[0].token_ids for o in LLM().generate(PROMPTS, PARAMS)]
+
+
+@pytest.mark.parametrize("pp,method", [(2, "draft_model"), (3, "ngram")])
+def test_multiproc_pipeline_matches_greedy(reference, pp, method):
+    with LLM(pipeline_parallel_size=pp, speculative_config={"method": method, "num_speculative_tokens": 3},
+             distributed_executor_backend="mp", block_size=8, num_gpu_blocks=64) as llm:
+        outs = llm.generate(PROMPTS, PARAMS, arrival_steps=ARRIVALS)
+        assert [o.outputs[0].token_ids for o in outs] == reference
+        assert llm.stats()["accepted_tokens"] > 0
+    assert not any(w.is_alive() for w in llm.engine.executor.workers)
+
+
+def test_worker_failure_reaches_the_engine(tmp_path):
+    import shutil
+
+    from minispec.config import DEFAULT_TARGET
+
+    broken = tmp_path / "broken"
+    shutil.copytree(DEFAULT_TARGET, broken)
+    (broken / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(WorkerError, match=r"stage \d:[\s\S]*header"):
+        LLM(model=broken, pipeline_parallel_size=2, distributed_executor_backend="mp")
+
+
+def test_traces_need_the_in_process_executor():
+    with pytest.raises(ValueError, match="record/check_invariants: expected distributed_executor_backend='uni'"):
+        LLM(pipeline_parallel_size=2, distributed_executor_backend="mp", record=True)
+    with pytest.raises(ValueError, match="distributed_executor_backend='ray': expected 'uni' or 'mp'"):
+        LLM(distributed_executor_backend="ray")
