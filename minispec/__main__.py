@@ -51,8 +51,8 @@ def replay(args) -> None:
     from minispec.viz.text import char_decoder, render_trace
 
     trace = forum_thread(args.fixes, num_speculative_tokens=args.k, max_tokens=args.max_tokens)
-    from minispec.entrypoints.llm import _load_tokenizer
     from minispec.config import DEFAULT_TARGET
+    from minispec.entrypoints.llm import _load_tokenizer
 
     print(render_trace(trace, char_decoder(_load_tokenizer(DEFAULT_TARGET)), max_steps=args.steps))
     print(f"acceptance {trace.stats['acceptance_rate']:.0%}, "

@@ -1,7 +1,6 @@
 """Packaging: the two dependency lists agree, the checkpoints are what they claim."""
 
 import os
-import re
 import tomllib
 from pathlib import Path
 
@@ -11,10 +10,6 @@ from minispec.config import CHECKPOINT_DIR, DEFAULT_DRAFT, DEFAULT_TARGET
 from minispec.corpus import full_text
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _name(spec: str) -> str:
-    return re.split(r"[<>=!~\[ ]", spec, 1)[0].lower()
 
 
 def test_environment_yml_matches_pyproject():

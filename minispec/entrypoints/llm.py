@@ -15,7 +15,13 @@ from pathlib import Path
 import torch
 
 from minispec.config import (
-    DEFAULT_TARGET, CacheConfig, LlamaArchitecture, ParallelConfig, SchedulerConfig, SpeculativeConfig, VllmConfig,
+    DEFAULT_TARGET,
+    CacheConfig,
+    LlamaArchitecture,
+    ParallelConfig,
+    SchedulerConfig,
+    SpeculativeConfig,
+    VllmConfig,
 )
 from minispec.fixes import RunnerFixes, resolve_fixes
 from minispec.invariants import InvariantChecker

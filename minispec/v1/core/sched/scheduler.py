@@ -172,7 +172,7 @@ class Scheduler:
     def update_from_output(self, scheduler_output: SchedulerOutput, output: ModelRunnerOutput) -> list[Request]:
         """Apply one batch's results; return the requests that finished."""
         finished = []
-        for req_id, n in scheduler_output.num_scheduled_tokens.items():
+        for req_id in scheduler_output.num_scheduled_tokens:
             request = self.requests[req_id]
             request.num_inflight_batches -= 1
             index = output.req_id_to_index[req_id]
