@@ -52,9 +52,9 @@ def replay(args) -> None:
 
     trace = forum_thread(args.fixes, num_speculative_tokens=args.k, max_tokens=args.max_tokens)
     from minispec.config import DEFAULT_TARGET
-    from minispec.entrypoints.llm import _load_tokenizer
+    from minispec.tokenizer import load_tokenizer
 
-    print(render_trace(trace, char_decoder(_load_tokenizer(DEFAULT_TARGET)), max_steps=args.steps))
+    print(render_trace(trace, char_decoder(load_tokenizer(DEFAULT_TARGET)), max_steps=args.steps))
     print(f"acceptance {trace.stats['acceptance_rate']:.0%}, "
           f"tokens per target forward {trace.stats['tokens_per_forward']:.2f}")
 

@@ -7,6 +7,8 @@ Target and draft share this tokenizer, as speculative decoding requires.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tokenizers import Tokenizer, decoders, models
 
 UNK, EOS = "<unk>", "<eos>"
@@ -23,3 +25,9 @@ def build_tokenizer(text: str) -> Tokenizer:
     tok.decoder = decoders.Fuse()
     tok.add_special_tokens(SPECIAL_TOKENS)
     return tok
+
+
+def load_tokenizer(model_dir: str | Path) -> Tokenizer | None:
+    """The checkpoint's ``tokenizer.json``, or None if it has none (ids only)."""
+    path = Path(model_dir) / "tokenizer.json"
+    return Tokenizer.from_file(str(path)) if path.is_file() else None

@@ -13,9 +13,9 @@ Hand-worked, stage 0 (the first pipeline stage), k = 3:
 import pytest
 
 from minispec.config import DEFAULT_TARGET
-from minispec.entrypoints.llm import _load_tokenizer
 from minispec.invariants import check_trace
 from minispec.scenarios import PROMPTS, forum_thread
+from minispec.tokenizer import load_tokenizer
 
 FIRST_DECODE = 2  # scheduler step of batch_0's first decode
 
@@ -27,7 +27,7 @@ def traces():
 
 @pytest.fixture(scope="module")
 def tok():
-    return _load_tokenizer(DEFAULT_TARGET)
+    return load_tokenizer(DEFAULT_TARGET)
 
 
 def stage0_row(trace, req_id, step=FIRST_DECODE):

@@ -27,6 +27,7 @@ from minispec.fixes import RunnerFixes, resolve_fixes
 from minispec.invariants import InvariantChecker
 from minispec.outputs import CompletionOutput, RequestOutput
 from minispec.sampling_params import SamplingParams
+from minispec.tokenizer import load_tokenizer
 from minispec.trace import TraceRecorder
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 from minispec.v1.core.sched.scheduler import Scheduler
@@ -66,7 +67,7 @@ class LLM:
             fixes=resolve_fixes(fixes), device=device, dtype=dtype, seed=seed,
         )
         self.arch, self.scheduler_config = arch, scheduler_config
-        self.tokenizer = _load_tokenizer(model)
+        self.tokenizer = load_tokenizer(model)
         pp = pipeline_parallel_size
         if distributed_executor_backend == "mp":
             if record or check_invariants:
@@ -174,11 +175,3 @@ class LLM:
             "preemptions": self.scheduler.num_preemptions,
         }
 
-
-def _load_tokenizer(model):
-    path = Path(model) / "tokenizer.json"
-    if not path.is_file():
-        return None
-    from tokenizers import Tokenizer
-
-    return Tokenizer.from_file(str(path))
