@@ -17,21 +17,7 @@ from minispec import LLM, SamplingParams
 from minispec.corpus import split_text
 from minispec.fixes import PRESETS
 from minispec.scenarios import PROMPTS, forum_thread
-
-
-def divergence(outputs: dict, reference: dict) -> str:
-    diverged = []
-    for req_id, tokens in outputs.items():
-        ref = reference[req_id]
-        if tokens != ref:
-            pos = next((i for i, (a, b) in enumerate(zip(tokens, ref)) if a != b), min(len(tokens), len(ref)))
-            diverged.append(f"{req_id}@{pos}")
-    return f"{len(diverged)}/{len(outputs)}" + (f" ({', '.join(diverged)})" if diverged else "")
-
-
-def row(name, stats, div) -> str:
-    return (f"{name:<24} {stats['acceptance_rate']:>10.1%} {stats['tokens_per_forward']:>10.2f} "
-            f"{stats['target_forwards']:>9} {div}")
+from minispec.viz.text import render_comparison
 
 
 def main() -> None:
@@ -48,16 +34,18 @@ def main() -> None:
     ref_thread = dict(zip(PROMPTS, (o.outputs[0].token_ids for o in plain.generate(list(PROMPTS.values()), greedy))))
     ref_16 = {i: o.outputs[0].token_ids for i, o in enumerate(plain.generate(prompts, greedy))}
 
-    print(f"{args.method}, k={args.k}, {args.max_tokens} tokens per request, 2 stages, greedy")
-    print(f"{'run':<24} {'acceptance':>10} {'tok/fwd':>10} {'forwards':>9} diverged (request@position)")
+    print(f"{args.method}, k={args.k}, {args.max_tokens} tokens per request, 2 stages, greedy\n")
+    thread_runs, wave_runs = [], []
     for preset in PRESETS:
         trace = forum_thread(preset, method=args.method, num_speculative_tokens=args.k, max_tokens=args.max_tokens)
-        print(row(f"thread, {preset}", trace.stats, divergence(trace.outputs, ref_thread)))
+        thread_runs.append((f"thread, {preset}", trace.stats, trace.outputs))
         llm = LLM(pipeline_parallel_size=2, fixes=preset,
                   speculative_config={"method": args.method, "num_speculative_tokens": args.k})
         outs = llm.generate(prompts, greedy, arrival_steps=[i // 4 for i in range(16)])
-        print(row(f"16 requests, {preset}", llm.stats(),
-                  divergence({i: o.outputs[0].token_ids for i, o in enumerate(outs)}, ref_16)))
+        wave_runs.append((f"16 requests, {preset}", llm.stats(), {i: o.outputs[0].token_ids for i, o in enumerate(outs)}))
+    print(render_comparison(thread_runs, ref_thread))
+    print()
+    print(render_comparison(wave_runs, ref_16))
 
 
 if __name__ == "__main__":

@@ -35,10 +35,13 @@ class Violation:
     expected: object
     actual: object
 
-    def __str__(self) -> str:
+    @property
+    def headline(self) -> str:
         where = f"step {self.step}" + (f", stage {self.stage}" if self.stage is not None else "")
-        return (f"invariant {self.invariant} ({NAMES[self.invariant]}) violated at {where}, "
-                f"request {self.req_id}: expected {self.expected}, got {self.actual}")
+        return f"invariant {self.invariant} ({NAMES[self.invariant]}) violated at {where}, request {self.req_id}"
+
+    def __str__(self) -> str:
+        return f"{self.headline}: expected {self.expected}, got {self.actual}"
 
 
 class InvariantViolation(AssertionError):

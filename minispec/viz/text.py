@@ -68,11 +68,48 @@ def render_trace(trace: Trace, decode=None, max_steps: int | None = None) -> str
     return "\n".join(blocks)
 
 
-def char_decoder(tokenizer):
-    """A ``decode`` for the shipped character tokenizer; shows newlines as ⏎."""
+def char_decoder(tokenizer, visible_spaces: bool = False):
+    """A ``decode`` for the shipped character tokenizer; shows newlines as ⏎
+    (and spaces as ␣ if asked, for drawings where a blank cell says nothing)."""
+    shown = {"\n": "⏎", " ": "␣" if visible_spaces else " "}
 
     def decode(token_id: int) -> str:
         text = tokenizer.id_to_token(token_id) or "?"
-        return "⏎" if text == "\n" else text
+        return shown.get(text, text)
 
     return decode
+
+
+def first_divergence(tokens: list[int], reference: list[int]) -> int | None:
+    """The first output position where ``tokens`` leaves ``reference``, or None."""
+    if tokens == reference:
+        return None
+    return next((i for i, (a, b) in enumerate(zip(tokens, reference)) if a != b), min(len(tokens), len(reference)))
+
+
+def render_comparison(runs: list[tuple[str, dict, dict]], reference: dict) -> str:
+    """One line per run: (name, stats, outputs by request) against reference outputs."""
+    lines = [f"{'run':<26} {'acceptance':>10} {'tok/fwd':>8} {'forwards':>8}  diverged (request@position)"]
+    for name, stats, outputs in runs:
+        diverged = [f"{r}@{first_divergence(t, reference[r])}" for r, t in outputs.items()
+                    if first_divergence(t, reference[r]) is not None]
+        lines.append(
+            f"{name:<26} {stats['acceptance_rate']:>10.1%} {stats['tokens_per_forward']:>8.2f} "
+            f"{stats['target_forwards']:>8}  {len(diverged)}/{len(outputs)}"
+            + (f" ({', '.join(diverged)})" if diverged else "")
+        )
+    return "\n".join(lines)
+
+
+def render_event(trace: Trace, index: int, decode=None) -> str:
+    """What happened at ``trace.events[index]``, as the notebooks step through it."""
+    kind, step_id, stage_id = trace.events[index]
+    step = trace.step(step_id)
+    header = f"event {index + 1}/{len(trace.events)}: "
+    if kind == "schedule":
+        return header + "scheduler -> " + render_schedule(step, decode)
+    if kind == "stage":
+        stage = next(s for s in step.stages if s.stage == stage_id)
+        return header + f"step {step_id} runs on stage {stage_id}\n" + render_stage(stage, step, decode)
+    accepted = ", ".join(f"{r}={n}" for r, n in step.num_accepted.items()) or "none (prefill)"
+    return header + f"update_from_output for step {step_id}: accepted drafts {accepted}"
