@@ -66,68 +66,77 @@ class ModelRunner:
 
     # -- _update_states ---------------------------------------------------
     def _update_states(self, out: SchedulerOutput) -> None:
-        batch = self.input_batch
+        """Bring this stage's requests and persistent batch in line with ``out``,
+        in vLLM v0.9.2's order: remove, cache new requests, update cached ones,
+        add (or re-add) rows, condense."""
         self.row_paths = {}
+        self._remove_requests(out)
+        req_ids_to_add = self._cache_new_requests(out)
+        cached = out.scheduled_cached_reqs
+        for i, req_id in enumerate(cached.req_ids):
+            if not self._update_cached_request(out, i):
+                req_ids_to_add.append(req_id)
+        for req_id in req_ids_to_add:
+            row = self.input_batch.add_request(self.requests[req_id])
+            if self.fixes.readd_spec_tokens and self.row_paths[req_id] == "re-added":
+                self._write_spec_tokens(row, out.scheduled_spec_decode_tokens.get(req_id, ()))
+        self.input_batch.condense()
+        for req_id, drafts in out.scheduled_spec_decode_tokens.items():
+            self.requests[req_id].spec_token_ids = list(drafts)
+
+    def _remove_requests(self, out: SchedulerOutput) -> None:
         for req_id in out.finished_req_ids:
             self.requests.pop(req_id, None)
-            batch.remove_request(req_id)
+            self.input_batch.remove_request(req_id)
             if self.drafter is not None:
                 self.drafter.remove(req_id)
+        # Requests in the batch but not scheduled now lose their row (their
+        # state is kept). Under PP with two batches in flight this is "the
+        # other batch", every step.
+        for req_id in set(self.input_batch.req_id_to_index) - set(out.num_scheduled_tokens):
+            self.input_batch.remove_request(req_id)
 
-        # Requests in the batch but not scheduled now are removed (their state
-        # is kept). Under PP with two batches in flight this is "the other
-        # batch", every step.
-        for req_id in set(batch.req_id_to_index) - set(out.num_scheduled_tokens):
-            batch.remove_request(req_id)
-
-        req_ids_to_add = []
+    def _cache_new_requests(self, out: SchedulerOutput) -> list[str]:
         for new in out.scheduled_new_reqs:
             self.requests[new.req_id] = CachedRequestState(
                 req_id=new.req_id, prompt_token_ids=list(new.prompt_token_ids),
                 sampling_params=new.sampling_params, generator=self._generator(new),
                 block_ids=list(new.block_ids), num_computed_tokens=new.num_computed_tokens, output_token_ids=[],
             )
-            req_ids_to_add.append(new.req_id)
             self.row_paths[new.req_id] = "new"
+        return [new.req_id for new in out.scheduled_new_reqs]
 
+    def _update_cached_request(self, out: SchedulerOutput, i: int) -> bool:
+        """Update request ``i`` of ``scheduled_cached_reqs``; False if it has no
+        row and must be (re-)added."""
         cached = out.scheduled_cached_reqs
-        for i, req_id in enumerate(cached.req_ids):
-            state = self.requests[req_id]
-            num_computed = cached.num_computed_tokens[i]
-            new_block_ids = cached.new_block_ids[i]
-            state.num_computed_tokens = num_computed
-            if not self.is_last_rank:
-                new_token_ids = cached.new_token_ids[i]
-                self._append_relayed_tokens(state, num_computed, new_token_ids)
-            if cached.resumed_from_preemption[i]:
-                state.block_ids = list(new_block_ids)
-            else:
-                state.block_ids.extend(new_block_ids)
+        req_id, num_computed, new_block_ids = cached.req_ids[i], cached.num_computed_tokens[i], cached.new_block_ids[i]
+        state = self.requests[req_id]
+        state.num_computed_tokens = num_computed
+        if not self.is_last_rank:
+            self._append_relayed_tokens(state, num_computed, cached.new_token_ids[i])
+        if cached.resumed_from_preemption[i]:
+            state.block_ids = list(new_block_ids)
+        else:
+            state.block_ids.extend(new_block_ids)
 
-            row = batch.req_id_to_index.get(req_id)
-            if row is None:
-                # Preempted and resumed, or simply not scheduled last step. In
-                # July 2025 this `continue` skipped the draft write below.
-                req_ids_to_add.append(req_id)
-                self.row_paths[req_id] = "re-added"
-                continue
-            self.row_paths[req_id] = "stayed"
-            batch.num_computed_tokens_cpu[row] = num_computed
-            batch.block_table.append_row(new_block_ids, row)
-            if not self.is_last_rank:
-                end = num_computed + len(new_token_ids)
-                batch.token_ids_cpu[row, num_computed:end] = new_token_ids
-                batch.num_tokens_no_spec[row] = batch.num_tokens[row] = end
-            self._write_spec_tokens(row, out.scheduled_spec_decode_tokens.get(req_id, ()))
-
-        for req_id in req_ids_to_add:
-            row = batch.add_request(self.requests[req_id])
-            if self.fixes.readd_spec_tokens and self.row_paths[req_id] == "re-added":
-                self._write_spec_tokens(row, out.scheduled_spec_decode_tokens.get(req_id, ()))
-        batch.condense()
-
-        for req_id, drafts in out.scheduled_spec_decode_tokens.items():
-            self.requests[req_id].spec_token_ids = list(drafts)
+        batch = self.input_batch
+        row = batch.req_id_to_index.get(req_id)
+        if row is None:
+            # Preempted and resumed, or simply not scheduled last step. In
+            # July 2025 this early exit skipped the draft write below.
+            self.row_paths[req_id] = "re-added"
+            return False
+        self.row_paths[req_id] = "stayed"
+        batch.num_computed_tokens_cpu[row] = num_computed
+        batch.block_table.append_row(new_block_ids, row)
+        if not self.is_last_rank:
+            new_token_ids = cached.new_token_ids[i]
+            end = num_computed + len(new_token_ids)
+            batch.token_ids_cpu[row, num_computed:end] = new_token_ids
+            batch.num_tokens_no_spec[row] = batch.num_tokens[row] = end
+        self._write_spec_tokens(row, out.scheduled_spec_decode_tokens.get(req_id, ()))
+        return True
 
     def _append_relayed_tokens(self, state: CachedRequestState, num_computed: int, new_token_ids: list[int]):
         """Non-last stages learn sampled tokens only from the scheduler."""
