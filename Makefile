@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 # The CPU wheel; a bare "torch" requirement could pull a multi-GB CUDA build.
 TORCH := torch==2.13.0
 STAMP := $(VENV)/.installed
+# Jupyter refuses to start as root unless told to (containers, CI machines).
+LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: venv demo test lab bench train clean
 
@@ -24,7 +26,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks
+	$(BIN)/jupyter lab $(LAB_FLAGS) notebooks
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_spec_decode.py
