@@ -1,7 +1,7 @@
 """The user-facing ``LLM`` class (vLLM: ``vllm/entrypoints/llm.py``).
 
-Builds one ``ModelRunner`` per pipeline stage, a scheduler and an engine core,
-and runs ``generate`` to completion. Arguments mirror vLLM's where they exist;
+Builds the engine -- an executor holding one ``ModelRunner`` per pipeline
+stage, a scheduler and an engine core -- and runs ``generate`` to completion. Arguments mirror vLLM's where they exist;
 ``fixes``, ``record``, ``check_invariants`` and ``arrival_steps`` are minispec's.
 Everything is validated before a single request is added, so a bad request
 never leaves the engine half-changed.
@@ -69,23 +69,26 @@ class LLM:
         self.arch, self.scheduler_config = arch, scheduler_config
         self.tokenizer = load_tokenizer(model)
         pp = pipeline_parallel_size
-        if distributed_executor_backend == "mp":
-            if record or check_invariants:
-                raise ValueError("record/check_invariants: expected distributed_executor_backend='uni' "
-                                 "(stage records live in worker processes under 'mp')")
-            from minispec.v1.executor.multiproc_executor import MultiprocPipelineExecutor
-
-            self.recorder, executor = None, MultiprocPipelineExecutor(self.config)
-        elif distributed_executor_backend == "uni":
-            checker = InvariantChecker() if check_invariants else None
-            self.recorder = TraceRecorder(self.fixes_name, pp, checker) if (record or check_invariants) else None
-            executor = InProcPipelineExecutor(self.config, self.recorder)
-        else:
-            raise ValueError(f"distributed_executor_backend={distributed_executor_backend!r}: expected 'uni' or 'mp'")
+        self.recorder = None
+        if record or check_invariants:
+            self.recorder = TraceRecorder(self.fixes_name, pp, InvariantChecker() if check_invariants else None)
+        executor = self._make_executor(distributed_executor_backend)
         kv = KVCacheManager(self.config.cache_config.num_gpu_blocks, block_size)
         self.scheduler = Scheduler(scheduler_config, kv, use_pp=pp > 1)
         self.engine = EngineCore(self.scheduler, executor, pp, self.recorder)
         self._ids = itertools.count()
+
+    def _make_executor(self, backend: str):
+        if backend == "uni":
+            return InProcPipelineExecutor(self.config, self.recorder)
+        if backend != "mp":
+            raise ValueError(f"distributed_executor_backend={backend!r}: expected 'uni' or 'mp'")
+        if self.recorder is not None:
+            raise ValueError("record/check_invariants: expected distributed_executor_backend='uni' "
+                             "(stage records live in worker processes under 'mp')")
+        from minispec.v1.executor.multiproc_executor import MultiprocPipelineExecutor
+
+        return MultiprocPipelineExecutor(self.config)
 
     def shutdown(self) -> None:
         """Stop worker processes (a no-op for the in-process executor)."""
