@@ -107,3 +107,14 @@ def test_finishes_on_max_tokens_and_stop_tokens():
     assert sched.requests["B"].output_token_ids == [6, 42]
     assert sched.requests["B"].status == RequestStatus.FINISHED_STOPPED
     assert {r.request_id for r in finished} == {"A", "B"}
+
+
+def test_drafts_never_run_past_max_model_len():
+    sched = make(max_model_len=16)
+    sched.add_request(req("A", 12, max_tokens=100))
+    finish_batch(sched, sched.schedule(), {"A": [50]}, spec={"A": [1, 2, 3, 4, 5]})
+    out = sched.schedule()
+    # 13 tokens, 12 computed: positions 12..14 may run, so 2 of the 5 drafts
+    assert out.num_scheduled_tokens == {"A": 3} and out.scheduled_spec_decode_tokens == {"A": [1, 2]}
+    finished = finish_batch(sched, out, {"A": [1, 2, 9]})
+    assert sched.requests["A"].num_tokens == 16 and finished[0].status == RequestStatus.FINISHED_LENGTH_CAPPED

@@ -56,10 +56,12 @@ class Scheduler:
         i = 0
         while i < len(self.running) and budget > 0:
             request = self.running[i]
+            # Every token this step computes can emit one more, and all of them
+            # must fit in max_model_len: hence the - 1.
             n = min(
                 request.num_tokens_with_spec - request.num_computed_tokens,
                 budget,
-                self.config.max_model_len - request.num_computed_tokens,
+                self.config.max_model_len - 1 - request.num_computed_tokens,
             )
             if n <= 0:  # its batch is in flight: nothing to compute yet
                 i += 1
