@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 class RowRecord:
     row: int
     req_id: str
-    path: str  # "new", "stayed" or "re-added": how the row was filled this step
+    path: str  # "new", "stayed", "moved" (by condense) or "re-added": how the row was filled this step
     token_ids: list[int]  # token_ids_cpu[row, :end]: live region and every gathered slot
     num_tokens: int
     num_tokens_no_spec: int

@@ -47,3 +47,24 @@ def test_stage_device_placement(monkeypatch):
     assert [stage_device(r, 2) for r in range(2)] == [torch.device("cuda:0"), torch.device("cuda:1")]
     assert [stage_device(r, 3) for r in range(3)] == [torch.device("cuda:0")] * 3
     assert stage_device(1, 2, override="cpu") == torch.device("cpu")
+
+
+def test_drafts_survive_every_row_path():
+    """Invariant 2 holds whether a request stayed, was moved by condense, was
+    re-added, or was preempted and resumed; this run exercises all four."""
+    from minispec import LLM, SamplingParams
+    from minispec.corpus import split_text
+    from minispec.invariants import check_trace
+
+    _, heldout = split_text()
+    prompts = [heldout[300 * i : 300 * i + 10 + 7 * i] for i in range(10)]
+    llm = LLM(pipeline_parallel_size=2, speculative_config={"method": "draft_model", "num_speculative_tokens": 3},
+              record=True, max_num_batched_tokens=40, block_size=8, num_gpu_blocks=20, max_model_len=128)
+    llm.generate(prompts, SamplingParams(temperature=0, max_tokens=30), arrival_steps=list(range(10)))
+    with_drafts = {row.path for s in llm.trace.steps for st in s.stages for row in st.rows if row.num_drafts}
+    assert with_drafts == {"stayed", "moved", "re-added"}
+    resumed = [r for s in llm.trace.steps for r, c in s.schedule.num_computed_tokens.items()
+               if c == 0 and r not in s.schedule.new_req_ids]
+    assert resumed  # scheduled from position 0 again: preempted, then resumed
+    assert llm.stats()["preemptions"] > 0
+    assert check_trace(llm.trace) == []

@@ -61,7 +61,8 @@ class ModelRunner:
         self.input_batch = InputBatch(scheduler_config.max_num_seqs, self.max_model_len,
                                       -(-self.max_model_len // self.block_size))
         self.requests: dict[str, CachedRequestState] = {}
-        # How each scheduled request got its row this step: "new", "stayed" or "re-added".
+        # How each scheduled request got its row this step: "new", "stayed",
+        # "moved" (by condense) or "re-added".
         self.row_paths: dict[str, str] = {}
 
     # -- _update_states ---------------------------------------------------
@@ -80,7 +81,11 @@ class ModelRunner:
             row = self.input_batch.add_request(self.requests[req_id])
             if self.fixes.readd_spec_tokens and self.row_paths[req_id] == "re-added":
                 self._write_spec_tokens(row, out.scheduled_spec_decode_tokens.get(req_id, ()))
+        rows_before = dict(self.input_batch.req_id_to_index)
         self.input_batch.condense()
+        for req_id, row in self.input_batch.req_id_to_index.items():
+            if self.row_paths[req_id] == "stayed" and rows_before[req_id] != row:
+                self.row_paths[req_id] = "moved"  # by condense, drafts and all
         for req_id, drafts in out.scheduled_spec_decode_tokens.items():
             self.requests[req_id].spec_token_ids = list(drafts)
 
