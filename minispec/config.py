@@ -6,7 +6,7 @@ minispec uses and each validating its own values so a bad one is named at once.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"
@@ -120,7 +120,6 @@ class SpeculativeConfig:
     model: str | Path = DEFAULT_DRAFT
     prompt_lookup_min: int = 1
     prompt_lookup_max: int = 3
-    extra: dict = field(default_factory=dict)
 
     METHODS = ("draft_model", "ngram")
 
