@@ -73,7 +73,19 @@ def test_bad_prompts_leave_the_engine_untouched(llm):
 
 
 def test_duplicate_request_id_is_refused(llm):
-    llm.add_request("abc", SamplingParams(max_tokens=1), request_id="dup")
+    params = SamplingParams(temperature=0, max_tokens=2)
+    llm.add_request("abc", params, request_id="dup")
+    with pytest.raises(ValueError, match="request_id='dup': expected an id not used before"):
+        llm.add_request("abc", params, request_id="dup")  # still only queued
     llm.engine.run()
     with pytest.raises(ValueError, match="request_id='dup': expected an id not used before"):
-        llm.add_request("abc", SamplingParams(max_tokens=1), request_id="dup")
+        llm.add_request("abc", params, request_id="dup")  # finished
+
+
+def test_explicit_ids_never_collide_with_automatic_ones():
+    llm = LLM(max_model_len=64)
+    params = SamplingParams(temperature=0, max_tokens=3)
+    llm.add_request("The ", params, request_id="req-0")
+    out = llm.generate(["A list "], params)
+    assert out[0].request_id != "req-0" and len(out[0].outputs[0].token_ids) == 3
+    assert len(llm.scheduler.requests["req-0"].output_token_ids) == 3

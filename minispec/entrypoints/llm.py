@@ -77,6 +77,7 @@ class LLM:
         self.scheduler = Scheduler(scheduler_config, kv, use_pp=pp > 1)
         self.engine = EngineCore(self.scheduler, executor, pp, self.recorder)
         self._ids = itertools.count()
+        self._used_ids: set[str] = set()  # queued, running or finished: ids are never reused
 
     def _make_executor(self, backend: str):
         if backend == "uni":
@@ -125,10 +126,13 @@ class LLM:
     def add_request(self, prompt, params: SamplingParams, arrival_step: int = 0,
                     request_id: str | None = None) -> Request:
         """Validate and queue one request without running the engine."""
-        if request_id is not None and request_id in self.scheduler.requests:
+        if request_id is not None and request_id in self._used_ids:
             raise ValueError(f"request_id={request_id!r}: expected an id not used before")
         ids = self._to_token_ids(prompt)
-        request = Request(request_id or f"req-{next(self._ids)}", ids, params, self.arch.eos_token_id)
+        if request_id is None:
+            request_id = next(i for i in (f"req-{n}" for n in self._ids) if i not in self._used_ids)
+        self._used_ids.add(request_id)
+        request = Request(request_id, ids, params, self.arch.eos_token_id)
         self.engine.add_request(request, arrival_step)
         return request
 

@@ -39,6 +39,9 @@ class Scheduler:
 
     # -- requests ---------------------------------------------------------
     def add_request(self, request: Request) -> None:
+        if request.request_id in self.requests:
+            # Two requests under one id would share one entry in every stage's batch.
+            raise ValueError(f"request_id={request.request_id!r}: expected an id not used before")
         self.requests[request.request_id] = request
         self.waiting.append(request)
 
