@@ -2,8 +2,10 @@
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-# The CPU wheel; a bare "torch" requirement could pull a multi-GB CUDA build.
+# Pinned so pip takes the CPU wheel this project is tested with (it lies on disk
+# here); elsewhere set TORCH_INDEX to PyTorch's CPU index to avoid the CUDA build.
 TORCH := torch==2.13.0
+TORCH_INDEX ?=
 STAMP := $(VENV)/.installed
 # Jupyter refuses to start as root unless told to (containers, CI machines).
 LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
@@ -15,7 +17,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet $(TORCH)
+	$(BIN)/python -m pip install --quiet $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 

@@ -14,6 +14,11 @@ DEFAULT_TARGET = CHECKPOINT_DIR / "target"
 DEFAULT_DRAFT = CHECKPOINT_DIR / "draft"
 
 
+def is_int(value) -> bool:
+    """An integer that is not a bool (``True`` is an ``int`` in Python)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _require(ok: bool, name: str, value, expected: str) -> None:
     if not ok:
         raise ValueError(f"{name}={value!r}: expected {expected}")
@@ -39,17 +44,21 @@ class LlamaArchitecture:
     eos_token_id: int | None
 
     @classmethod
-    def from_pretrained(cls, path: str | Path) -> "LlamaArchitecture":
-        cfg = read_config_json(path)
+    def from_pretrained(cls, path: str | Path, param: str = "model") -> "LlamaArchitecture":
+        """``param`` names the argument the path came from, for error messages."""
+        cfg = read_config_json(path, param)
+        where = f"{param}={str(path)!r}"
         if cfg.get("model_type") != "llama":
             raise ValueError(
-                f"model={str(path)!r}: expected a Llama checkpoint (config.json model_type 'llama'), "
+                f"{where}: expected a Llama checkpoint (config.json model_type 'llama'), "
                 f"got model_type={cfg.get('model_type')!r}"
             )
         rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
         rope_type = rope.get("rope_type", rope.get("type", "default"))
         if rope_type != "default":
-            raise ValueError(f"model={str(path)!r}: rope_type={rope_type!r} is not supported; expected 'default'")
+            raise ValueError(f"{where}: rope_type={rope_type!r} is not supported; expected 'default'")
+        if cfg.get("hidden_act", "silu") != "silu":
+            raise ValueError(f"{where}: hidden_act={cfg['hidden_act']!r} is not supported; expected 'silu'")
         heads = cfg["num_attention_heads"]
         eos = cfg.get("eos_token_id")
         return cls(
@@ -70,13 +79,13 @@ class LlamaArchitecture:
         )
 
 
-def read_config_json(path: str | Path) -> dict:
+def read_config_json(path: str | Path, param: str = "model") -> dict:
     path = Path(path)
     if not path.is_dir():
-        raise FileNotFoundError(f"model={str(path)!r}: expected a checkpoint directory, but it does not exist")
+        raise FileNotFoundError(f"{param}={str(path)!r}: expected a checkpoint directory, but it does not exist")
     config = path / "config.json"
     if not config.is_file():
-        raise FileNotFoundError(f"model={str(path)!r}: expected a transformers checkpoint with config.json in it")
+        raise FileNotFoundError(f"{param}={str(path)!r}: expected a transformers checkpoint with config.json in it")
     return json.loads(config.read_text())
 
 
@@ -89,9 +98,9 @@ class CacheConfig:
     num_gpu_blocks: int | None = None
 
     def __post_init__(self):
-        _require(isinstance(self.block_size, int) and self.block_size > 0, "block_size", self.block_size, "an integer > 0")
+        _require(is_int(self.block_size) and self.block_size > 0, "block_size", self.block_size, "an integer > 0")
         _require(
-            self.num_gpu_blocks is None or (isinstance(self.num_gpu_blocks, int) and self.num_gpu_blocks > 0),
+            self.num_gpu_blocks is None or (is_int(self.num_gpu_blocks) and self.num_gpu_blocks > 0),
             "num_gpu_blocks", self.num_gpu_blocks, "None or an integer > 0",
         )
 
@@ -108,7 +117,7 @@ class ParallelConfig:
     def validate_for(self, arch: LlamaArchitecture) -> None:
         pp = self.pipeline_parallel_size
         _require(
-            isinstance(pp, int) and 1 <= pp <= arch.num_hidden_layers,
+            is_int(pp) and 1 <= pp <= arch.num_hidden_layers,
             "pipeline_parallel_size", pp, f"an integer from 1 to the model's {arch.num_hidden_layers} layers",
         )
 
@@ -126,10 +135,10 @@ class SpeculativeConfig:
     def __post_init__(self):
         _require(self.method in self.METHODS, "speculative_config['method']", self.method, f"one of {self.METHODS}")
         k = self.num_speculative_tokens
-        _require(isinstance(k, int) and k >= 0, "speculative_config['num_speculative_tokens']", k, "an integer >= 0")
+        _require(is_int(k) and k >= 0, "speculative_config['num_speculative_tokens']", k, "an integer >= 0")
         lo, hi = self.prompt_lookup_min, self.prompt_lookup_max
         _require(
-            isinstance(lo, int) and isinstance(hi, int) and 1 <= lo <= hi,
+            is_int(lo) and is_int(hi) and 1 <= lo <= hi,
             "speculative_config['prompt_lookup_min'/'prompt_lookup_max']", (lo, hi), "integers with 1 <= min <= max",
         )
 
@@ -156,7 +165,7 @@ class SchedulerConfig:
     def __post_init__(self):
         for name in ("max_num_seqs", "max_num_batched_tokens", "max_model_len"):
             value = getattr(self, name)
-            _require(isinstance(value, int) and value > 0, name, value, "an integer > 0")
+            _require(is_int(value) and value > 0, name, value, "an integer > 0")
 
 
 @dataclass(frozen=True)
@@ -177,15 +186,17 @@ class VllmConfig:
 
     def __post_init__(self):
         self.parallel_config.validate_for(self.arch)
-        blocks, block_size = self.cache_config.num_gpu_blocks, self.cache_config.block_size
         max_len = self.scheduler_config.max_model_len
+        positions = self.arch.max_position_embeddings
+        _require(max_len <= positions, "max_model_len", max_len, f"at most the model's {positions} positions")
+        blocks, block_size = self.cache_config.num_gpu_blocks, self.cache_config.block_size
         if blocks * block_size < max_len:
             # Otherwise one long request could wait forever for blocks.
             raise ValueError(f"num_gpu_blocks={blocks}: expected at least max_model_len / block_size = "
                              f"{-(-max_len // block_size)} blocks")
         spec = self.speculative_config
         if spec.enabled and spec.method == "draft_model":
-            draft = LlamaArchitecture.from_pretrained(spec.model)
+            draft = LlamaArchitecture.from_pretrained(spec.model, "speculative_config['model']")
             if draft.vocab_size != self.arch.vocab_size:
                 raise ValueError(
                     f"speculative_config['model']={str(spec.model)!r}: expected the target's vocabulary "

@@ -77,7 +77,10 @@ class InvariantChecker:
             if row.num_computed_tokens != s.num_computed_tokens[req_id]:
                 self._fail(4, s.step, st.stage, req_id, f"num_computed_tokens={s.num_computed_tokens[req_id]}",
                            row.num_computed_tokens)
-            n_history = row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts
+            # The history is everything before the drafts: what this step
+            # gathers, and what the row claims as its own (num_tokens_no_spec).
+            n_history = max(row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts,
+                            row.num_tokens_no_spec)
             history = s.all_token_ids[req_id][:n_history]
             if row.token_ids[:n_history] != history:
                 self._fail(3, s.step, st.stage, req_id, f"token_ids_cpu[{row.row}, :{n_history}]={history}",

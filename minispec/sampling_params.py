@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from minispec.config import is_int
+
 
 @dataclass
 class SamplingParams:
@@ -21,11 +23,12 @@ class SamplingParams:
     def __post_init__(self):
         checks = [
             ("temperature", isinstance(self.temperature, (int, float)) and self.temperature >= 0, "a number >= 0"),
-            ("top_k", isinstance(self.top_k, int) and self.top_k >= 0, "an integer >= 0 (0 disables top-k)"),
+            ("top_k", is_int(self.top_k) and self.top_k >= 0, "an integer >= 0 (0 disables top-k)"),
             ("top_p", isinstance(self.top_p, (int, float)) and 0 < self.top_p <= 1, "a number in (0, 1]"),
-            ("max_tokens", isinstance(self.max_tokens, int) and self.max_tokens > 0, "an integer > 0"),
-            ("seed", self.seed is None or isinstance(self.seed, int), "None or an integer"),
-            ("stop_token_ids", all(isinstance(t, int) for t in self.stop_token_ids), "a list of integers"),
+            ("max_tokens", is_int(self.max_tokens) and self.max_tokens > 0, "an integer > 0"),
+            ("seed", self.seed is None or (is_int(self.seed) and 0 <= self.seed < 2**63),
+             "None or an integer in [0, 2**63)"),
+            ("stop_token_ids", all(is_int(t) for t in self.stop_token_ids), "a list of integers"),
         ]
         for name, ok, expected in checks:
             if not ok:

@@ -7,7 +7,9 @@ Each stage's persistent batch therefore holds only the other batch's requests
 whenever a batch comes round again, so every decode request is re-added every
 step.
 
-The prompts are chosen so the stale slots are easy to read: C's prompt is
+Drafts come from the shipped draft model by default (``method="ngram"`` is the
+proposer July-2025 V1 itself had; its EAGLE/MTP heads were learned drafters like
+this one). The prompts are chosen so the stale slots are easy to read: C's prompt is
 longer than A's, so when A is re-added into the row C just left, A's draft
 slots still hold C's prompt characters (and likewise B and D).
 """

@@ -25,6 +25,9 @@ def llm():
     ({"block_size": 0}, r"block_size=0: expected an integer > 0"),
     ({"max_num_seqs": 0}, r"max_num_seqs=0: expected an integer > 0"),
     ({"num_gpu_blocks": 3, "max_model_len": 64}, r"num_gpu_blocks=3: expected at least max_model_len / block_size = 4"),
+    ({"max_model_len": 100_000}, r"max_model_len=100000: expected at most the model's 1024 positions"),
+    ({"speculative_config": {"method": "ngram", "num_speculative_tokens": True}},
+     r"num_speculative_tokens'\]=True: expected an integer >= 0"),
 ])
 def test_bad_engine_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -32,10 +35,21 @@ def test_bad_engine_arguments(kwargs, match):
 
 
 def test_bad_checkpoints(tmp_path):
-    with pytest.raises(FileNotFoundError, match="expected a checkpoint directory"):
+    import json
+    import shutil
+
+    from minispec.config import DEFAULT_DRAFT
+
+    with pytest.raises(FileNotFoundError, match="^model=.*missing.*expected a checkpoint directory"):
         LLM(model=tmp_path / "missing")
-    with pytest.raises(FileNotFoundError, match="speculative_config|checkpoint directory"):
+    with pytest.raises(FileNotFoundError, match=r"^speculative_config\['model'\]=.*nope.*expected a checkpoint directory"):
         LLM(speculative_config={"method": "draft_model", "num_speculative_tokens": 2, "model": tmp_path / "nope"})
+    gelu = tmp_path / "gelu"
+    shutil.copytree(DEFAULT_DRAFT, gelu)
+    config = json.loads((gelu / "config.json").read_text())
+    (gelu / "config.json").write_text(json.dumps({**config, "hidden_act": "gelu"}))
+    with pytest.raises(ValueError, match="hidden_act='gelu' is not supported; expected 'silu'"):
+        LLM(model=gelu)
 
 
 @pytest.mark.parametrize("kwargs,match", [
@@ -44,6 +58,7 @@ def test_bad_checkpoints(tmp_path):
     ({"top_p": 0.0}, r"SamplingParams.top_p=0.0: expected a number in \(0, 1\]"),
     ({"top_p": 1.5}, r"SamplingParams.top_p=1.5: expected a number in \(0, 1\]"),
     ({"top_k": -1}, r"SamplingParams.top_k=-1: expected an integer >= 0"),
+    ({"seed": 2**64}, r"SamplingParams.seed=18446744073709551616: expected None or an integer in \[0, 2\*\*63\)"),
 ])
 def test_bad_sampling_params(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -68,8 +83,20 @@ def test_bad_prompts_leave_the_engine_untouched(llm):
     for prompts, match in bad_batches:
         with pytest.raises(ValueError, match=match):
             llm.generate(prompts, params)
+    with pytest.raises(ValueError, match=r"sampling params for prompts\[1\]=None: expected a SamplingParams"):
+        llm.generate([good, good], [params, None])
+    with pytest.raises(ValueError, match=r"arrival step for prompts\[1\]='x': expected an integer >= 0"):
+        llm.generate([good, good], params, arrival_steps=[0, "x"])
     assert not llm.scheduler.has_unfinished_requests() and not llm.engine.arrivals
     assert llm.generate([good], params)[0].outputs[0].token_ids == before
+
+
+def test_numpy_token_ids_are_accepted(llm):
+    import numpy as np
+
+    params = SamplingParams(temperature=0, max_tokens=4)
+    ids = [int(t) for t in llm.tokenizer.encode("The for ").ids]
+    assert llm.generate([np.array(ids)], params)[0].outputs[0].token_ids == llm.generate([ids], params)[0].outputs[0].token_ids
 
 
 def test_duplicate_request_id_is_refused(llm):

@@ -44,3 +44,17 @@ def test_traces_need_the_in_process_executor():
         LLM(pipeline_parallel_size=2, distributed_executor_backend="mp", record=True)
     with pytest.raises(ValueError, match="distributed_executor_backend='ray': expected 'uni' or 'mp'"):
         LLM(distributed_executor_backend="ray")
+
+
+def test_dropped_engine_stops_its_workers():
+    import gc
+    import time
+
+    llm = LLM(pipeline_parallel_size=2, distributed_executor_backend="mp")
+    workers = llm.engine.executor.workers
+    del llm
+    gc.collect()
+    deadline = time.monotonic() + 15
+    while any(w.is_alive() for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(w.is_alive() for w in workers)

@@ -118,3 +118,13 @@ def test_drafts_never_run_past_max_model_len():
     assert out.num_scheduled_tokens == {"A": 3} and out.scheduled_spec_decode_tokens == {"A": [1, 2]}
     finished = finish_batch(sched, out, {"A": [1, 2, 9]})
     assert sched.requests["A"].num_tokens == 16 and finished[0].status == RequestStatus.FINISHED_LENGTH_CAPPED
+
+
+def test_finished_ids_wait_for_a_step_that_runs():
+    sched = make()
+    sched.add_request(req("A", 3, max_tokens=1))
+    finish_batch(sched, sched.schedule(), {"A": [9]})
+    empty = sched.schedule()  # nothing to run: this output is never executed
+    assert empty.total_num_scheduled_tokens == 0
+    sched.add_request(req("B", 3))
+    assert sched.schedule().finished_req_ids == {"A"}

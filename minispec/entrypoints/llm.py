@@ -10,6 +10,7 @@ never leaves the engine half-changed.
 from __future__ import annotations
 
 import itertools
+import numbers
 from pathlib import Path
 
 import torch
@@ -22,6 +23,7 @@ from minispec.config import (
     SchedulerConfig,
     SpeculativeConfig,
     VllmConfig,
+    is_int,
 )
 from minispec.fixes import RunnerFixes, resolve_fixes
 from minispec.invariants import InvariantChecker
@@ -113,43 +115,55 @@ class LLM:
             ids = self.tokenizer.encode(prompt).ids
         else:
             ids = list(prompt)
-        limit = self.scheduler_config.max_model_len - 1
         if not ids:
             raise ValueError(f"{label} is empty: expected at least one token")
-        bad = [t for t in ids if not isinstance(t, int) or not 0 <= t < self.arch.vocab_size]
+        bad = [t for t in ids if not isinstance(t, numbers.Integral) or not 0 <= t < self.arch.vocab_size]
         if bad:
             raise ValueError(f"{label} has token id {bad[0]!r}: expected integers in [0, {self.arch.vocab_size})")
+        limit = self.scheduler_config.max_model_len - 1
         if len(ids) > limit:
             raise ValueError(f"{label} has {len(ids)} tokens: expected at most max_model_len - 1 = {limit}")
-        return ids
+        return [int(t) for t in ids]
 
-    def add_request(self, prompt, params: SamplingParams, arrival_step: int = 0,
-                    request_id: str | None = None) -> Request:
-        """Validate and queue one request without running the engine."""
+    def _check_request(self, prompt, params, arrival_step, request_id, label) -> list[int]:
+        """Everything about one request that could go wrong later, checked now."""
+        if not isinstance(params, SamplingParams):
+            raise ValueError(f"sampling params for {label}={params!r}: expected a SamplingParams")
+        if not (is_int(arrival_step) and arrival_step >= 0):
+            raise ValueError(f"arrival step for {label}={arrival_step!r}: expected an integer >= 0")
         if request_id is not None and request_id in self._used_ids:
             raise ValueError(f"request_id={request_id!r}: expected an id not used before")
-        ids = self._to_token_ids(prompt)
+        return self._to_token_ids(prompt, label)
+
+    def _queue(self, ids: list[int], params: SamplingParams, arrival_step: int, request_id: str | None) -> Request:
         if request_id is None:
             request_id = next(i for i in (f"req-{n}" for n in self._ids) if i not in self._used_ids)
         self._used_ids.add(request_id)
         request = Request(request_id, ids, params, self.arch.eos_token_id)
-        self.engine.add_request(request, arrival_step)
+        self.engine.add_request(request, self.engine.engine_step + arrival_step)
         return request
+
+    def add_request(self, prompt, params: SamplingParams, arrival_step: int = 0,
+                    request_id: str | None = None) -> Request:
+        """Validate and queue one request, to arrive ``arrival_step`` engine
+        steps from now, without running the engine."""
+        ids = self._check_request(prompt, params, arrival_step, request_id, "prompt")
+        return self._queue(ids, params, arrival_step, request_id)
 
     def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParams] | None = None,
                  arrival_steps: list[int] | None = None) -> list[RequestOutput]:
         """Generate for every prompt (text or token ids). ``arrival_steps[i]``
-        delays prompt i until that engine step, to stagger arrivals."""
-        if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
+        delays prompt i by that many engine steps, to stagger arrivals."""
+        if isinstance(prompts, str) or (prompts and isinstance(prompts[0], numbers.Integral)):
             prompts = [prompts]
         params = sampling_params if isinstance(sampling_params, list) else [sampling_params or SamplingParams()] * len(prompts)
-        arrivals = arrival_steps or [0] * len(prompts)
+        arrivals = [0] * len(prompts) if arrival_steps is None else list(arrival_steps)
         if len(params) != len(prompts) or len(arrivals) != len(prompts):
             raise ValueError(f"sampling_params and arrival_steps: expected one per prompt ({len(prompts)})")
-        for i, p in enumerate(prompts):  # all checked before any is queued
-            self._to_token_ids(p, f"prompts[{i}]")
-        start = self.engine.engine_step
-        requests = [self.add_request(t, p, start + a) for t, p, a in zip(prompts, params, arrivals)]
+        # Every request is checked before any is queued.
+        checked = [self._check_request(p, sp, a, None, f"prompts[{i}]")
+                   for i, (p, sp, a) in enumerate(zip(prompts, params, arrivals))]
+        requests = [self._queue(ids, sp, a, None) for ids, sp, a in zip(checked, params, arrivals)]
         self.engine.run()
         return [self._output(r, p) for r, p in zip(requests, prompts)]
 

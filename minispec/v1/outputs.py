@@ -14,6 +14,3 @@ class ModelRunnerOutput:
     sampled_token_ids: list[list[int]]
     # Per request: the drafts proposed for the next step.
     spec_token_ids: list[list[int]] = field(default_factory=list)
-
-
-EMPTY_MODEL_RUNNER_OUTPUT = ModelRunnerOutput([], {}, [], [])

@@ -22,7 +22,13 @@ def render_schedule(step: StepRecord, decode=None) -> str:
     parts = []
     for req_id, n in s.num_scheduled_tokens.items():
         drafts = s.scheduled_spec_decode_tokens.get(req_id)
-        kind = "prefill" if s.num_computed_tokens[req_id] < s.num_prompt_tokens[req_id] else "decode"
+        computed = s.num_computed_tokens[req_id]
+        if computed < s.num_prompt_tokens[req_id]:
+            kind = "prefill"
+        elif computed < len(s.all_token_ids[req_id]) - 1:
+            kind = "recompute"  # resumed after preemption: its output is computed again
+        else:
+            kind = "decode"
         text = f"{req_id} {kind} +{n}"
         if drafts:
             text += f" drafts [{_tokens(drafts, decode)}]"

@@ -6,8 +6,9 @@ multiproc_executor.py``) and sends hidden states between them with
 function argument, which makes every stage event deterministic and steppable.
 
 Time advances in *ticks*: in one tick every stage that has a batch waiting runs
-it, the last stage first, so a batch moves one stage per tick and two batches
-can be on two stages at once -- the overlap a real pipeline has.
+it, oldest batch (the one furthest along) first, so a batch moves one stage per
+tick and two batches can be on two stages at once -- the overlap a real
+pipeline has. ``wait(batch)`` ticks until that batch has left the last stage.
 """
 
 from __future__ import annotations
@@ -35,17 +36,11 @@ class PipelineBatch:
     def done(self) -> bool:
         return self.output is not None
 
-    def result(self) -> ModelRunnerOutput:
-        while not self.done:
-            self.executor.tick()
-        return self.output
-
 
 class InProcPipelineExecutor:
     def __init__(self, config, recorder=None):
         self.runners = [make_runner(config, rank, recorder) for rank in range(config.pipeline_parallel_size)]
         self.in_flight: deque[PipelineBatch] = deque()
-        self.num_ticks = 0
 
     def execute_model(self, scheduler_output: SchedulerOutput) -> PipelineBatch:
         batch = PipelineBatch(scheduler_output, self)
@@ -70,7 +65,6 @@ class InProcPipelineExecutor:
                 continue
             busy.add(stage)
             events.append(self._run_stage(batch, stage))
-        self.num_ticks += 1
         return events
 
     def _run_stage(self, batch: PipelineBatch, stage: int) -> tuple[int, int]:

@@ -14,8 +14,11 @@ Stage records and live invariant checks need the in-process executor.
 
 from __future__ import annotations
 
+import queue
 import socket
+import time
 import traceback
+import weakref
 from collections import deque
 from typing import Iterator
 
@@ -25,7 +28,8 @@ import torch.multiprocessing as mp
 
 from minispec.sequence import IntermediateTensors
 
-RESULT_TIMEOUT_S = 1.0
+RESULT_POLL_S = 1.0  # how often a wait for results checks the workers are alive
+SHUTDOWN_GRACE_S = 10.0
 
 
 class WorkerError(RuntimeError):
@@ -72,11 +76,6 @@ class PendingBatch:
     def done(self) -> bool:
         return self.output is not None
 
-    def result(self):
-        for _ in self.executor.wait(self):
-            pass
-        return self.output
-
 
 class MultiprocPipelineExecutor:
     def __init__(self, config):
@@ -91,6 +90,8 @@ class MultiprocPipelineExecutor:
         ]
         for w in self.workers:
             w.start()
+        # Workers must not outlive an engine that was dropped without shutdown().
+        self._finalizer = weakref.finalize(self, _stop_workers, self.inboxes, self.workers)
         self.in_flight: deque[PendingBatch] = deque()
         for _ in range(self.pp):
             self._next_result("ready")
@@ -98,9 +99,9 @@ class MultiprocPipelineExecutor:
     def _next_result(self, kind: str):
         while True:
             try:
-                got, payload = self.results.get(timeout=RESULT_TIMEOUT_S)
+                got, payload = self.results.get(timeout=RESULT_POLL_S)
                 break
-            except Exception:  # queue.Empty: check the workers are still alive
+            except queue.Empty:
                 dead = [r for r, w in enumerate(self.workers) if not w.is_alive()]
                 if dead:
                     self.shutdown()
@@ -125,10 +126,17 @@ class MultiprocPipelineExecutor:
             yield f"stage {self.pp - 1} returned step {oldest.scheduler_output.step}"
 
     def shutdown(self) -> None:
-        for inbox, worker in zip(self.inboxes, self.workers):
-            if worker.is_alive():
-                inbox.put(None)
-        for worker in self.workers:
-            worker.join(timeout=10)
-            if worker.is_alive():
-                worker.terminate()
+        self._finalizer()
+
+
+def _stop_workers(inboxes, workers) -> None:
+    """Ask every worker to stop, then terminate any still running at the deadline
+    (one blocked in a send or receive never reads its inbox)."""
+    for inbox, worker in zip(inboxes, workers):
+        if worker.is_alive():
+            inbox.put(None)
+    deadline = time.monotonic() + SHUTDOWN_GRACE_S
+    for worker in workers:
+        worker.join(timeout=max(0.0, deadline - time.monotonic()))
+        if worker.is_alive():
+            worker.terminate()

@@ -1,5 +1,11 @@
 """Drafting with a small model (vLLM: ``vllm/v1/spec_decode/draft_model.py``).
 
+A note on history: vLLM V1 gained draft-model drafting only after v0.13 (PR
+#24322). In July 2025 it drafted with n-gram lookup or learned heads (EAGLE,
+Medusa, MTP), which also run on the last stage after sampling. minispec's small
+draft model stands in for those learned proposers: the runner faults it
+exposes do not depend on which proposer made the drafts.
+
 The draft keeps its own paged KV cache, separate from the target's. For each
 request it remembers how many leading tokens of the history it has cached;
 after verification it feeds only the tokens it has not seen (the accepted drafts

@@ -10,8 +10,10 @@ layers run, and then
   reads back out of its own ``input_ids``), appends the result to its own copy
   of each request, proposes new drafts and returns a ``ModelRunnerOutput``.
 
-``_update_states`` follows vLLM v0.9.2 line by line, including its two faults
-under pipeline parallelism, each switchable (``minispec.fixes``).
+``_update_states`` follows vLLM v0.9.2 step by step (split into helpers named
+after its phases), including its two faults under pipeline parallelism, each
+switchable (``minispec.fixes``). minispec adds bookkeeping vLLM does not have:
+``row_paths`` for traces and each request's last drafts for fix 2.
 Left out: CUDA graphs, the Worker class, structured output, LoRA, multimodal.
 """
 
@@ -151,7 +153,12 @@ class ModelRunner:
         missing = num_new - len(new_token_ids)
         if missing > 0 and self.fixes.sync_accepted_tokens:
             # The drafts accepted last step were never relayed; they are the
-            # first `missing` of the drafts this stage was given.
+            # first `missing` of the drafts this stage was given. (A request
+            # scheduled without drafts keeps its older ones: a resumed request's
+            # last recompute chunk may still need them.)
+            if missing > len(state.spec_token_ids):
+                raise RuntimeError(f"stage {self.pp_rank}, request {state.req_id}: {missing} relayed tokens "
+                                   f"missing but only {len(state.spec_token_ids)} drafts held")
             state.output_token_ids.extend(state.spec_token_ids[:missing] + list(new_token_ids))
         else:
             # v0.9.2: a slice that is silently shorter than num_new.

@@ -9,9 +9,18 @@ nothing left to schedule: that is why, with a batch queue, decode batches
 alternate between two sets of requests.
 
 Left out: priorities, prefix caching, encoder inputs, structured output, LoRA,
-async scheduling. One deliberate difference: vLLM v0.9.2 could preempt a request
-whose batch was still in flight; minispec only preempts requests with nothing in
-flight, so a freed block is never written by a batch that still runs.
+async scheduling. Deliberate differences from v0.9.2, each a hazard there:
+
+* Preemption only picks requests with nothing in flight (v0.9.2 could free the
+  blocks of a batch that was still running) and never one already scheduled in
+  this step.
+* Drafts that do not fit the budget are dropped even when none fit. v0.9.2 kept
+  all of them in that case, so they could be scheduled in the *other* batch
+  while this one was in flight; later vLLM drops them too.
+* ``finished_req_ids`` are kept until a non-empty output carries them to the
+  workers; an empty step is never executed, so they would otherwise be lost.
+* A request computes at most ``max_model_len - 1`` positions, so the token each
+  position can emit still fits.
 """
 
 from __future__ import annotations
@@ -77,9 +86,7 @@ class Scheduler:
             num_scheduled[request.request_id] = n
             budget -= n
             i += 1
-            # Drafts that did not fit are dropped. v0.9.2 kept them all when
-            # none fit, so they could be scheduled again while this batch was
-            # in flight; later vLLM drops them, and so does minispec.
+            # Drafts that did not fit are dropped (see the module docstring).
             num_spec = n + request.num_computed_tokens - request.num_tokens
             del request.spec_token_ids[max(num_spec, 0):]
             if request.spec_token_ids:
@@ -125,7 +132,8 @@ class Scheduler:
             request = self.requests[req_id]
             request.num_computed_tokens += n
             request.num_inflight_batches += 1
-        self.finished_req_ids = set()
+        if output.total_num_scheduled_tokens:
+            self.finished_req_ids = set()
         return output
 
     def _allocate_or_preempt(self, request, n, preempted, num_scheduled) -> list[int] | None:
