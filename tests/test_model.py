@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from minispec.attention import AttentionMetadata, allocate_kv_cache
+from minispec.attention import allocate_kv_cache, make_attention_metadata
 from minispec.config import LlamaArchitecture
 from minispec.model_executor.model_loader import get_model
 
@@ -29,27 +29,21 @@ class PagedHarness:
 
     def step(self, batch: list[tuple[int, list[int]]]) -> list[torch.Tensor]:
         """batch: (request id, tokens to feed). Returns per-request logits."""
-        ids, positions, slots, qsl, seq_lens = [], [], [], [0], []
-        for rid, tokens in batch:
-            start = self.computed.get(rid, 0)
-            end = start + len(tokens)
+        starts = [self.computed.get(rid, 0) for rid, _ in batch]
+        for (rid, tokens), start in zip(batch, starts):
             table = self.blocks.setdefault(rid, [])
-            while len(table) * BLOCK_SIZE < end:
+            while len(table) * BLOCK_SIZE < start + len(tokens):
                 table.append(self.free_blocks.pop())
-            for p in range(start, end):
-                slots.append(table[p // BLOCK_SIZE] * BLOCK_SIZE + p % BLOCK_SIZE)
-            ids += tokens
-            positions += range(start, end)
-            qsl.append(qsl[-1] + len(tokens))
-            seq_lens.append(end)
-            self.computed[rid] = end
+            self.computed[rid] = start + len(tokens)
         width = max(len(self.blocks[rid]) for rid, _ in batch)
-        table = torch.tensor([self.blocks[rid] + [0] * (width - len(self.blocks[rid])) for rid, _ in batch])
-        meta = AttentionMetadata(qsl, seq_lens, table, torch.tensor(slots), BLOCK_SIZE)
+        table = [self.blocks[rid] + [0] * (width - len(self.blocks[rid])) for rid, _ in batch]
+        positions, meta = make_attention_metadata(starts, [len(t) for _, t in batch], table, BLOCK_SIZE)
+        ids = torch.tensor([t for _, tokens in batch for t in tokens])
         x = None
         for stage in self.stages:
-            x = stage(torch.tensor(ids), torch.tensor(positions), meta, x)
+            x = stage(ids, positions, meta, x)
         logits = self.stages[-1].compute_logits(x)
+        qsl = meta.query_start_loc
         return [logits[qsl[i] : qsl[i + 1]] for i in range(len(batch))]
 
 
