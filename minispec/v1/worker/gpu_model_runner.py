@@ -185,12 +185,11 @@ class ModelRunner:
         req_ids = batch.req_ids
         num_scheduled = np.array([out.num_scheduled_tokens[r] for r in req_ids])
         num_computed = batch.num_computed_tokens_cpu[: len(req_ids)].copy()
-        rows = np.repeat(np.arange(len(req_ids)), num_scheduled)
-        positions_np = np.concatenate([np.arange(c, c + n) for c, n in zip(num_computed, num_scheduled)])
-        input_ids_np = batch.token_ids_cpu[rows, positions_np]
         positions, meta = make_attention_metadata(
             num_computed, num_scheduled, batch.block_table.block_table_np[: len(req_ids)], self.block_size, self.device
         )
+        rows = np.repeat(np.arange(len(req_ids)), num_scheduled)
+        input_ids_np = batch.token_ids_cpu[rows, positions.cpu().numpy()]
         # The last 1 + d positions of a request with d drafts are sampled; the
         # drafts to verify are read back out of input_ids, as vLLM does.
         num_drafts = [len(out.scheduled_spec_decode_tokens.get(r, ())) for r in req_ids]
@@ -249,7 +248,8 @@ class ModelRunner:
             return []
         batch = self.input_batch
         rows = [row for row, tokens in enumerate(sampled) if tokens]
-        req_ids = [batch.req_ids[row] for row in rows]
+        batch_req_ids = batch.req_ids  # a property that builds the list: read it once
+        req_ids = [batch_req_ids[row] for row in rows]
         states = [self.requests[r] for r in req_ids]
         contexts = [batch.token_ids_cpu[row, : batch.num_tokens_no_spec[row]] for row in rows]
         drafts, probs = self.drafter.propose(
