@@ -34,7 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_spec_decode.py
 
 train: $(STAMP)
-	$(BIN)/python -m minispec.train --out minispec/checkpoints
+	$(BIN)/python -m minispec.training.train --out minispec/checkpoints
 
 clean:
 	rm -rf $(VENV) *.egg-info

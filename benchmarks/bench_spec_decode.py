@@ -29,7 +29,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from minispec import LLM, SamplingParams
 from minispec.config import DEFAULT_DRAFT, DEFAULT_TARGET
-from minispec.corpus import split_text
+from minispec.training.corpus import split_text
 
 K = 3
 PROMPT_CHARS = 40

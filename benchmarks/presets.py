@@ -14,10 +14,10 @@ from __future__ import annotations
 import argparse
 
 from minispec import LLM, SamplingParams
-from minispec.corpus import split_text
-from minispec.fixes import PRESETS
-from minispec.scenarios import PROMPTS, forum_thread
-from minispec.viz.text import render_comparison
+from minispec.training.corpus import split_text
+from minispec.instruments.fixes import PRESETS
+from minispec.lab.scenarios import PROMPTS, forum_thread
+from minispec.lab.viz.text import render_comparison
 
 
 def main() -> None:

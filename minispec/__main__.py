@@ -1,4 +1,6 @@
-"""Command line: ``python -m minispec {demo,generate,replay}``.
+"""Command line: ``python -m minispec {demo,generate,replay}`` (vLLM's own is the
+``vllm`` command, ``vllm/entrypoints/cli/main.py``; only ``generate`` has a
+counterpart there, as offline ``LLM.generate``).
 
 * ``demo``: the shipped target, greedy, without and then with the shipped draft
   model; prints both texts, tokens per target forward and time taken.
@@ -47,12 +49,12 @@ def generate(args) -> None:
 
 
 def replay(args) -> None:
-    from minispec.scenarios import forum_thread
-    from minispec.viz.text import char_decoder, render_trace
+    from minispec.lab.scenarios import forum_thread
+    from minispec.lab.viz.text import char_decoder, render_trace
 
     trace = forum_thread(args.fixes, num_speculative_tokens=args.k, max_tokens=args.max_tokens)
     from minispec.config import DEFAULT_TARGET
-    from minispec.tokenizer import load_tokenizer
+    from minispec.transformers_utils.tokenizer import load_tokenizer
 
     print(render_trace(trace, char_decoder(load_tokenizer(DEFAULT_TARGET)), max_steps=args.steps))
     print(f"acceptance {trace.stats['acceptance_rate']:.0%}, "
@@ -61,7 +63,7 @@ def replay(args) -> None:
 
 def main(argv=None) -> None:
     from minispec.config import DEFAULT_TARGET
-    from minispec.fixes import PRESETS
+    from minispec.instruments.fixes import PRESETS
 
     parser = argparse.ArgumentParser(prog="python -m minispec", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -179,7 +179,7 @@ class VllmConfig:
     cache_config: CacheConfig
     scheduler_config: SchedulerConfig
     speculative_config: SpeculativeConfig
-    fixes: object  # minispec.fixes.RunnerFixes
+    fixes: object  # minispec.instruments.fixes.RunnerFixes
     device: str | None = None
     dtype: object = None  # torch.dtype; None means float32
     seed: int = 0

@@ -13,9 +13,9 @@ Hand-worked, stage 0 (the first pipeline stage), k = 3:
 import pytest
 
 from minispec.config import DEFAULT_TARGET
-from minispec.invariants import check_trace
-from minispec.scenarios import PROMPTS, forum_thread
-from minispec.tokenizer import load_tokenizer
+from minispec.instruments.invariants import check_trace
+from minispec.lab.scenarios import PROMPTS, forum_thread
+from minispec.transformers_utils.tokenizer import load_tokenizer
 
 FIRST_DECODE = 2  # scheduler step of batch_0's first decode
 

@@ -12,7 +12,7 @@ import torch
 
 from minispec import LLM, SamplingParams
 from minispec.config import DEFAULT_TARGET
-from minispec.corpus import split_text
+from minispec.training.corpus import split_text
 
 MAX_TOKENS = 40
 NUM_REQUESTS = 16

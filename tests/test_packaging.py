@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from minispec.config import CHECKPOINT_DIR, DEFAULT_DRAFT, DEFAULT_TARGET
-from minispec.corpus import full_text
+from minispec.training.corpus import full_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,7 +52,7 @@ def test_checkpoints_are_small_and_documented():
     assert total <= 10 * 2**20
     for path in (DEFAULT_TARGET, DEFAULT_DRAFT):
         card = (path / "README.md").read_text()
-        assert "held-out loss" in card and "agreement" in card and "python -m minispec.train" in card
+        assert "held-out loss" in card and "agreement" in card and "python -m minispec.training.train" in card
 
 
 def test_import_minispec_does_not_import_transformers():

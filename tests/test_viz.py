@@ -4,10 +4,10 @@ import pytest
 from matplotlib.figure import Figure
 
 from minispec.config import DEFAULT_TARGET
-from minispec.scenarios import forum_thread
-from minispec.tokenizer import load_tokenizer
-from minispec.viz.plots import cell_roles, plot_presets, plot_stage_rows
-from minispec.viz.text import char_decoder, first_divergence, render_comparison, render_event, render_step
+from minispec.lab.scenarios import forum_thread
+from minispec.transformers_utils.tokenizer import load_tokenizer
+from minispec.lab.viz.plots import cell_roles, plot_presets, plot_stage_rows
+from minispec.lab.viz.text import char_decoder, first_divergence, render_comparison, render_event, render_step
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def test_comparison_table():
 
 
 def test_trace_stepper_widget(traces):
-    from minispec.viz.widgets import trace_stepper
+    from minispec.lab.viz.widgets import trace_stepper
 
     box = trace_stepper(traces["all"])
     slider = box.children[0]

@@ -25,12 +25,12 @@ from minispec.config import (
     VllmConfig,
     is_int,
 )
-from minispec.fixes import RunnerFixes, resolve_fixes
-from minispec.invariants import InvariantChecker
+from minispec.instruments.fixes import RunnerFixes, resolve_fixes
+from minispec.instruments.invariants import InvariantChecker
 from minispec.outputs import CompletionOutput, RequestOutput
 from minispec.sampling_params import SamplingParams
-from minispec.tokenizer import load_tokenizer
-from minispec.trace import TraceRecorder
+from minispec.transformers_utils.tokenizer import load_tokenizer
+from minispec.instruments.trace import TraceRecorder
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 from minispec.v1.core.sched.scheduler import Scheduler
 from minispec.v1.engine.core import EngineCore

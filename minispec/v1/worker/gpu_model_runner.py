@@ -12,7 +12,7 @@ layers run, and then
 
 ``_update_states`` follows vLLM v0.9.2 step by step (split into helpers named
 after its phases), including its two faults under pipeline parallelism, each
-switchable (``minispec.fixes``). minispec adds bookkeeping vLLM does not have:
+switchable (``minispec.instruments.fixes``). minispec adds bookkeeping vLLM does not have:
 ``row_paths`` for traces and each request's last drafts for fix 2.
 Left out: CUDA graphs, the Worker class, structured output, LoRA, multimodal.
 """
@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from minispec.attention import allocate_kv_cache, make_attention_metadata
-from minispec.fixes import RunnerFixes
+from minispec.instruments.fixes import RunnerFixes
 from minispec.model_executor.model_loader import get_model
 from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.outputs import ModelRunnerOutput

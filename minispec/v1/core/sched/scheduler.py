@@ -173,7 +173,7 @@ class Scheduler:
                 # v0.9.2: the scheduled tokens minus the drafts, read from
                 # all_token_ids at num_computed_tokens. For a decode step that
                 # is only the bonus token: drafts accepted last step are not
-                # resent (fault 2, see minispec.fixes).
+                # resent (fault 2, see minispec.instruments.fixes).
                 n = num_scheduled[req_id] - len(spec_tokens.get(req_id, ()))
                 nc = request.num_computed_tokens
                 data.new_token_ids.append(request.all_token_ids[nc : nc + n])

@@ -4,7 +4,7 @@ Opt-in (``LLM(..., record=True)`` or ``check_invariants=True``). The engine
 calls ``on_schedule`` after each ``schedule()``, every stage's runner calls
 ``on_stage`` after ``_prepare_inputs`` (before its forward), and the engine calls
 ``on_update`` after ``update_from_output``. Records are plain data so renderers
-and the invariant checker (``minispec.invariants``) work on them offline.
+and the invariant checker (``minispec.instruments.invariants``) work on them offline.
 Nothing here has a vLLM counterpart: it is minispec's window into the buffers.
 """
 

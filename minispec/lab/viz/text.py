@@ -7,8 +7,8 @@ tokenizer); by default ids are printed as numbers.
 
 from __future__ import annotations
 
-from minispec.invariants import check_trace
-from minispec.trace import StageRecord, StepRecord, Trace
+from minispec.instruments.invariants import check_trace
+from minispec.instruments.trace import StageRecord, StepRecord, Trace
 
 
 def _tokens(ids, decode) -> str:

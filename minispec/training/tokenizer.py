@@ -2,12 +2,11 @@
 
 Every character of the training corpus is one token; ids are assigned in sorted
 character order after the special tokens, so the vocabulary is reproducible.
-Target and draft share this tokenizer, as speculative decoding requires.
+Target and draft share this tokenizer, as speculative decoding requires. Loading
+it at serving time is ``minispec.transformers_utils.tokenizer``.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models
 
@@ -25,9 +24,3 @@ def build_tokenizer(text: str) -> Tokenizer:
     tok.decoder = decoders.Fuse()
     tok.add_special_tokens(SPECIAL_TOKENS)
     return tok
-
-
-def load_tokenizer(model_dir: str | Path) -> Tokenizer | None:
-    """The checkpoint's ``tokenizer.json``, or None if it has none (ids only)."""
-    path = Path(model_dir) / "tokenizer.json"
-    return Tokenizer.from_file(str(path)) if path.is_file() else None

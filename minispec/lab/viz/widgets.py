@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from minispec.trace import Trace
-from minispec.viz.plots import plot_stage_rows
-from minispec.viz.text import render_event
+from minispec.instruments.trace import Trace
+from minispec.lab.viz.plots import plot_stage_rows
+from minispec.lab.viz.text import render_event
 
 
 def trace_stepper(trace: Trace, decode=str):

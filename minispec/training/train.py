@@ -1,6 +1,6 @@
 """Train the shipped target and draft checkpoints from CPython's own text.
 
-    python -m minispec.train --out minispec/checkpoints
+    python -m minispec.training.train --out minispec/checkpoints
 
 Both models are transformers ``LlamaForCausalLM`` so that any transformers user
 can load them; minispec's own forward (``minispec.model_executor``) is tested
@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from minispec.corpus import split_text
-from minispec.tokenizer import EOS, UNK, build_tokenizer
+from minispec.training.corpus import split_text
+from minispec.training.tokenizer import EOS, UNK, build_tokenizer
 
 
 @dataclass
@@ -174,7 +174,7 @@ def main(argv=None) -> None:
     heldout_ids = np.array(tok.encode(heldout_text).ids, dtype=np.int64)
     vocab, eos_id = tok.get_vocab_size(), tok.token_to_id(EOS)
 
-    metrics = {"python": platform.python_version(), "command": " ".join(["python -m minispec.train", *(argv or [])])}
+    metrics = {"python": platform.python_version(), "command": " ".join(["python -m minispec.training.train", *(argv or [])])}
     models = {}
     for spec in (TARGET, DRAFT):
         t0 = time.time()

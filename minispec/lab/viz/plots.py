@@ -11,7 +11,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
-from minispec.trace import StepRecord, Trace
+from minispec.instruments.trace import StepRecord, Trace
 
 COLORS = {"history": "#d9d9d9", "computed now": "#9ecae1", "draft ok": "#74c476", "draft stale": "#fb6a4a"}
 WINDOW = 10  # history cells shown before the first computed position

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minispec.trace import ScheduleRecord, StageRecord, StepRecord, Trace
+from minispec.instruments.trace import ScheduleRecord, StageRecord, StepRecord, Trace
 
 NAMES = {
     2: "draft agreement",

@@ -1,0 +1,104 @@
+"""The package's picture reads as its architecture (DESIGN.md section 1).
+
+* No import cycles between modules, nor between folders.
+* The engine and the API never import the lessons (``lab``) or the model shop
+  (``training``); ``instruments`` imports nothing of the engine.
+* Every module outside ``instruments``, ``lab`` and ``training`` names the vLLM
+  file or package it mirrors in its docstring.
+"""
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[1] / "minispec"
+OWN_FOLDERS = ("instruments", "lab", "training")  # minispec's own: no vLLM twin
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PKG.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, ast.Module]:
+    return {module_name(p): ast.parse(p.read_text()) for p in PKG.rglob("*.py")}
+
+
+def imports_of(name: str, tree: ast.Module, known: set[str]) -> set[str]:
+    """minispec modules imported anywhere in the file (lazy imports count too)."""
+    found = set()
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        found |= {t for t in targets if t in known and t != name}
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    return {name: imports_of(name, tree, set(mods)) for name, tree in mods.items()}
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node):
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        state[node] = 2
+        stack.pop()
+        return None
+
+    for node in sorted(edges):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def folder(module: str) -> str:
+    """The unit layers are made of: a subfolder, or a loose top-level module."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "minispec"
+
+
+def test_no_module_import_cycles():
+    edges = graph()
+    # a package's __init__ importing its own submodule is not a cycle of meaning
+    edges = {m: {t for t in ts if not t.startswith(m + ".")} for m, ts in edges.items()}
+    assert find_cycle(edges) is None
+
+
+def test_no_folder_import_cycles():
+    folders: dict[str, set[str]] = {}
+    for mod, targets in graph().items():
+        folders.setdefault(folder(mod), set()).update(folder(t) for t in targets if folder(t) != folder(mod))
+    assert find_cycle(folders) is None, folders
+
+
+def test_engine_and_api_do_not_import_lessons_or_training():
+    for mod, targets in graph().items():
+        if folder(mod) in ("lab", "training") or mod == "minispec.__main__":
+            continue
+        bad = {t for t in targets if folder(t) in ("lab", "training")}
+        assert not bad, f"{mod} imports {bad}"
+        if folder(mod) == "instruments":
+            engine = {t for t in targets if folder(t) not in ("instruments",)}
+            assert not engine, f"{mod} imports the engine: {engine}"
+
+
+def test_mirrored_modules_name_their_vllm_twin():
+    for name, tree in modules().items():
+        if folder(name) in OWN_FOLDERS or name.endswith("__init__") or name == "minispec":
+            continue
+        if name.rsplit(".", 1)[-1] == "__init__" or (PKG.parent / name.replace(".", "/") / "__init__.py").exists():
+            continue  # packages: their modules carry the docstrings
+        doc = ast.get_docstring(tree) or ""
+        assert "vllm" in doc.lower(), f"{name}: its docstring should name the vLLM file it mirrors"
