@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # Jupyter refuses to start as root unless told to (containers, CI machines).
 LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: venv demo test lab bench train clean
+.PHONY: venv demo test lab bench train clean notebooks
 
 venv: $(STAMP)
 
@@ -38,3 +38,7 @@ train: $(STAMP)
 
 clean:
 	rm -rf $(VENV) *.egg-info
+
+# Re-run every notebook in place, so the stored outputs (what nbval compares) match the code.
+notebooks: $(STAMP)
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/*.ipynb

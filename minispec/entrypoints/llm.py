@@ -107,6 +107,10 @@ class LLM:
     def trace(self):
         return self.recorder.trace if self.recorder else None
 
+    def timeline(self):
+        """When each stage worked on each batch so far (``minispec.instruments.timeline``)."""
+        return self.engine.executor.timeline
+
     # -- requests ---------------------------------------------------------
     def _to_token_ids(self, prompt, label: str = "prompt") -> list[int]:
         if isinstance(prompt, str):

@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from minispec.instruments.timeline import StageSpan, Timeline
 from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.outputs import ModelRunnerOutput
 from minispec.v1.worker.gpu_worker import make_runner
@@ -41,6 +42,8 @@ class InProcPipelineExecutor:
     def __init__(self, config, recorder=None):
         self.runners = [make_runner(config, rank, recorder) for rank in range(config.pipeline_parallel_size)]
         self.in_flight: deque[PipelineBatch] = deque()
+        self.timeline = Timeline(config.pipeline_parallel_size, clock="ticks")
+        self.num_ticks = 0
 
     def execute_model(self, scheduler_output: SchedulerOutput) -> PipelineBatch:
         batch = PipelineBatch(scheduler_output, self)
@@ -65,16 +68,20 @@ class InProcPipelineExecutor:
                 continue
             busy.add(stage)
             events.append(self._run_stage(batch, stage))
+        self.num_ticks += 1
         return events
 
     def _run_stage(self, batch: PipelineBatch, stage: int) -> tuple[int, int]:
         runner = self.runners[stage]
         carry = batch.carry.to(runner.device) if batch.carry is not None else None
-        result = runner.execute_model(batch.scheduler_output, carry)
+        out = batch.scheduler_output
+        result = runner.execute_model(out, carry)
+        self.timeline.spans.append(StageSpan(stage, out.step, tuple(out.num_scheduled_tokens), self.num_ticks,
+                                             self.num_ticks + 1))
         batch.next_stage += 1
         if runner.is_last_rank:
             batch.output, batch.carry = result, None
             self.in_flight.remove(batch)
         else:
             batch.carry = result
-        return stage, batch.scheduler_output.step
+        return stage, out.step
