@@ -27,6 +27,14 @@ PROMPTS = {
 BATCH_0, BATCH_1 = ("A", "B"), ("C", "D")
 
 
+def batch_label(req_ids) -> str:
+    """The thread's name for a batch: "batch_0 = {A, B}" (or just its requests)."""
+    names = {frozenset(BATCH_0): "batch_0", frozenset(BATCH_1): "batch_1"}
+    members = "{" + ", ".join(sorted(req_ids)) + "}"
+    name = names.get(frozenset(req_ids))
+    return f"{name} = {members}" if name else members
+
+
 def forum_thread_llm(fixes="vllm-0.9.2", num_speculative_tokens: int = 3, method: str = "draft_model",
                      max_tokens: int = 16, check_invariants: bool = False):
     """The engine with the four requests queued but not yet run (for stepping)."""
