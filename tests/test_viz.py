@@ -1,51 +1,197 @@
-"""Renderers are pure functions of trace records: check what they show."""
+"""Renderers are pure functions of trace records: check what they show.
+
+Expectations are worked by hand from the thread's scenario (``lab.scenarios``):
+at step 2 batch_0 = {A, B} comes round again and both are re-added, A into row
+0 which C ("The for statement ...") just left, B into row 1 which D left.
+"""
 
 import pytest
 from matplotlib.figure import Figure
 
 from minispec.config import DEFAULT_TARGET
-from minispec.lab.scenarios import forum_thread
-from minispec.transformers_utils.tokenizer import load_tokenizer
-from minispec.lab.viz.plots import cell_roles, plot_presets, plot_stage_rows
+from minispec.instruments.invariants import check_trace
+from minispec.instruments.trace import ScheduleRecord, StepRecord, Trace
+from minispec.lab.viz.plots import (
+    acceptance_per_step, alpha_estimate, expected_tokens_per_forward, fit_label, plot_acceptance, plot_presets,
+    plot_stage_rows, plot_step_rows, plot_strip_diff,
+)
+from minispec.lab.viz.stepper import move, nearest_stop, stepper_view, stops, thread_runs
+from minispec.lab.viz.strip import diff_cells, stage_view
 from minispec.lab.viz.text import char_decoder, first_divergence, render_comparison, render_event, render_step
+from minispec.transformers_utils.tokenizer import load_tokenizer
 
 
 @pytest.fixture(scope="module")
-def traces():
-    return {p: forum_thread(p, max_tokens=8) for p in ("vllm-0.9.2", "all")}
+def runs():
+    return thread_runs(max_tokens=8)
 
 
-def roles(trace, step=2, stage=0):
-    s = trace.step(step)
-    rec = s.stages[stage]
-    return {row.req_id: [r for _, _, r in cell_roles(row, s.schedule.scheduled_spec_decode_tokens.get(row.req_id, []))]
-            for row in rec.rows}
+@pytest.fixture(scope="module")
+def decode():
+    return char_decoder(load_tokenizer(DEFAULT_TARGET))
 
 
-def test_cell_roles_mark_stale_and_good_drafts(traces):
-    buggy = roles(traces["vllm-0.9.2"])
-    assert buggy["A"][-4:] == ["computed now", "draft stale", "draft stale", "draft stale"]
-    # B's middle stale slot happens to hold the scheduled draft (a space)
-    assert buggy["B"][-3:] == ["draft stale", "draft ok", "draft stale"]
-    assert roles(traces["all"])["A"][-3:] == ["draft ok"] * 3
+def row(runs, preset, req_id, step=2, stage=0):
+    return next(r for r in stage_view(runs[preset].trace.step(step), stage) if r.req_id == req_id)
 
 
-def test_plots_return_figures(traces):
+def text(decode, cells_or_ids):
+    return "".join(decode(getattr(c, "token", c)) for c in cells_or_ids)
+
+
+def drafts(view):
+    return [c for c in view.cells if c.role.startswith("draft")]
+
+
+def test_recorder_keeps_previous_occupant(runs, decode):
+    trace = runs["vllm-0.9.2"].trace
+    a = trace.step(2).stages[0].row_of("A")
+    assert (a.row, a.prev_req_id) == (0, "C")
+    assert text(decode, a.prev_token_ids[11:14]) == "tem"  # "The for sta|tem|ent": C's prompt at A's draft slots
+    assert [r.prev_req_id for r in trace.step(0).stages[0].rows] == [None, None]  # rows never used before
+
+
+def test_row_strip_under_the_bug(runs, decode):
+    a, b = row(runs, "vllm-0.9.2", "A"), row(runs, "vllm-0.9.2", "B")
+    assert a.label == "row 0: A (re-added)" and a.prev_req_id == "C" and a.status == "drafts stale"
+    assert text(decode, drafts(a)) == "tem" and text(decode, a.scheduled) == " st"
+    assert [c.pos for c in drafts(a)] == [11, 12, 13]
+    assert [c.role for c in drafts(a)] == ["draft stale"] * 3
+    assert [c.left_by for c in drafts(a)] == ["C"] * 3
+    assert (a.cells[-4].pos, decode(a.cells[-4].token), a.cells[-4].role) == (10, "a", "computed now")
+    assert text(decode, drafts(b)) == "e r" and text(decode, b.scheduled) == "s t" and b.prev_req_id == "D"
+    # the middle space equals the scheduled draft by chance: the row is still stale
+    assert [c.role for c in drafts(b)] == ["draft stale", "draft by chance", "draft stale"]
+
+
+def test_row_strip_with_both_fixes(runs, decode):
+    for req_id, scheduled in (("A", " st"), ("B", "s t")):
+        view = row(runs, "all", req_id)
+        assert text(decode, drafts(view)) == scheduled == text(decode, view.scheduled)
+        assert [c.role for c in drafts(view)] == ["draft ok"] * 3 and view.status == "ok"
+        assert all(c.left_by is None for c in view.cells)
+
+
+def test_history_window_is_cut_with_an_ellipsis(runs, decode):
+    a, b = row(runs, "vllm-0.9.2", "A"), row(runs, "vllm-0.9.2", "B")
+    assert (a.cells[0].pos, a.cut) == (0, False)  # A's 14 positions all fit
+    assert (b.cells[0].pos, b.cut) == (2, True)  # "St" of "Strings" is cut
+    out = render_step(runs["vllm-0.9.2"].trace.step(2), decode)
+    assert "history=[A list is a]" in out and "history=[…trings are a]" in out
+    assert "draft slots=[tem] scheduled=[ st]  STALE (row held C before)" in out
+
+
+def test_fault_two_marks_stage_zero_history(runs):
+    """Under vllm-0.14 the first violation is stage 0's history (fault 2); the strip
+    marks exactly the cells that differ from the request's tokens, and stage 1's
+    copy of the same request is right."""
+    trace = runs["vllm-0.14"].trace
+    first = check_trace(trace)[0]
+    assert (first.invariant, first.stage) == (3, 0)
+    step = trace.step(first.step)
+    view = row(runs, "vllm-0.14", first.req_id, first.step, 0)
+    truth = step.schedule.all_token_ids[first.req_id]
+    record = step.stages[0].row_of(first.req_id)
+    first_draft = record.num_computed_tokens + record.num_scheduled_tokens - record.num_drafts
+    differ = [c.pos for c in view.cells if c.pos < first_draft and record.token_ids[c.pos] != truth[c.pos]]
+    assert differ and [c.pos for c in view.cells if c.role == "wrong history"] == differ
+    assert view.wrong_history and "history wrong" in view.status
+    assert not row(runs, "vllm-0.14", first.req_id, first.step, 1).wrong_history
+
+
+def test_diff_marks_exactly_the_differing_cells(runs):
+    buggy, fixed = (stage_view(runs[p].trace.step(2), 0) for p in ("vllm-0.9.2", "all"))
+    # A: tem vs " st" all differ; B: "e r" vs "s t" differ but for the space
+    assert diff_cells(buggy, fixed) == {("A", 11), ("A", 12), ("A", 13), ("B", 13), ("B", 15)}
+    assert diff_cells(fixed, fixed) == set()
+    fig = plot_strip_diff({"vllm-0.9.2": runs["vllm-0.9.2"].trace.step(2), "all": runs["all"].trace.step(2)}, 0)
+    outlined = [p for ax in fig.axes for p in ax.patches if p.get_linewidth() > 2]
+    assert len(outlined) == 2 * 5  # each differing cell, in both strips
+    assert "5 cells differ (outlined)" in [t.get_text() for t in fig.axes[0].texts]
+    with pytest.raises(ValueError, match="steps: expected the same step"):
+        plot_strip_diff({"a": runs["all"].trace.step(2), "b": runs["all"].trace.step(3)}, 0)
+
+
+def test_labels_fit_their_cells(runs):
+    assert fit_label("<unk>") == ("unk", 7.5) and fit_label(" ")[0] == "␣" and fit_label("\n")[0] == "⏎"
+    assert fit_label("statement")[0] == "sta…"
+    fig = plot_stage_rows(runs["vllm-0.9.2"].trace.step(2), 0, decode=lambda t: "<unk>")
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    cell_px = ax.transData.transform((0.92, 0))[0] - ax.transData.transform((0, 0))[0]
+    labels = [t for t in ax.texts if t.get_text() == "unk"]
+    assert labels and all(t.get_window_extent().width < cell_px for t in labels)
+
+
+def test_row_strip_figure(runs):
     decode = char_decoder(load_tokenizer(DEFAULT_TARGET), visible_spaces=True)
-    fig = plot_stage_rows(traces["vllm-0.9.2"].step(2), 0, decode)
-    assert isinstance(fig, Figure)
+    fig = plot_step_rows(runs["vllm-0.9.2"].trace.step(2), decode, selected=0, max_rows=3, ncols=16)
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
     texts = [t.get_text() for t in fig.axes[0].texts]
-    assert "row 0: A (re-added)" in texts and "␣" in texts
-    assert len(fig.axes[0].patches) == sum(len(r) for r in roles(traces["vllm-0.9.2"]).values())
-    lines = plot_presets(traces).axes[0].get_lines()
-    assert [line.get_label().split(" ")[0] for line in lines] == ["vllm-0.9.2", "all"]
+    assert "row 0: A (re-added)" in texts and "row held C before" in texts and "␣" in texts
+    assert texts.count("✗") == 5 and texts.count("≈") == 1 and texts.count("C") == 3
+    assert fig.axes[0].get_title(loc="left").startswith("▶ step 2 · stage 0")
+    fixed = plot_step_rows(runs["all"].trace.step(0), decode, max_rows=3, ncols=16)
+    assert tuple(fixed.get_size_inches()) == tuple(fig.get_size_inches())  # steppers need a fixed size
 
 
-def test_text_renderings(traces):
-    decode = char_decoder(load_tokenizer(DEFAULT_TARGET))
-    text = render_step(traces["vllm-0.9.2"].step(2), decode)
-    assert "row 0 A re-added" in text and "draft slots=[tem] scheduled=[ st]  STALE" in text
-    kinds = [render_event(traces["all"], i, decode).split(": ", 1)[1][:6] for i in range(6)]
+def test_acceptance_against_the_formula():
+    assert expected_tokens_per_forward(0.5, 3) == pytest.approx(1.875)  # 1 + .5 + .25 + .125
+    assert expected_tokens_per_forward(1.0, 3) == 4 and expected_tokens_per_forward(0.0, 3) == 1
+    schedule = ScheduleRecord(5, {"X": 4, "Y": 4}, {"X": [1, 2, 3], "Y": [4, 5, 6]}, {}, {}, {}, [], {})
+    trace = Trace("all", 2, [StepRecord(schedule, num_accepted={"X": 3, "Y": 1})])
+    assert acceptance_per_step(trace) == [(5, 6, 4, 2)]
+    assert alpha_estimate(trace) == (pytest.approx(4 / 5), 3)  # 4 accepted, one rejection (Y's second)
+    fig = plot_acceptance({"k=3": trace})
+    assert fig.axes[1].get_lines()[0].get_ydata()[0] == pytest.approx(1 + 4 / 2)
+    assert fig.axes[1].get_lines()[1].get_ydata()[0] == pytest.approx(expected_tokens_per_forward(0.8, 3))
+
+
+def test_plot_presets(runs):
+    lines = plot_presets({p: r.trace for p, r in runs.items()}).axes[0].get_lines()
+    assert [line.get_label().split(" ")[0] for line in lines] == ["vllm-0.9.2", "vllm-0.14", "all"]
+
+
+def test_stepper_state(runs, decode):
+    trace = runs["all"].trace
+    assert stops(trace)[:5] == [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)]
+    view = stepper_view(runs, "vllm-0.9.2", 2, 0, decode)
+    assert view.label == "vllm-0.9.2 · step 2 · stage 0 · batch_0 = {A, B}"
+    assert view.highlight == (2, 0) and view.index == 4
+    assert "A decode +4 drafts [ st]" in view.text and "invariant 2 (draft agreement)" in view.text
+    assert "no invariant violated at step 2, stage 0" in stepper_view(runs, "all", 2, 0, decode).text
+    assert stepper_view(runs, "all", 3, 1).label == "all · step 3 · stage 1 (last) · batch_1 = {C, D}"
+    last = max(s.step for s in trace.steps)
+    assert nearest_stop(trace, 999, 0) == (last, 0)  # a shorter run clamps
+    assert move(trace, 2, 1, +1) == (3, 0) and move(trace, 0, 0, -1) == (0, 0)
+    with pytest.raises(ValueError, match="preset='nope'"):
+        stepper_view(runs, "nope", 0, 0)
+
+
+def test_stepper_widget(runs, decode):
+    from minispec.lab.viz.widgets import TraceStepper, trace_stepper
+
+    stepper = TraceStepper(runs, decode)
+    assert "vllm-0.9.2 · step 0 · stage 0 · batch_0 = {A, B}" in stepper.label.value
+    strip, gantt = stepper.strip.value, stepper.gantt.value
+    for _ in range(4):
+        stepper.next.click()
+    assert "step 2 · stage 0 · batch_0 = {A, B}" in stepper.label.value and stepper.step.value == 2
+    assert "invariant 2" in stepper.text.value and stepper.strip.value != strip and stepper.gantt.value != gantt
+    stepper.preset.value = "all"
+    assert stepper.label.value.startswith("<b>all · step 2 · stage 0") and "no invariant violated" in stepper.text.value
+    stepper.stage.value = 1
+    assert "step 2 · stage 1 (last)" in stepper.label.value and stepper.play.value == 5
+    stepper.play.value = 2
+    assert "step 1 · stage 0 · batch_1 = {C, D}" in stepper.label.value
+    stepper.prev.click()
+    assert (stepper.step.value, stepper.stage.value) == (0, 1)
+    box = trace_stepper(runs["all"].trace, decode)  # a lone trace, no timeline: no Gantt
+    assert "all · step 0 · stage 0" in box.children[2].value
+
+
+def test_text_renderings(runs, decode):
+    kinds = [render_event(runs["all"].trace, i, decode).split(": ", 1)[1][:6] for i in range(6)]
     assert kinds == ["schedu", "schedu", "step 0", "step 0", "step 1", "update"]
 
 
@@ -56,12 +202,3 @@ def test_comparison_table():
     stats = {"acceptance_rate": 0.5, "tokens_per_forward": 2.0, "target_forwards": 7}
     table = render_comparison([("x", stats, {"A": [1, 5], "B": [2]})], {"A": [1, 2], "B": [2]})
     assert table.splitlines()[1].endswith("1/2 (A@1)")
-
-
-def test_trace_stepper_widget(traces):
-    from minispec.lab.viz.widgets import trace_stepper
-
-    box = trace_stepper(traces["all"])
-    slider = box.children[0]
-    assert slider.max == len(traces["all"].events) - 1
-    slider.value = 3  # re-renders without error

@@ -24,6 +24,11 @@ class RowRecord:
     num_computed_tokens: int
     num_scheduled_tokens: int
     num_drafts: int
+    # Who held this row index when this stage last recorded it, and its token_ids
+    # then: where a re-added row's unwritten slots came from (remove_request
+    # leaves tokens behind). None for a row index the stage had not used before.
+    prev_req_id: str | None = None
+    prev_token_ids: list[int] = field(default_factory=list)
 
     @property
     def draft_slots(self) -> list[int]:
@@ -92,6 +97,7 @@ class TraceRecorder:
         self.trace = Trace(fixes_name, pp_size)
         self.checker = checker
         self._by_step: dict[int, StepRecord] = {}
+        self._last_rows: dict[int, dict[int, RowRecord]] = {}  # per stage: row index -> its last record
 
     def on_schedule(self, out, scheduler) -> None:
         reqs = scheduler.requests
@@ -116,7 +122,9 @@ class TraceRecorder:
     def on_stage(self, runner, out, inputs) -> StageRecord:
         batch = runner.input_batch
         rows = []
+        last = self._last_rows.setdefault(runner.pp_rank, {})
         for row, req_id in enumerate(batch.req_ids):
+            prev = last.get(row)
             n_sched = int(inputs.num_scheduled[row])
             nc = int(batch.num_computed_tokens_cpu[row])
             end = max(int(batch.num_tokens[row]), nc + n_sched)
@@ -126,7 +134,9 @@ class TraceRecorder:
                 num_tokens=int(batch.num_tokens[row]), num_tokens_no_spec=int(batch.num_tokens_no_spec[row]),
                 num_computed_tokens=nc, num_scheduled_tokens=n_sched,
                 num_drafts=len(inputs.verified_drafts[row]),
+                prev_req_id=prev.req_id if prev else None, prev_token_ids=prev.token_ids if prev else [],
             ))
+        last.update({r.row: r for r in rows})
         record = StageRecord(
             step=out.step, stage=runner.pp_rank, is_last=runner.is_last_rank, rows=rows,
             input_ids=inputs.input_ids.tolist(),

@@ -1,9 +1,15 @@
 """Matplotlib renderings of trace records: pure functions, ``record -> Figure``.
 
-``plot_stage_rows`` draws one stage's persistent batch at one step as a strip of
-token cells per row, coloured by what the cell is: history the model has seen,
-tokens it computes now, draft slots that hold the scheduled drafts, and draft
-slots that hold something else (stale). ``plot_presets`` compares runs.
+``plot_stage_rows`` draws the row strip: one stage's persistent batch at one
+step, a strip of token cells per row (what each cell is comes from
+``strip.py``). Above each cell its position; in its corner a mark (✓ scheduled
+draft, ✗ wrong, ≈ right by chance) and, faintly, the request that left the
+token there; under each draft slot the draft the scheduler sent. Colours are
+Okabe-Ito and every role also has its own hatching or mark.
+``plot_step_rows`` stacks every stage, ``plot_strip_diff`` puts two presets
+one above the other and outlines the cells that differ, ``plot_acceptance``
+compares acceptance per step with (1 - α^(k+1)) / (1 - α), and
+``plot_presets`` compares runs.
 """
 
 from __future__ import annotations
@@ -12,48 +18,232 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from minispec.instruments.trace import StepRecord, Trace
+from minispec.lab.viz.strip import ROLES, WINDOW, RowView, diff_cells, stage_view
 
-COLORS = {"history": "#d9d9d9", "computed now": "#9ecae1", "draft ok": "#74c476", "draft stale": "#fb6a4a"}
-WINDOW = 10  # history cells shown before the first computed position
-
-
-def cell_roles(row, scheduled_drafts: list[int]) -> list[tuple[int, int, str]]:
-    """(position, token, role) for the cells worth drawing in one row."""
-    end = row.num_computed_tokens + row.num_scheduled_tokens
-    first_draft = end - row.num_drafts
-    cells = []
-    for pos in range(max(0, row.num_computed_tokens - WINDOW), end):
-        token = row.token_ids[pos]
-        if pos < row.num_computed_tokens:
-            role = "history"
-        elif pos < first_draft:
-            role = "computed now"
-        else:
-            ok = pos - first_draft < len(scheduled_drafts) and scheduled_drafts[pos - first_draft] == token
-            role = "draft ok" if ok else "draft stale"
-        cells.append((pos, token, role))
-    return cells
+# role -> (face colour, hatch, mark); Okabe-Ito hues, marks and hatches so colour is never alone
+STYLE = {
+    "history": ("#e6e6e6", "", ""),
+    "computed now": ("#56B4E9", "", ""),
+    "wrong history": ("#CC79A7", "xx", "✗"),
+    "draft ok": ("#009E73", "", "✓"),
+    "draft stale": ("#D55E00", "///", "✗"),
+    "draft by chance": ("#E69F00", "..", "≈"),
+}
+LINE_COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9"]
+MARKERS = ["o", "s", "^", "D", "v", "P"]
+SHOWN = {"\n": "⏎", " ": "␣"}
+CELL_IN = 0.46  # inches per cell, both ways
+LABEL_COLS = 4.6  # cells' worth of room for the row labels on the left
+BLOCK = 2.0  # height of one row in cells: position, token cell, scheduled drafts
 
 
-def plot_stage_rows(step: StepRecord, stage: int, decode=str) -> Figure:
-    record = next(s for s in step.stages if s.stage == stage)
-    fig = Figure(figsize=(9, 0.6 + 0.55 * len(record.rows)))
-    ax = fig.subplots()
-    for y, row in enumerate(reversed(record.rows)):
-        drafts = step.schedule.scheduled_spec_decode_tokens.get(row.req_id, [])
-        cells = cell_roles(row, drafts)
-        for x, (_pos, token, role) in enumerate(cells):
-            ax.add_patch(Rectangle((x, y), 0.95, 0.8, color=COLORS[role]))
-            ax.text(x + 0.47, y + 0.4, decode(token), ha="center", va="center", fontsize=9, family="monospace")
-        ax.text(-0.3, y + 0.4, f"row {row.row}: {row.req_id} ({row.path})", ha="right", va="center", fontsize=9)
-    width = max((len(cell_roles(r, [])) for r in record.rows), default=1)
-    ax.set_xlim(-0.2, width)
-    ax.set_ylim(-0.2, len(record.rows))
+def fit_label(text: str) -> tuple[str, float]:
+    """A token's label and a font size at which it fits in one cell."""
+    text = SHOWN.get(text, text)
+    if len(text) > 1 and text.startswith("<") and text.endswith(">"):
+        text = text[1:-1]  # <unk> -> unk
+    if len(text) > 4:
+        text = text[:3] + "…"
+    return text, {1: 12, 2: 9.5, 3: 7.5}.get(len(text), 6)
+
+
+def _draw_cell(ax, x: float, y: float, label: str, role: str, outline: bool = False) -> None:
+    face, hatch, _mark = STYLE[role]
+    ax.add_patch(Rectangle((x, y), 0.92, 0.9, facecolor=face, alpha=0.55 if role != "history" else 1,
+                           hatch=hatch, edgecolor="#555555", linewidth=0))
+    ax.add_patch(Rectangle((x, y), 0.92, 0.9, fill=False, edgecolor="black" if outline else "#999999",
+                           linewidth=2.6 if outline else 0.6))
+    text, size = fit_label(label)
+    ax.text(x + 0.46, y + 0.47, text, ha="center", va="center", fontsize=size, family="monospace",
+            bbox=dict(boxstyle="square,pad=0.05", facecolor="white", alpha=0.75, linewidth=0) if hatch else None)
+
+
+def _draw_row(ax, view: RowView, y: float, end: int, ncols: int, decode, differs) -> None:
+    """One row's block, its top at ``y`` (axes run downwards); ``end`` right-aligns it."""
+    col = {c.pos: ncols - (end - c.pos) for c in view.cells}
+    for cell in view.cells:
+        x = col[cell.pos]
+        ax.text(x + 0.46, y + 0.18, str(cell.pos), ha="center", va="center", fontsize=6.5, color="#444444")
+        _draw_cell(ax, x, y + 0.35, decode(cell.token), cell.role, (view.req_id, cell.pos) in differs)
+        mark = STYLE[cell.role][2]
+        if mark:
+            ax.text(x + 0.9, y + 1.25, mark, ha="right", va="bottom", fontsize=8.5, fontweight="bold")
+        if cell.left_by:
+            ax.text(x + 0.04, y + 0.36, cell.left_by, ha="left", va="top", fontsize=8, color="#333333",
+                    style="italic")
+    first = min(col.values(), default=ncols)
+    if view.cut:
+        ax.text(first - 0.3, y + 0.8, "…", ha="center", va="center", fontsize=11, color="#555555")
+    drafts = [c for c in view.cells if c.role.startswith("draft")]
+    for cell, token in zip(drafts, view.scheduled):
+        text, size = fit_label(decode(token))
+        ax.text(col[cell.pos] + 0.46, y + 1.58, text, ha="center", va="center", fontsize=min(size, 9),
+                family="monospace", color="#333333")
+    if drafts:
+        ax.text(col[drafts[0].pos] - 0.12, y + 1.58, "scheduled:", ha="right", va="center", fontsize=7,
+                color="#333333")
+    ax.text(-LABEL_COLS, y + 0.45, view.label, ha="left", va="center", fontsize=9)
+    if view.prev_req_id:
+        ax.text(-LABEL_COLS, y + 0.95, f"row held {view.prev_req_id} before", ha="left", va="center", fontsize=7,
+                color="#444444")
+    bad = view.status != "ok"
+    ax.text(-LABEL_COLS, y + 1.4, ("✗ " if bad else "✓ ") + view.status, ha="left", va="center", fontsize=7,
+            fontweight="bold" if bad else "normal")
+
+
+def _draw_stage(ax, views: list[RowView], decode, ncols: int, n_rows: int, title: str,
+                ends: dict[str, int] | None = None, differs=frozenset()) -> None:
+    for i, view in enumerate(views):
+        _draw_row(ax, view, i * BLOCK, (ends or {}).get(view.req_id, view.end), ncols, decode, differs)
+    if not views:
+        ax.text(ncols / 2, 1, "no rows", ha="center", va="center", fontsize=9, color="#555555")
+    ax.set_xlim(-LABEL_COLS - 0.1, ncols + 0.1)
+    ax.set_ylim(n_rows * BLOCK, 0)
     ax.axis("off")
-    ax.set_title(f"step {step.step}, stage {stage}: token_ids_cpu around the gathered positions", fontsize=10)
-    ax.legend(handles=[Patch(color=c, label=k) for k, c in COLORS.items()], loc="upper center",
-              bbox_to_anchor=(0.5, 0.0), ncol=4, fontsize=8, frameon=False)
-    fig.subplots_adjust(left=0.25, bottom=0.25)
+    ax.set_title(title, fontsize=10, loc="left")
+
+
+def _legend(fig: Figure, height: float, diff_label: str | None = None) -> None:
+    handles = [Patch(facecolor=STYLE[r][0], hatch=STYLE[r][1], edgecolor="#555555", alpha=0.55 if r != "history" else 1,
+                     label=f"{STYLE[r][2] + ' ' if STYLE[r][2] else ''}{text}") for r, text in ROLES.items()]
+    if diff_label:
+        handles.append(Patch(fill=False, edgecolor="black", linewidth=2.6, label=diff_label))
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.22 / height), ncol=3, fontsize=7.5,
+               frameon=False)
+    fig.text(0.5, 0.06 / height, "small number above a cell: its position · grey italic letter in a cell: the "
+             "request that left that token there · …: earlier positions not shown", ha="center", va="bottom",
+             fontsize=7, color="#444444")
+
+
+PANEL_GAP, TOP, BOTTOM = 0.45, 0.1, 0.95  # inches: title room per panel, top margin, legend room
+
+
+def _figure(ncols: int, n_rows: int, n_panels: int) -> tuple[Figure, list]:
+    """A figure of fixed size for ``n_panels`` stacked strips of ``n_rows`` rows, and their axes."""
+    width = (ncols + LABEL_COLS + 0.4) * CELL_IN
+    panel = n_rows * BLOCK * CELL_IN * 0.8
+    height = TOP + n_panels * (PANEL_GAP + panel) + BOTTOM
+    fig = Figure(figsize=(width, height))
+    axes = [fig.add_axes((0.01, (height - TOP - (i + 1) * (PANEL_GAP + panel)) / height, 0.98, panel / height))
+            for i in range(n_panels)]
+    return fig, axes
+
+
+def _ncols(views: list[RowView], window: int) -> int:
+    return max([len(v.cells) for v in views] + [window + 4])
+
+
+def plot_step_rows(step: StepRecord, decode=str, stages: list[int] | None = None, selected: int | None = None,
+                   max_rows: int | None = None, ncols: int | None = None, window: int = WINDOW) -> Figure:
+    """The row strip of every stage (or of ``stages``) at ``step``, one panel each,
+    ``selected``'s title marked ▶. ``max_rows`` and ``ncols`` (cells per row) fix
+    the figure's size whatever the step, for steppers."""
+    stages = [s.stage for s in step.stages] if stages is None else stages
+    views = {stage: stage_view(step, stage, window) for stage in stages}
+    n_rows = max([len(v) for v in views.values()] + [max_rows or 1])
+    ncols = max(_ncols([r for v in views.values() for r in v], window), ncols or 0)
+    fig, axes = _figure(ncols, n_rows, len(stages))
+    for ax, stage in zip(axes, stages):
+        last = " (last)" if any(s.stage == stage and s.is_last for s in step.stages) else ""
+        marker = "▶ " if stage == selected else ""
+        _draw_stage(ax, views[stage], decode, ncols, n_rows,
+                    f"{marker}step {step.step} · stage {stage}{last}: token_ids_cpu around the gathered positions")
+    _legend(fig, fig.get_figheight())
+    return fig
+
+
+def plot_stage_rows(step: StepRecord, stage: int, decode=str, window: int = WINDOW) -> Figure:
+    """The row strip of one stage at one step."""
+    return plot_step_rows(step, decode, [stage], window=window)
+
+
+def plot_strip_diff(steps: dict[str, StepRecord], stage: int, decode=str, window: int = WINDOW) -> Figure:
+    """The same step and stage under two runs (e.g. two presets), one strip above
+    the other on shared columns; cells whose token differs are outlined."""
+    if len(steps) != 2:
+        raise ValueError(f"steps: expected two runs to compare, got {len(steps)} ({list(steps)})")
+    (name_a, step_a), (name_b, step_b) = steps.items()
+    if step_a.step != step_b.step:
+        raise ValueError(f"steps: expected the same step in both runs, got {step_a.step} and {step_b.step}")
+    views = {name: stage_view(step, stage, window) for name, step in steps.items()}
+    differs = diff_cells(views[name_a], views[name_b])
+    ends: dict[str, int] = {}
+    for view in (r for v in views.values() for r in v):
+        ends[view.req_id] = max(ends.get(view.req_id, 0), view.end)
+    every = [r for v in views.values() for r in v]
+    ncols = max(_ncols(every, window), *(len({c.pos for r in every if r.req_id == q for c in r.cells}) for q in ends))
+    n_rows = max(len(v) for v in views.values())
+    fig, axes = _figure(ncols, n_rows, 2)
+    for ax, name in zip(axes, steps):
+        _draw_stage(ax, views[name], decode, ncols, n_rows, f"{name}: step {step_a.step} · stage {stage}",
+                    ends, differs)
+    axes[0].text(1.0, 1.0, f"{len(differs)} cells differ (outlined)", transform=axes[0].transAxes, ha="right",
+                 va="bottom", fontsize=9, fontweight="bold")
+    _legend(fig, fig.get_figheight(), f"differs between {name_a} and {name_b}")
+    return fig
+
+
+def acceptance_per_step(trace: Trace) -> list[tuple[int, int, int, int]]:
+    """(step, drafted, accepted, requests that verified drafts) for steps that verified any."""
+    rows = []
+    for step in trace.steps:
+        drafts = step.schedule.scheduled_spec_decode_tokens
+        drafted = sum(len(d) for d in drafts.values())
+        if drafted:
+            rows.append((step.step, drafted, sum(step.num_accepted.get(r, 0) for r in drafts), len(drafts)))
+    return rows
+
+
+def alpha_estimate(trace: Trace) -> tuple[float, int]:
+    """(α, k): the chance a draft is accepted given those before it were
+    (accepted / (accepted + first rejections)), and the most drafts per request."""
+    accepted = rejections = k = 0
+    for step in trace.steps:
+        for req_id, drafts in step.schedule.scheduled_spec_decode_tokens.items():
+            n = step.num_accepted.get(req_id, 0)
+            accepted += n
+            rejections += n < len(drafts)
+            k = max(k, len(drafts))
+    return (accepted / (accepted + rejections) if accepted + rejections else 0.0), k
+
+
+def expected_tokens_per_forward(alpha: float, k: int) -> float:
+    """(1 - α^(k+1)) / (1 - α): tokens one target forward emits when each draft is
+    accepted with chance α, independently, until the first rejection."""
+    return float(k + 1) if alpha == 1 else (1 - alpha ** (k + 1)) / (1 - alpha)
+
+
+def plot_acceptance(traces: dict[str, Trace]) -> Figure:
+    """Per scheduler step and run (preset, or k): acceptance (accepted / drafted),
+    and tokens per target forward against (1 - α^(k+1)) / (1 - α) at the run's α."""
+    fig = Figure(figsize=(10, 4.6))
+    ax_rate, ax_tpf = fig.subplots(1, 2)
+    for i, (name, trace) in enumerate(traces.items()):
+        rows = acceptance_per_step(trace)
+        steps = [r[0] for r in rows]
+        style = dict(color=LINE_COLOURS[i % len(LINE_COLOURS)], marker=MARKERS[i % len(MARKERS)], linewidth=0.8,
+                     markersize=4)
+        ax_rate.plot(steps, [a / d for _, d, a, _ in rows], label=name, **style)
+        measured = [1 + a / n for _, _, a, n in rows]
+        mean = sum(measured) / len(measured) if measured else 0.0
+        ax_tpf.plot(steps, measured, label=f"{name}: measured (mean {mean:.2f})", **style)
+        alpha, k = alpha_estimate(trace)
+        ax_tpf.axhline(expected_tokens_per_forward(alpha, k), color=style["color"], linestyle="--", linewidth=1.2,
+                       label=f"{name}: formula {expected_tokens_per_forward(alpha, k):.2f} (α={alpha:.2f}, k={k})")
+    ax_rate.set_ylim(-0.05, 1.05)
+    ax_rate.set_title("acceptance per step", fontsize=10)
+    ax_rate.set_ylabel("accepted drafts / drafted")
+    ax_tpf.set_title(r"tokens per target forward vs $(1-\alpha^{k+1})\,/\,(1-\alpha)$", fontsize=10)
+    ax_tpf.set_ylabel("tokens emitted per request per forward")
+    ax_tpf.set_ylim(0.8, max(4.2, ax_tpf.get_ylim()[1]))
+    for ax in (ax_rate, ax_tpf):
+        ax.set_xlabel("scheduler step")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1 if ax is ax_tpf else 3,
+                  frameon=False)
+    fig.text(0.5, 0.01, "α: chance a draft is accepted when the ones before it were "
+             "(accepted / (accepted + rejections)), over the whole run", ha="center", fontsize=7, color="#444444")
+    fig.subplots_adjust(left=0.07, right=0.98, top=0.92, bottom=0.38, wspace=0.25)
     return fig
 
 

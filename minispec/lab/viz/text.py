@@ -10,6 +10,8 @@ from __future__ import annotations
 from minispec.instruments.invariants import check_trace
 from minispec.instruments.trace import StageRecord, StepRecord, Trace
 
+HISTORY = 12  # history tokens shown per row; "…" marks that earlier ones are cut
+
 
 def _tokens(ids, decode) -> str:
     if decode is None:
@@ -42,10 +44,13 @@ def render_stage(stage: StageRecord, step: StepRecord, decode=None) -> str:
     for row in stage.rows:
         expected = s.scheduled_spec_decode_tokens.get(row.req_id, [])
         mark = "" if not expected else ("  ok" if row.draft_slots == expected else "  STALE")
+        if mark == "  STALE" and row.prev_req_id not in (None, row.req_id):
+            mark += f" (row held {row.prev_req_id} before)"
         history = row.token_ids[: row.num_tokens_no_spec]
+        cut = "…" if len(history) > HISTORY else ""
         lines.append(
             f"    row {row.row} {row.req_id} {row.path:<8} computed={row.num_computed_tokens:<3} "
-            f"no_spec={row.num_tokens_no_spec:<3} history=[{_tokens(history[-12:], decode)}] "
+            f"no_spec={row.num_tokens_no_spec:<3} history=[{cut}{_tokens(history[-HISTORY:], decode)}] "
             f"draft slots=[{_tokens(row.draft_slots, decode)}]"
             + (f" scheduled=[{_tokens(expected, decode)}]{mark}" if expected else "")
         )

@@ -1,0 +1,99 @@
+"""What the linked stepper shows at a (preset, step, stage): pure functions.
+
+The widget (``widgets.py``) only reads its controls, calls ``stepper_view`` and
+puts the result on screen, so everything it shows is decided (and tested) here
+without ipywidgets. A stop is one (step, stage) that a stage recorded; stops go
+in step order, each step's stages in pipeline order, so "next" follows one batch
+down the pipeline before the next batch starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from minispec.instruments.invariants import Violation, check_trace
+from minispec.instruments.timeline import Timeline
+from minispec.instruments.trace import Trace
+from minispec.lab.scenarios import PROMPTS, batch_label, forum_thread_llm
+from minispec.lab.viz.text import render_schedule
+
+PRESETS = ("vllm-0.9.2", "vllm-0.14", "all")
+
+
+class Run(NamedTuple):
+    trace: Trace
+    timeline: Timeline | None = None
+
+
+def thread_runs(presets=PRESETS, **kwargs) -> dict[str, Run]:
+    """The forum thread's scenario run to completion under each preset, with its
+    trace (outputs and stats filled in) and timeline."""
+    runs = {}
+    for preset in presets:
+        llm = forum_thread_llm(preset, **kwargs)
+        llm.engine.run()
+        llm.trace.outputs = {r: list(llm.scheduler.requests[r].output_token_ids) for r in PROMPTS}
+        llm.trace.stats = llm.stats()
+        runs[preset] = Run(llm.trace, llm.timeline())
+    return runs
+
+
+def stops(trace: Trace) -> list[tuple[int, int]]:
+    """Every recorded (step, stage), in the order the stepper visits them."""
+    return sorted((step.step, stage.stage) for step in trace.steps for stage in step.stages)
+
+
+def nearest_stop(trace: Trace, step: int, stage: int) -> tuple[int, int]:
+    """The recorded (step, stage) closest to the one asked for (a preset's run may
+    have fewer steps than another's)."""
+    all_stops = stops(trace)
+    if not all_stops:
+        raise ValueError(f"trace: the {trace.fixes} trace has no stage records to step through")
+    return min(all_stops, key=lambda s: (abs(s[0] - step), abs(s[1] - stage)))
+
+
+def move(trace: Trace, step: int, stage: int, delta: int) -> tuple[int, int]:
+    """The stop ``delta`` stops after (or before) the nearest one to (step, stage), clamped."""
+    all_stops = stops(trace)
+    i = all_stops.index(nearest_stop(trace, step, stage)) + delta
+    return all_stops[max(0, min(len(all_stops) - 1, i))]
+
+
+@dataclass(frozen=True)
+class StepperView:
+    preset: str
+    step: int
+    stage: int
+    index: int  # position among the stops
+    count: int
+    label: str  # "vllm-0.9.2 · step 2 · stage 0 · batch_0 = {A, B}"
+    text: str  # the scheduler output, what update_from_output accepted, violations here
+    highlight: tuple[int, int]  # (step, stage) for the Gantt
+
+
+def violations_at(violations: list[Violation], step: int, stage: int) -> list[Violation]:
+    return [v for v in violations if v.step == step and v.stage in (stage, None)]
+
+
+def stepper_view(runs: dict[str, Run], preset: str, step: int, stage: int, decode=None,
+                 violations: list[Violation] | None = None) -> StepperView:
+    """What to show for ``preset`` at (step, stage), moved to the nearest recorded
+    stop. ``violations`` (``check_trace`` of that run) can be passed in to save
+    replaying the trace at every move."""
+    if preset not in runs:
+        raise ValueError(f"preset={preset!r}: expected one of {list(runs)}")
+    trace = runs[preset].trace
+    step, stage = nearest_stop(trace, step, stage)
+    record = trace.step(step)
+    all_stops = stops(trace)
+    last = " (last)" if any(s.stage == stage and s.is_last for s in record.stages) else ""
+    label = f"{preset} · step {step} · stage {stage}{last} · {batch_label(record.schedule.num_scheduled_tokens)}"
+    lines = ["scheduler output: " + render_schedule(record, decode)]
+    if record.num_accepted:
+        accepted = ", ".join(f"{r}={n}" for r, n in record.num_accepted.items())
+        lines.append(f"update_from_output (after the last stage): accepted drafts {accepted}")
+    found = violations_at(check_trace(trace) if violations is None else violations, step, stage)
+    lines += [str(v) for v in found] or [f"no invariant violated at step {step}, stage {stage}"]
+    return StepperView(preset, step, stage, all_stops.index((step, stage)), len(all_stops), label,
+                       "\n".join(lines), (step, stage))

@@ -1,0 +1,117 @@
+"""What the row strip shows, as plain data: pure functions of trace records.
+
+One stage's persistent batch at one step, row by row: for each cell near the
+gathered positions, its position, the token the stage holds there, what should
+be there (the request's own token, or the scheduled draft for a draft slot), and
+who left it there if it is not the request's own. The drawing (``plots.py``)
+and the tests read these, so what a cell is called is decided once, here.
+
+A row's drafts are judged as a whole: if any draft slot differs from the
+scheduled draft the row is stale, and a slot that happens to hold the right
+token is "draft by chance", never "draft ok".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from minispec.instruments.trace import RowRecord, StepRecord
+
+WINDOW = 10  # cells shown before the first input of a decode row
+ROLES = {  # role -> what the legend says
+    "history": "history (seen before)",
+    "computed now": "computed now",
+    "wrong history": "history differs from the request's tokens",
+    "draft ok": "draft slot = scheduled draft",
+    "draft stale": "draft slot ≠ scheduled draft (stale)",
+    "draft by chance": "matches by chance (row is stale)",
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    pos: int
+    token: int
+    role: str  # a key of ROLES
+    expected: int | None  # the request's token at pos, or the scheduled draft; None if unknown
+    left_by: str | None = None  # the previous occupant, if the cell holds what it had at pos
+
+
+@dataclass(frozen=True)
+class RowView:
+    row: int
+    req_id: str
+    path: str
+    prev_req_id: str | None  # who held the row before, if someone else
+    stale: bool  # some draft slot differs from the scheduled draft
+    wrong_history: bool  # some slot before the drafts differs from the request's own tokens
+    cells: list[Cell]
+    scheduled: list[int]  # the drafts the scheduler sent for this request
+    cut: bool  # history before the first cell is not shown
+
+    @property
+    def label(self) -> str:
+        return f"row {self.row}: {self.req_id} ({self.path})"
+
+    @property
+    def status(self) -> str:
+        problems = [text for bad, text in ((self.wrong_history, "history wrong"), (self.stale, "drafts stale")) if bad]
+        return ", ".join(problems) or ("ok" if self.scheduled else "ok, no drafts")
+
+    @property
+    def end(self) -> int:
+        """One past the last gathered position."""
+        return self.cells[-1].pos + 1 if self.cells else 0
+
+
+def _expected(row: RowRecord, all_token_ids: list[int], scheduled: list[int], pos: int) -> int | None:
+    first_draft = row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts
+    if pos >= first_draft:
+        i = pos - first_draft
+        return scheduled[i] if i < len(scheduled) else None
+    return all_token_ids[pos] if pos < len(all_token_ids) else None
+
+
+def row_view(row: RowRecord, step: StepRecord, window: int = WINDOW) -> RowView:
+    s = step.schedule
+    scheduled = s.scheduled_spec_decode_tokens.get(row.req_id, [])
+    end = row.num_computed_tokens + row.num_scheduled_tokens
+    first_draft = end - row.num_drafts
+    # a decode row: `window` history cells, then its 1 + k inputs; a prefill
+    # chunk: its last window + 1 positions
+    positions = range(max(0, end - window - 1 - row.num_drafts), end)
+    expected = [_expected(row, s.all_token_ids[row.req_id], scheduled, p) for p in positions]
+    stale = row.draft_slots != scheduled
+    wrong = any(e is not None and row.token_ids[p] != e for p, e in zip(positions, expected) if p < first_draft)
+    other = row.prev_req_id if row.prev_req_id != row.req_id else None
+    cells = []
+    for pos, exp in zip(positions, expected):
+        token = row.token_ids[pos]
+        matches = exp is None or token == exp
+        if pos < first_draft:
+            role = ("history" if pos < row.num_computed_tokens else "computed now") if matches else "wrong history"
+        else:
+            role = "draft stale" if not matches else ("draft by chance" if stale else "draft ok")
+        left_by = None
+        if role in ("draft stale", "draft by chance", "wrong history") and other is not None:
+            if pos < len(row.prev_token_ids) and row.prev_token_ids[pos] == token:
+                left_by = other
+        cells.append(Cell(pos, token, role, exp, left_by))
+    return RowView(row.row, row.req_id, row.path, other, stale, wrong, cells, list(scheduled), positions.start > 0)
+
+
+def stage_view(step: StepRecord, stage: int, window: int = WINDOW) -> list[RowView]:
+    """The rows of ``stage``'s persistent batch at ``step``."""
+    record = next((s for s in step.stages if s.stage == stage), None)
+    if record is None:
+        raise ValueError(f"stage={stage!r}: step {step.step} has records for stages "
+                         f"{[s.stage for s in step.stages]}")
+    return [row_view(row, step, window) for row in record.rows]
+
+
+def diff_cells(a: list[RowView], b: list[RowView]) -> set[tuple[str, int]]:
+    """(request, position) of every cell whose token differs between two views of
+    the same step and stage, or that only one of them shows."""
+    tokens_a = {(r.req_id, c.pos): c.token for r in a for c in r.cells}
+    tokens_b = {(r.req_id, c.pos): c.token for r in b for c in r.cells}
+    return {key for key in tokens_a.keys() | tokens_b.keys() if tokens_a.get(key) != tokens_b.get(key)}
