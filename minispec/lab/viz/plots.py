@@ -15,6 +15,7 @@ compares acceptance per step with (1 - α^(k+1)) / (1 - α), and
 from __future__ import annotations
 
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from minispec.instruments.trace import StepRecord, Trace
@@ -31,6 +32,7 @@ STYLE = {
 }
 LINE_COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9"]
 MARKERS = ["o", "s", "^", "D", "v", "P"]
+GATHERED = "#0072B2"
 SHOWN = {"\n": "⏎", " ": "␣"}
 CELL_IN = 0.46  # inches per cell, both ways
 LABEL_COLS = 4.6  # cells' worth of room for the row labels on the left
@@ -71,17 +73,23 @@ def _draw_row(ax, view: RowView, y: float, end: int, ncols: int, decode, differs
         if cell.left_by:
             ax.text(x + 0.04, y + 0.36, cell.left_by, ha="left", va="top", fontsize=8, color="#333333",
                     style="italic")
+    gathered = [col[c.pos] for c in view.cells if c.pos >= view.num_computed]
+    if gathered:  # the positions this step feeds the model: computed now and drafts
+        ax.plot([min(gathered) + 0.02, max(gathered) + 0.9], [y + 1.32] * 2, color=GATHERED, linewidth=2.2,
+                solid_capstyle="butt")
     first = min(col.values(), default=ncols)
     if view.cut:
         ax.text(first - 0.3, y + 0.8, "…", ha="center", va="center", fontsize=11, color="#555555")
-    drafts = [c for c in view.cells if c.role.startswith("draft")]
-    for cell, token in zip(drafts, view.scheduled):
-        text, size = fit_label(decode(token))
-        ax.text(col[cell.pos] + 0.46, y + 1.58, text, ha="center", va="center", fontsize=min(size, 9),
+    # under each draft slot the scheduled draft; under a wrong history cell the request's token
+    due = [c for c in view.cells if c.role == "wrong history"]
+    due += [c for c, _ in zip((c for c in view.cells if c.role.startswith("draft")), view.scheduled)]
+    for cell in due:
+        text, size = fit_label(decode(cell.expected))
+        ax.text(col[cell.pos] + 0.46, y + 1.62, text, ha="center", va="center", fontsize=min(size, 9),
                 family="monospace", color="#333333")
-    if drafts:
-        ax.text(col[drafts[0].pos] - 0.12, y + 1.58, "scheduled:", ha="right", va="center", fontsize=7,
-                color="#333333")
+    if due:
+        ax.text(col[due[0].pos] - 0.12, y + 1.62, "should be:" if view.wrong_history else "scheduled:",
+                ha="right", va="center", fontsize=7, color="#333333")
     ax.text(-LABEL_COLS, y + 0.45, view.label, ha="left", va="center", fontsize=9)
     if view.prev_req_id:
         ax.text(-LABEL_COLS, y + 0.95, f"row held {view.prev_req_id} before", ha="left", va="center", fontsize=7,
@@ -106,6 +114,7 @@ def _draw_stage(ax, views: list[RowView], decode, ncols: int, n_rows: int, title
 def _legend(fig: Figure, height: float, diff_label: str | None = None) -> None:
     handles = [Patch(facecolor=STYLE[r][0], hatch=STYLE[r][1], edgecolor="#555555", alpha=0.55 if r != "history" else 1,
                      label=f"{STYLE[r][2] + ' ' if STYLE[r][2] else ''}{text}") for r, text in ROLES.items()]
+    handles.append(Line2D([], [], color=GATHERED, linewidth=2.2, label="gathered this step (input_ids)"))
     if diff_label:
         handles.append(Patch(fill=False, edgecolor="black", linewidth=2.6, label=diff_label))
     fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.22 / height), ncol=3, fontsize=7.5,

@@ -94,6 +94,6 @@ def stepper_view(runs: dict[str, Run], preset: str, step: int, stage: int, decod
         accepted = ", ".join(f"{r}={n}" for r, n in record.num_accepted.items())
         lines.append(f"update_from_output (after the last stage): accepted drafts {accepted}")
     found = violations_at(check_trace(trace) if violations is None else violations, step, stage)
-    lines += [str(v) for v in found] or [f"no invariant violated at step {step}, stage {stage}"]
+    lines += [v.headline + " (see the strip)" for v in found] or [f"no invariant violated at step {step}, stage {stage}"]
     return StepperView(preset, step, stage, all_stops.index((step, stage)), len(all_stops), label,
                        "\n".join(lines), (step, stage))

@@ -42,6 +42,7 @@ class RowView:
     row: int
     req_id: str
     path: str
+    num_computed: int  # positions before this are history; from here on the step's inputs
     prev_req_id: str | None  # who held the row before, if someone else
     stale: bool  # some draft slot differs from the scheduled draft
     wrong_history: bool  # some slot before the drafts differs from the request's own tokens
@@ -97,7 +98,7 @@ def row_view(row: RowRecord, step: StepRecord, window: int = WINDOW) -> RowView:
             if pos < len(row.prev_token_ids) and row.prev_token_ids[pos] == token:
                 left_by = other
         cells.append(Cell(pos, token, role, exp, left_by))
-    return RowView(row.row, row.req_id, row.path, other, stale, wrong, cells, list(scheduled), positions.start > 0)
+    return RowView(row.row, row.req_id, row.path, row.num_computed_tokens, other, stale, wrong, cells, list(scheduled), positions.start > 0)
 
 
 def stage_view(step: StepRecord, stage: int, window: int = WINDOW) -> list[RowView]:

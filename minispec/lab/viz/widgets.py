@@ -135,7 +135,7 @@ class TraceStepper:
         finally:
             self._busy = False
         self.label.value = f"<b>{html.escape(view.label)}</b> &nbsp; (stop {view.index + 1} of {view.count})"
-        self.text.value = f"<pre style='margin:0'>{html.escape(view.text)}</pre>"
+        self.text.value = f"<pre style='margin:0; white-space:pre-wrap'>{html.escape(view.text)}</pre>"
         self.strip.value = figure_png(self._strip_figure(view))
         if self.gantt is not None:
             self.gantt.value = figure_png(self._gantt_figure(view))
