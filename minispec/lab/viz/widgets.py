@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from minispec.instruments.invariants import check_trace
 from minispec.instruments.trace import Trace
 from minispec.lab.viz.plots import plot_step_rows
-from minispec.lab.viz.stepper import Run, move, stepper_view, stops
+from minispec.lab.viz.stepper import Run, move, nearest_stop, stepper_view, stops
 from minispec.lab.viz.strip import WINDOW
 
 DPI = 100
@@ -61,12 +61,15 @@ class TraceStepper:
         self.ncols = WINDOW + 1 + max((len(d) for run in runs.values() for s in run.trace.steps
                                        for d in s.schedule.scheduled_spec_decode_tokens.values()), default=0)
         first = preset or next(iter(runs))
+        if first not in runs:
+            raise ValueError(f"preset={preset!r}: expected one of {list(runs)}")
+        step, stage = nearest_stop(runs[first].trace, step, stage)
         self.preset = widgets.ToggleButtons(options=list(runs), value=first, description="preset")
         self.stage = widgets.ToggleButtons(options=[(f"stage {s}", s) for s in range(num_stages)], value=stage,
                                            description="stage")
         self.step = widgets.IntSlider(value=step, min=0, max=self._max_step(first), description="step",
                                       continuous_update=False, layout=widgets.Layout(width="420px"))
-        self.play = widgets.Play(value=0, min=0, max=len(stops(runs[first].trace)) - 1, interval=1500,
+        self.play = widgets.Play(value=0, min=0, max=len(stops(runs[first].trace)) - 1, interval=2000,
                                  description="play")
         self.prev = widgets.Button(description="◀ prev", layout=widgets.Layout(width="80px"))
         self.next = widgets.Button(description="next ▶", layout=widgets.Layout(width="80px"))
@@ -77,6 +80,7 @@ class TraceStepper:
         self.gantt = _image(self._gantt_figure(view)) if has_gantt else None
         self.strip = _image(self._strip_figure(view))
         self._busy = False
+        self._pngs: dict[tuple[str, int, int], tuple[bytes, bytes]] = {}
         self.prev.on_click(lambda _: self.go(-1))
         self.next.on_click(lambda _: self.go(+1))
         self.play.observe(self._on_play, names="value")
@@ -136,9 +140,13 @@ class TraceStepper:
             self._busy = False
         self.label.value = f"<b>{html.escape(view.label)}</b> &nbsp; (stop {view.index + 1} of {view.count})"
         self.text.value = f"<pre style='margin:0; white-space:pre-wrap'>{html.escape(view.text)}</pre>"
-        self.strip.value = figure_png(self._strip_figure(view))
+        key = (view.preset, view.step, view.stage)
+        if key not in self._pngs:  # revisiting a stop (prev, replay) costs nothing
+            self._pngs[key] = (figure_png(self._strip_figure(view)),
+                               figure_png(self._gantt_figure(view)) if self.gantt is not None else b"")
+        self.strip.value = self._pngs[key][0]
         if self.gantt is not None:
-            self.gantt.value = figure_png(self._gantt_figure(view))
+            self.gantt.value = self._pngs[key][1]
         self.view = view
 
 
