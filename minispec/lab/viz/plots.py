@@ -4,8 +4,10 @@
 step, a strip of token cells per row (what each cell is comes from
 ``strip.py``). Above each cell its position; in its corner a mark (✓ scheduled
 draft, ✗ wrong, ≈ right by chance) and, faintly, the request that left the
-token there; under each draft slot the draft the scheduler sent. Colours are
-Okabe-Ito and every role also has its own hatching or mark.
+token there; under each draft slot the draft the scheduler sent (and under a
+history cell that differs from the request's tokens, the right one); a band
+under the positions the step gathers. Colours are Okabe-Ito and every role
+also has its own hatching or mark.
 ``plot_step_rows`` stacks every stage, ``plot_strip_diff`` puts two presets
 one above the other and outlines the cells that differ, ``plot_acceptance``
 compares acceptance per step with (1 - α^(k+1)) / (1 - α), and

@@ -83,7 +83,9 @@ def row_view(row: RowRecord, step: StepRecord, window: int = WINDOW) -> RowView:
     positions = range(max(0, end - window - 1 - row.num_drafts), end)
     expected = [_expected(row, s.all_token_ids[row.req_id], scheduled, p) for p in positions]
     stale = row.draft_slots != scheduled
-    wrong = any(e is not None and row.token_ids[p] != e for p, e in zip(positions, expected) if p < first_draft)
+    # the whole history counts, as in invariant 3, not just the cells shown
+    n = min(first_draft, len(s.all_token_ids[row.req_id]))
+    wrong = row.token_ids[:n] != s.all_token_ids[row.req_id][:n]
     other = row.prev_req_id if row.prev_req_id != row.req_id else None
     cells = []
     for pos, exp in zip(positions, expected):

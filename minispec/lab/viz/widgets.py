@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 
 from minispec.instruments.invariants import check_trace
 from minispec.instruments.trace import Trace
+from minispec.lab.viz.gantt import plot_gantt
 from minispec.lab.viz.plots import plot_step_rows
 from minispec.lab.viz.stepper import Run, move, nearest_stop, stepper_view, stops
 from minispec.lab.viz.strip import WINDOW
@@ -102,8 +103,6 @@ class TraceStepper:
         return plot_step_rows(step, self.decode, selected=view.stage, max_rows=self.max_rows, ncols=self.ncols)
 
     def _gantt_figure(self, view) -> Figure:
-        from minispec.lab.viz.gantt import plot_gantt
-
         return plot_gantt(self.runs[view.preset].timeline, title=view.preset, highlight=view.highlight)
 
     def go(self, delta: int) -> None:
