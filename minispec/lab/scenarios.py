@@ -52,11 +52,16 @@ def forum_thread_llm(fixes="vllm-0.9.2", num_speculative_tokens: int = 3, method
     return llm
 
 
-def forum_thread(fixes="vllm-0.9.2", **kwargs):
-    """Run the scenario to completion and return its ``Trace`` (with outputs)."""
-    llm = forum_thread_llm(fixes, **kwargs)
+def run_recorded(llm):
+    """Run a recording engine to completion; return its ``Trace`` with every
+    request's output and the engine's stats filled in."""
     llm.engine.run()
     trace = llm.trace
-    trace.outputs = {r: list(llm.scheduler.requests[r].output_token_ids) for r in PROMPTS}
+    trace.outputs = {r: list(req.output_token_ids) for r, req in llm.scheduler.requests.items()}
     trace.stats = llm.stats()
     return trace
+
+
+def forum_thread(fixes="vllm-0.9.2", **kwargs):
+    """Run the scenario to completion and return its ``Trace`` (with outputs)."""
+    return run_recorded(forum_thread_llm(fixes, **kwargs))

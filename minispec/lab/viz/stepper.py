@@ -15,7 +15,7 @@ from typing import NamedTuple
 from minispec.instruments.invariants import Violation, check_trace
 from minispec.instruments.timeline import Timeline
 from minispec.instruments.trace import Trace
-from minispec.lab.scenarios import PROMPTS, batch_label, forum_thread_llm
+from minispec.lab.scenarios import batch_label, forum_thread_llm, run_recorded
 from minispec.lab.viz.text import render_schedule
 
 PRESETS = ("vllm-0.9.2", "vllm-0.14", "all")
@@ -32,10 +32,7 @@ def thread_runs(presets=PRESETS, **kwargs) -> dict[str, Run]:
     runs = {}
     for preset in presets:
         llm = forum_thread_llm(preset, **kwargs)
-        llm.engine.run()
-        llm.trace.outputs = {r: list(llm.scheduler.requests[r].output_token_ids) for r in PROMPTS}
-        llm.trace.stats = llm.stats()
-        runs[preset] = Run(llm.trace, llm.timeline())
+        runs[preset] = Run(run_recorded(llm), llm.timeline())
     return runs
 
 
