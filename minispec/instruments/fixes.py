@@ -7,17 +7,30 @@
   a non-last stage only the bonus token; the drafts accepted last step never reach
   it. With the fix, the stage takes the accepted ones from the drafts it was
   given last step, so its token history stays complete.
+
+Each field also takes a function, which then replaces the built-in fix (the
+workshop's exercises, ``minispec.lab.exercises``, plug learners' code in here):
+
+* ``readd_spec_tokens(runner, row, spec_token_ids) -> None`` is called on every
+  stage for each re-added row, right after ``add_request``, with the drafts the
+  scheduler sent (possibly none). ``runner`` is the stage's ``ModelRunner``,
+  ``self`` in vLLM's ``_update_states``: write into ``runner.input_batch``.
+* ``sync_accepted_tokens(state, num_computed_tokens, new_token_ids) -> list[int]``
+  is called on non-last stages when the scheduler's ``num_computed_tokens`` plus
+  the relayed ``new_token_ids`` run past the stage's ``state.num_tokens``; it
+  returns the tokens to append to ``state.output_token_ids``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class RunnerFixes:
-    readd_spec_tokens: bool = True
-    sync_accepted_tokens: bool = True
+    readd_spec_tokens: bool | Callable = True
+    sync_accepted_tokens: bool | Callable = True
 
 
 PRESETS = {

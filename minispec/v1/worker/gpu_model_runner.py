@@ -81,8 +81,13 @@ class ModelRunner:
                 req_ids_to_add.append(req_id)
         for req_id in req_ids_to_add:
             row = self.input_batch.add_request(self.requests[req_id])
-            if self.fixes.readd_spec_tokens and self.row_paths[req_id] == "re-added":
-                self._write_spec_tokens(row, out.scheduled_spec_decode_tokens.get(req_id, ()))
+            fix = self.fixes.readd_spec_tokens
+            if fix and self.row_paths[req_id] == "re-added":
+                drafts = list(out.scheduled_spec_decode_tokens.get(req_id, ()))
+                if callable(fix):  # a learner's fix 1 (see fixes.py)
+                    fix(self, row, drafts)
+                else:
+                    self._write_spec_tokens(row, drafts)
         rows_before = dict(self.input_batch.req_id_to_index)
         self.input_batch.condense()
         for req_id, row in self.input_batch.req_id_to_index.items():
@@ -149,6 +154,9 @@ class ModelRunner:
         """Non-last stages learn sampled tokens only from the scheduler."""
         num_new = num_computed + len(new_token_ids) - state.num_tokens
         if num_new <= 0:
+            return
+        if callable(self.fixes.sync_accepted_tokens):  # a learner's fix 2 (see fixes.py)
+            state.output_token_ids.extend(self.fixes.sync_accepted_tokens(state, num_computed, list(new_token_ids)))
             return
         missing = num_new - len(new_token_ids)
         if missing > 0 and self.fixes.sync_accepted_tokens:

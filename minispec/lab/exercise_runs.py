@@ -1,0 +1,339 @@
+"""Running a learner's fix on one schedule and saying what went wrong: the machinery
+behind ``minispec.lab.exercises``.
+
+A ``Schedule`` builds an engine with its requests queued, recording and checking
+invariants live. ``run_attempt`` plugs the learner's function in through a
+*contract* wrapper that compares each call with what the scheduler knows at that
+moment, runs the engine to the end or to the first broken invariant, and compares
+the outputs with plain one-stage greedy decoding without drafts. ``Attempt``
+turns what it saw into sentences, most precise first: the learner's exception,
+the first wrong call, the first broken invariant, the first diverging token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import random
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from minispec.instruments.invariants import NAMES, InvariantViolation, Violation
+from minispec.lab import scenarios
+
+
+@dataclass(frozen=True)
+class Schedule:
+    name: str
+    details: str  # e.g. "PP 2, ngram drafts"
+    build: Callable  # fixes -> LLM with the requests queued, recording, invariants live
+    prompts: tuple[tuple[str, str], ...]  # (request id, prompt)
+    max_tokens: int
+
+    def describe(self, llm=None) -> str:
+        """The name, with what the run showed: how many preemptions it had."""
+        preemptions = llm.stats()["preemptions"] if llm is not None else 0
+        details = self.details + (f", {preemptions} preemptions" if preemptions else "")
+        return f"{self.name} ({details})" if details else self.name
+
+
+THREAD = Schedule("the thread scenario", "", functools.partial(scenarios.forum_thread_llm, check_invariants=True),
+                  tuple(scenarios.PROMPTS.items()), max_tokens=16)
+
+PROMPT_POOL = (
+    "The for statement ", "A list is ", "Exceptions are raised when", "The while loop ",
+    "Strings are ", "A function definition ", "The import statement ", "Dictionaries map ",
+    "The with statement ", "Numbers are ", "A class definition defines ", "The return statement ",
+)
+
+
+def _random_llm(pp: int, method: str, requests, max_tokens: int, fixes):
+    from minispec import LLM, SamplingParams
+
+    llm = LLM(pipeline_parallel_size=pp, speculative_config={"method": method, "num_speculative_tokens": 3},
+              fixes=fixes, record=True, check_invariants=True, max_num_batched_tokens=40, block_size=8,
+              num_gpu_blocks=8, max_model_len=64)
+    params = SamplingParams(temperature=0, max_tokens=max_tokens)
+    for req_id, prompt, arrival in requests:
+        llm.add_request(prompt, params, arrival_step=arrival, request_id=req_id)
+    return llm
+
+
+def random_schedule(seed: int, pp: int, method: str, num_requests: int = 6, max_tokens: int = 16) -> Schedule:
+    """Prompts and arrival steps drawn with ``seed``; a KV cache of 8 blocks of 8 tokens,
+    too small for all of them at once, so requests get preempted and resumed."""
+    rng = random.Random(seed)
+    req_ids = [chr(ord("A") + i) for i in range(num_requests)]
+    prompts = rng.sample(PROMPT_POOL, num_requests)
+    arrivals = sorted(rng.randrange(0, 2 * num_requests) for _ in req_ids)
+    requests = tuple(zip(req_ids, prompts, arrivals))
+    return Schedule(f"random schedule {seed}", f"PP {pp}, {method} drafts",
+                    functools.partial(_random_llm, pp, method, requests, max_tokens),
+                    tuple(zip(req_ids, prompts)), max_tokens)
+
+
+@functools.cache
+def greedy_reference(prompts: tuple[tuple[str, str], ...], max_tokens: int) -> dict[str, list[int]]:
+    """Plain greedy decoding: one stage, no drafts (the tests prove it equals transformers)."""
+    from minispec import LLM, SamplingParams
+
+    with one_thread():
+        outs = LLM().generate([p for _, p in prompts], SamplingParams(temperature=0, max_tokens=max_tokens))
+    return {r: o.outputs[0].token_ids for (r, _), o in zip(prompts, outs)}
+
+
+@functools.cache
+def decoder():
+    """Token id -> character(s), for the shipped tokenizer."""
+    from minispec.config import DEFAULT_TARGET
+    from minispec.lab.viz.text import char_decoder
+    from minispec.transformers_utils.tokenizer import load_tokenizer
+
+    return char_decoder(load_tokenizer(DEFAULT_TARGET))
+
+
+def text(ids) -> str:
+    return "".join(decoder()(int(t)) for t in ids)
+
+
+# -- what the learner's code did ----------------------------------------------------
+def learner_error(exc: BaseException, fn) -> list[str] | None:
+    """The exception, with only the frames of the file the learner's function lives in."""
+    filename = getattr(getattr(fn, "__code__", None), "co_filename", None)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    if not frames:
+        return None
+    lines = [f"your {fn.__name__} raised {type(exc).__name__}: {exc}"]
+    return lines + [f"  line {f.lineno}: {(f.line or '').strip()}" for f in frames]
+
+
+@dataclass
+class Attempt:
+    schedule: Schedule
+    fn: Callable
+    llm: object = None
+    context: tuple | None = None  # (step, stage, request) of the call running now
+    bad_call: tuple | None = None  # (step, stage, request, what was wrong)
+    violation: Violation | None = None
+    error: BaseException | None = None
+    diverged: tuple | None = None  # (request, position, got, expected)
+
+    @property
+    def trace(self):
+        return self.llm.trace
+
+    @property
+    def passed(self) -> bool:
+        return not (self.bad_call or self.violation or self.error or self.diverged)
+
+    def where(self, runner, req_id: str) -> tuple[int, int, str]:
+        """The step a stage is running for a request: the first scheduled one it has not recorded yet."""
+        stage = runner.pp_rank
+        step = next(s.step for s in self.trace.steps
+                    if req_id in s.schedule.num_scheduled_tokens and all(st.stage != stage for st in s.stages))
+        return step, stage, req_id
+
+    def report_lines(self, text) -> list[str]:
+        prefix = "step {}, stage {}, request {}: ".format
+        if self.error is not None:
+            lines = learner_error(self.error, self.fn)
+            if lines is None:
+                lines = [f"the engine failed after your {self.fn.__name__} ran: {type(self.error).__name__}: "
+                         f"{self.error}"]
+            if self.context:
+                lines[0] = prefix(*self.context) + lines[0]
+            return lines
+        lines = []
+        if self.bad_call:
+            lines.append(prefix(*self.bad_call[:3]) + self.bad_call[3])
+        if self.violation:
+            v = self.violation
+            line = describe_violation(v, self.trace, text)
+            lines.append(f"the invariant checker then stopped the run: {v.headline}" if lines else line)
+        if self.diverged and not lines:
+            r, i, got, want = self.diverged
+            lines.append(f"request {r}'s output leaves plain greedy decoding at output token {i}: "
+                         f"`{text(got)}` instead of `{text(want)}`")
+        return lines
+
+    def figure(self, decode):
+        from minispec.lab.viz.plots import plot_stage_rows
+
+        where = self.bad_call or (self.violation and (self.violation.step, self.violation.stage))
+        if not where or where[1] is None:
+            return None
+        step, stage = where[0], where[1]
+        record = self.trace.step(step)
+        if not any(st.stage == stage for st in record.stages):
+            return None
+        return plot_stage_rows(record, stage, decode)
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Torch on one thread: these models are so small that, on a laptop's two busy cores,
+    threads handing work to each other cost more than the arithmetic (measured: 5x)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def run_attempt(schedule: Schedule, make_fixes, fn, contract) -> Attempt:
+    """Run ``schedule`` with ``make_fixes(wrapped fn)`` and record everything that went wrong."""
+    attempt = Attempt(schedule, fn)
+    plugged = contract(attempt, fn) if contract else fn
+    attempt.llm = schedule.build(make_fixes(plugged))
+    try:
+        with one_thread():
+            attempt.llm.engine.run()
+    except InvariantViolation as exc:
+        attempt.violation = exc.violation
+        return attempt
+    except Exception as exc:  # the learner's bug, reported, never raised
+        attempt.error = exc
+        return attempt
+    reference = greedy_reference(schedule.prompts, schedule.max_tokens)
+    for req_id, want in reference.items():
+        got = attempt.llm.scheduler.requests[req_id].output_token_ids
+        if got != want:
+            i = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            attempt.diverged = (req_id, i, got[i : i + 5], want[i : i + 5])
+            break
+    return attempt
+
+
+def describe_violation(v: Violation, trace, text) -> str:
+    """One sentence naming where the rule broke and what the buffers hold."""
+    where = f"step {v.step}" + (f", stage {v.stage}" if v.stage is not None else "") + f", request {v.req_id}: "
+    rule = f" (invariant {v.invariant}, {NAMES[v.invariant]})"
+    step = trace.step(v.step)
+    stage = next((st for st in step.stages if st.stage == v.stage), None)
+    if stage is None or v.invariant not in (2, 3):
+        return where + f"expected {v.expected}, got {v.actual}" + rule
+    row, s = stage.row_of(v.req_id), step.schedule
+    if v.invariant == 2:
+        first = row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts
+        drafts = s.scheduled_spec_decode_tokens.get(v.req_id, [])
+        return (where + f"the draft slots {first}–{first + row.num_drafts - 1} hold `{text(row.draft_slots)}`, "
+                f"the scheduler sent `{text(drafts)}` (row {row.row}, {row.path})" + rule)
+    history = s.all_token_ids[v.req_id]
+    n = max(row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts, row.num_tokens_no_spec)
+    mine = row.token_ids[:n]
+    p = next((i for i, (a, b) in enumerate(zip(mine, history)) if a != b), min(len(mine), len(history)))
+    missing = len(history) - row.num_tokens_no_spec
+    short = f"the history misses {missing} token{'s' * (missing != 1)}; " if missing > 0 else ""
+    return (where + short + f"from position {p} it holds `{text(mine[p:p + 6])}`, the scheduler's "
+            f"all_token_ids `{text(history[p:p + 6])}`" + rule)
+
+
+# -- contracts: each call of the learner's function against the scheduler ------------
+@dataclass
+class _RowState:
+    tokens: np.ndarray
+    num_tokens: int
+    no_spec: int
+
+    @classmethod
+    def of(cls, batch, row: int) -> "_RowState":
+        return cls(batch.token_ids_cpu[row].copy(), int(batch.num_tokens[row]), int(batch.num_tokens_no_spec[row]))
+
+
+def fix1_problem(row: int, before: _RowState, after: _RowState, drafts: list[int], is_last: bool, text) -> str | None:
+    s, k = before.no_spec, len(drafts)
+    if after.no_spec != s:
+        return (f"you changed num_tokens_no_spec[{row}] from {s} to {after.no_spec}: drafts are not history "
+                "(they may be rejected); leave it and advance num_tokens")
+    changed = np.flatnonzero(before.tokens != after.tokens)
+    if len(changed) and changed[0] < s:
+        p = int(changed[0])
+        return (f"you overwrote position {p} of the history (`{text([before.tokens[p]])}` → "
+                f"`{text([after.tokens[p]])}`): the drafts go after it, from num_tokens_no_spec = {s}")
+    slots = after.tokens[s : s + k].tolist()
+    if slots != drafts:
+        said = f"your draft slots {s}–{s + k - 1} hold `{text(slots)}`, the scheduler sent `{text(drafts)}` — "
+        at = next((int(p) for p in changed if after.tokens[p : p + k].tolist() == drafts), None)
+        if at is not None and at == after.num_tokens:
+            return said + (f"the drafts were written at num_tokens ({at}), which already counts them; "
+                           f"write at num_tokens_no_spec ({s})")
+        if at is not None:
+            return said + f"the drafts were written at {at}–{at + k - 1}; they belong at num_tokens_no_spec = {s}"
+        if not len(changed):
+            return said + "your function wrote nothing into this row" + (
+                "" if is_last else "; every stage needs the drafts: stage 0 embeds them, the last stage verifies them")
+        return said + "they are the scheduler's drafts in another order or mixed with other tokens"
+    if after.num_tokens != s + k:
+        if after.num_tokens == s:
+            return (f"the draft slots are right, but num_tokens[{row}] is still {s}, not {s + k}: the row does "
+                    "not own its drafts (condense moves only num_tokens slots, as vLLM's does); advance it by "
+                    "len(spec_token_ids)")
+        return f"num_tokens[{row}] is {after.num_tokens} after your call; expected {s + k} (num_tokens_no_spec + drafts)"
+    return None
+
+
+def fix1_contract(attempt: Attempt, fn):
+    def write_spec_tokens(runner, row, spec_token_ids):
+        batch = runner.input_batch
+        attempt.context = attempt.where(runner, batch._req_ids[row])
+        before = _RowState.of(batch, row)
+        fn(runner, row, spec_token_ids)
+        if attempt.bad_call is None:
+            problem = fix1_problem(row, before, _RowState.of(batch, row), list(spec_token_ids), runner.is_last_rank,
+                                   text)
+            if problem:
+                attempt.bad_call = attempt.context + (problem,)
+
+    return write_spec_tokens
+
+
+def fix2_problem(state_len: int, num_computed: int, new: list[int], spec: list[int], result, expected,
+                 text) -> str | None:
+    if not isinstance(result, (list, tuple)) or not all(isinstance(t, (int, np.integer)) for t in result):
+        return f"your function returned {result!r}: return the list of token ids to append"
+    result = [int(t) for t in result]
+    if result == expected:
+        return None
+    behind = num_computed + len(new) - state_len
+    accepted = behind - len(new)
+    said = (f"you appended `{text(result)}` ({len(result)} tokens); the scheduler's history has "
+            f"`{text(expected)}` ({len(expected)} tokens) at positions {state_len}–{state_len + len(expected) - 1} — ")
+    if accepted > 0 and result == new:
+        return said + (f"the stage was {behind} tokens behind (num_computed_tokens {num_computed} + {len(new)} "
+                       f"relayed − num_tokens {state_len}): the {accepted} draft(s) accepted last step are missing; "
+                       "they are the first ones of state.spec_token_ids")
+    if result == spec + new and accepted < len(spec):
+        return said + (f"you took all {len(spec)} drafts, but only {accepted} were accepted "
+                       f"(num_computed_tokens {num_computed} − num_tokens {state_len}): take the first {accepted}")
+    if accepted > 0 and result == spec[-accepted:] + new:
+        return said + f"you took the last {accepted} drafts; the accepted ones are a prefix: take the first {accepted}"
+    if result == expected[: len(result)]:
+        return said + "the relayed new_token_ids are missing at the end"
+    return said + "compare num_computed_tokens with state.num_tokens: the difference is what was accepted"
+
+
+def fix2_contract(attempt: Attempt, fn):
+    def take_relayed_tokens(state, num_computed_tokens, new_token_ids):
+        runner = next(r for r in attempt.llm.engine.executor.runners if r.requests.get(state.req_id) is state)
+        attempt.context = attempt.where(runner, state.req_id)
+        held, spec, n_out = state.num_tokens, list(state.spec_token_ids), len(state.output_token_ids)
+        result = fn(state, num_computed_tokens, list(new_token_ids))
+        if attempt.bad_call is None:
+            expected = attempt.llm.scheduler.requests[state.req_id].all_token_ids[
+                held : num_computed_tokens + len(new_token_ids)]
+            if len(state.output_token_ids) != n_out:
+                problem = ("you changed state.output_token_ids yourself: return the tokens instead; "
+                           "the runner appends them")
+            else:
+                problem = fix2_problem(held, num_computed_tokens, list(new_token_ids), spec, result, expected, text)
+            if problem:
+                attempt.bad_call = attempt.context + (problem,)
+        return result if isinstance(result, (list, tuple)) else []
+
+    return take_relayed_tokens
