@@ -86,13 +86,13 @@ def greedy_reference(prompts: tuple[tuple[str, str], ...], max_tokens: int) -> d
 
 
 @functools.cache
-def decoder():
-    """Token id -> character(s), for the shipped tokenizer."""
+def decoder(visible_spaces: bool = False):
+    """Token id -> character(s), for the shipped tokenizer (spaces as ␣ for drawings)."""
     from minispec.config import DEFAULT_TARGET
     from minispec.lab.viz.text import char_decoder
     from minispec.transformers_utils.tokenizer import load_tokenizer
 
-    return char_decoder(load_tokenizer(DEFAULT_TARGET))
+    return char_decoder(load_tokenizer(DEFAULT_TARGET), visible_spaces)
 
 
 def text(ids) -> str:
@@ -229,7 +229,7 @@ def describe_violation(v: Violation, trace, text) -> str:
     mine = row.token_ids[:n]
     p = next((i for i, (a, b) in enumerate(zip(mine, history)) if a != b), min(len(mine), len(history)))
     missing = len(history) - row.num_tokens_no_spec
-    short = f"the history misses {missing} token{'s' * (missing != 1)}; " if missing > 0 else ""
+    short = f"the history misses {_tokens(missing)}; " if missing > 0 else ""
     return (where + short + f"from position {p} it holds `{text(mine[p:p + 6])}`, the scheduler's "
             f"all_token_ids `{text(history[p:p + 6])}`" + rule)
 
@@ -240,10 +240,12 @@ class _RowState:
     tokens: np.ndarray
     num_tokens: int
     no_spec: int
+    num_computed: int
 
     @classmethod
     def of(cls, batch, row: int) -> "_RowState":
-        return cls(batch.token_ids_cpu[row].copy(), int(batch.num_tokens[row]), int(batch.num_tokens_no_spec[row]))
+        return cls(batch.token_ids_cpu[row].copy(), int(batch.num_tokens[row]), int(batch.num_tokens_no_spec[row]),
+                   int(batch.num_computed_tokens_cpu[row]))
 
 
 def fix1_problem(row: int, before: _RowState, after: _RowState, drafts: list[int], is_last: bool, text) -> str | None:
@@ -274,7 +276,11 @@ def fix1_problem(row: int, before: _RowState, after: _RowState, drafts: list[int
             return (f"the draft slots are right, but num_tokens[{row}] is still {s}, not {s + k}: the row does "
                     "not own its drafts (condense moves only num_tokens slots, as vLLM's does); advance it by "
                     "len(spec_token_ids)")
-        return f"num_tokens[{row}] is {after.num_tokens} after your call; expected {s + k} (num_tokens_no_spec + drafts)"
+        said = f"num_tokens[{row}] is {after.num_tokens} after your call; expected {s + k} (num_tokens_no_spec + drafts)"
+        if k == 0 and before.num_computed < s - 1:
+            said += (f" — this row got no drafts: it is recomputing after a preemption (num_computed_tokens "
+                     f"{before.num_computed}, history up to {s}); count from num_tokens_no_spec, not num_computed_tokens")
+        return said
     return None
 
 
@@ -302,12 +308,12 @@ def fix2_problem(state_len: int, num_computed: int, new: list[int], spec: list[i
         return None
     behind = num_computed + len(new) - state_len
     accepted = behind - len(new)
-    said = (f"you appended `{text(result)}` ({len(result)} tokens); the scheduler's history has "
-            f"`{text(expected)}` ({len(expected)} tokens) at positions {state_len}–{state_len + len(expected) - 1} — ")
+    said = (f"you appended `{text(result)}` ({_tokens(len(result))}); the scheduler's history has "
+            f"`{text(expected)}` ({_tokens(len(expected))}) at positions {state_len}–{state_len + len(expected) - 1} — ")
     if accepted > 0 and result == new:
-        return said + (f"the stage was {behind} tokens behind (num_computed_tokens {num_computed} + {len(new)} "
-                       f"relayed − num_tokens {state_len}): the {accepted} draft(s) accepted last step are missing; "
-                       "they are the first ones of state.spec_token_ids")
+        return said + (f"the stage was {_tokens(behind)} behind (num_computed_tokens {num_computed} + {len(new)} "
+                       f"relayed − num_tokens {state_len}): the {_tokens(accepted)} accepted last step are missing; "
+                       "they are the first drafts in state.spec_token_ids")
     if result == spec + new and accepted < len(spec):
         return said + (f"you took all {len(spec)} drafts, but only {accepted} were accepted "
                        f"(num_computed_tokens {num_computed} − num_tokens {state_len}): take the first {accepted}")
@@ -316,6 +322,10 @@ def fix2_problem(state_len: int, num_computed: int, new: list[int], spec: list[i
     if result == expected[: len(result)]:
         return said + "the relayed new_token_ids are missing at the end"
     return said + "compare num_computed_tokens with state.num_tokens: the difference is what was accepted"
+
+
+def _tokens(n: int) -> str:
+    return f"{n} token" + "s" * (n != 1)
 
 
 def fix2_contract(attempt: Attempt, fn):

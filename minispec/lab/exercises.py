@@ -18,6 +18,7 @@ case an exercise cell that is still the empty stub gets the reference solution
 
 from __future__ import annotations
 
+import dis
 import functools
 import os
 from dataclasses import dataclass
@@ -76,16 +77,16 @@ def show_solution(name: str):
     return value
 
 
-def _stub():
-    ...
-
-
 def is_stub(answer) -> bool:
-    """An exercise cell not yet filled in: ``...``, ``None``, or a function whose body is only ``...``/``pass``."""
+    """An exercise cell not yet filled in: ``...``, ``None``, or a function whose body does
+    nothing but return None (only ``...``, ``pass``, a docstring, comments)."""
     if answer is None or answer is Ellipsis:
         return True
     code = getattr(answer, "__code__", None)
-    return code is not None and code.co_code == _stub.__code__.co_code
+    if code is None:
+        return False
+    ops = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opname not in ("RESUME", "NOP")]
+    return ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("RETURN_CONST", None)])
 
 
 def _plug(answer, name: str):
@@ -122,7 +123,7 @@ def thread_trace(fixes: str):
 def _stage_figure(trace, step: int, stage: int):
     from minispec.lab.viz.plots import plot_stage_rows
 
-    return plot_stage_rows(trace.step(step), stage, decoder())
+    return plot_stage_rows(trace.step(step), stage, decoder(visible_spaces=True))
 
 
 def check_draft_slots(prediction) -> Report:
@@ -223,7 +224,7 @@ def _check_fix(fn, name: str, make_fixes, contract) -> Report:
             report = attempt.report_lines(text)
             if i:
                 report[0] = f"correct on the thread scenario, but on {schedule.describe(attempt.llm)}: {report[0]}"
-            return _finish(Report(False, report, attempt.figure(decoder())), plugged)
+            return _finish(Report(False, report, attempt.figure(decoder(visible_spaces=True))), plugged)
     lines = [f"correct: the thread scenario and {len(SCHEDULES)} schedules with preemption (PP 2 and 3, draft-model "
              "and n-gram drafts) keep every invariant and equal plain greedy decoding token for token"]
     return _finish(Report(True, lines), plugged)
@@ -261,6 +262,10 @@ def _run_with_move_row(move_row):
 def condense_trace(move_row):
     """The bonus schedule run with ``InputBatch._move_row`` replaced by ``move_row(batch, src, tgt)``,
     every fix on: its trace, up to the first broken invariant (explore it with ``check_trace``)."""
+    move_row, _ = _plug(move_row, "move_row_dropping_drafts")
+    if is_stub(move_row):
+        print(_not_yet("your move_row"))
+        return None
     return _run_with_move_row(move_row).trace
 
 
@@ -282,7 +287,7 @@ def check_condense(move_row, answer) -> Report:
         report.lines.append(describe_violation(attempt.violation, attempt.trace, text))
         report.lines.append("condense moved a row that had stayed, drafts written; only num_tokens_no_spec slots "
                             "travelled, so the draft slots show what the target row held before")
-        report.figure = attempt.figure(decoder())
+        report.figure = attempt.figure(decoder(visible_spaces=True))
     return _finish(report, plugged or plugged_answer)
 
 
@@ -335,8 +340,8 @@ def recovered_problem(p, q, r) -> str | None:
     if r.shape != p.shape:
         return f"your distribution has shape {tuple(r.shape)}: expected one probability per token, {tuple(p.shape)}"
     if r.min() < -1e-6:
-        return (f"your distribution has negative entries (min {float(r.min()):.3f}): p − q is negative where the "
-                "draft likes a token more than the target does; clamp it at 0, max(0, p − q)")
+        return ("your distribution has negative entries: p − q is negative where the draft likes a token more "
+                "than the target does; clamp it at 0, max(0, p − q)")
     if abs(float(r.sum()) - 1) > 1e-4:
         return (f"your distribution sums to {float(r.sum()):.3f}, not 1: divide max(0, p − q) by its sum")
     if torch.allclose(r, p, atol=1e-6):

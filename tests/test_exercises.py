@@ -1,0 +1,244 @@
+"""The workshop's checker: a gallery of plausible wrong solutions, each with the
+diagnosis it must get (its first line, exactly), and the reference solutions passing.
+
+Every wrong solution below is something a learner could well write; the expected
+lines were read off the checker and checked by hand against the scenario (A's
+prompt "A list is " is 10 tokens, so at batch_0's first decode A's history ends at
+11 and its draft slots are 11-13; C's prompt left `tem` there).
+"""
+
+import pytest
+
+from minispec.lab import exercises as ex
+from minispec.lab import solutions
+
+# -- fix 1: write_spec_tokens(runner, row, spec_token_ids) ---------------------------
+
+
+def fix1_written_at_num_tokens(runner, row, spec_token_ids):
+    batch = runner.input_batch
+    batch.num_tokens[row] += len(spec_token_ids)
+    start = batch.num_tokens[row]
+    batch.token_ids_cpu[row, start : start + len(spec_token_ids)] = spec_token_ids
+
+
+def fix1_num_tokens_not_advanced(runner, row, spec_token_ids):
+    batch = runner.input_batch
+    start = batch.num_tokens_no_spec[row]
+    batch.token_ids_cpu[row, start : start + len(spec_token_ids)] = spec_token_ids
+
+
+def fix1_only_last_stage(runner, row, spec_token_ids):
+    if runner.is_last_rank:  # "only the last stage verifies drafts"
+        solutions.write_spec_tokens(runner, row, spec_token_ids)
+
+
+def fix1_written_at_num_computed(runner, row, spec_token_ids):
+    batch = runner.input_batch
+    start = batch.num_computed_tokens_cpu[row]
+    batch.token_ids_cpu[row, start : start + len(spec_token_ids)] = spec_token_ids
+    batch.num_tokens[row] = batch.num_tokens_no_spec[row] + len(spec_token_ids)
+
+
+def fix1_advances_no_spec(runner, row, spec_token_ids):
+    solutions.write_spec_tokens(runner, row, spec_token_ids)
+    runner.input_batch.num_tokens_no_spec[row] = runner.input_batch.num_tokens[row]
+
+
+def fix1_after_computed_plus_one(runner, row, spec_token_ids):
+    # right for a decode (one token computed now), wrong for a resumed request's prefill chunk
+    batch = runner.input_batch
+    start = batch.num_computed_tokens_cpu[row] + 1
+    batch.token_ids_cpu[row, start : start + len(spec_token_ids)] = spec_token_ids
+    batch.num_tokens[row] = start + len(spec_token_ids)
+
+
+def fix1_typo(runner, row, spec_token_ids):
+    runner.input_batch.token_ids[row, :3] = spec_token_ids
+
+
+# -- fix 2: take_relayed_tokens(state, num_computed_tokens, new_token_ids) ------------
+
+
+def fix2_relayed_only(state, num_computed_tokens, new_token_ids):
+    return new_token_ids
+
+
+def fix2_all_drafts(state, num_computed_tokens, new_token_ids):
+    return state.spec_token_ids + new_token_ids
+
+
+def fix2_last_drafts(state, num_computed_tokens, new_token_ids):
+    accepted = num_computed_tokens - state.num_tokens
+    return state.spec_token_ids[-accepted:] + new_token_ids if accepted > 0 else new_token_ids
+
+
+def fix2_appends_itself(state, num_computed_tokens, new_token_ids):
+    tokens = solutions.take_relayed_tokens(state, num_computed_tokens, new_token_ids)
+    state.output_token_ids.extend(tokens)
+    return tokens
+
+
+def fix2_returns_nothing(state, num_computed_tokens, new_token_ids):
+    state.spec_token_ids[: num_computed_tokens - state.num_tokens] + new_token_ids
+
+
+# -- the recovered distribution: recovered_distribution(p, q) ------------------------
+
+
+def recovered_not_normalised(p, q):
+    return (p - q).clamp_min(0)
+
+
+def recovered_from_p(p, q):
+    return p
+
+
+def recovered_not_clamped(p, q):
+    return (p - q) / (p - q).sum()
+
+
+def recovered_flipped(p, q):
+    residual = (q - p).clamp_min(0)
+    return residual / residual.sum()
+
+
+GALLERY = [
+    (ex.check_fix1, fix1_written_at_num_tokens,
+     'step 2, stage 0, request A: your draft slots 11–13 hold `tem`, the scheduler sent ` st` — the drafts were written at num_tokens (14), which already counts them; write at num_tokens_no_spec (11)'),
+    (ex.check_fix1, fix1_num_tokens_not_advanced,
+     "step 2, stage 0, request A: the draft slots are right, but num_tokens[0] is still 11, not 14: the row does not own its drafts (condense moves only num_tokens slots, as vLLM's does); advance it by len(spec_token_ids)"),
+    (ex.check_fix1, fix1_only_last_stage,
+     'step 2, stage 0, request A: your draft slots 11–13 hold `tem`, the scheduler sent ` st` — your function wrote nothing into this row; every stage needs the drafts: stage 0 embeds them, the last stage verifies them'),
+    (ex.check_fix1, fix1_written_at_num_computed,
+     'step 2, stage 0, request A: you overwrote position 10 of the history (`a` → ` `): the drafts go after it, from num_tokens_no_spec = 11'),
+    (ex.check_fix1, fix1_advances_no_spec,
+     'step 2, stage 0, request A: you changed num_tokens_no_spec[0] from 11 to 14: drafts are not history (they may be rejected); leave it and advance num_tokens'),
+    (ex.check_fix1, fix1_after_computed_plus_one,
+     'correct on the thread scenario, but on random schedule 0 (PP 2, ngram drafts, 4 preemptions): step 33, stage 0, request B: num_tokens[1] is 1 after your call; expected 30 (num_tokens_no_spec + drafts) — this row got no drafts: it is recomputing after a preemption (num_computed_tokens 0, history up to 30); count from num_tokens_no_spec, not num_computed_tokens'),
+    (ex.check_fix1, fix1_typo,
+     "step 2, stage 0, request A: your fix1_typo raised AttributeError: 'InputBatch' object has no attribute 'token_ids'"),
+    (ex.check_fix2, fix2_all_drafts,
+     "step 4, stage 0, request A: you appended ` ste` (4 tokens); the scheduler's history has ` se` (3 tokens) at positions 11–13 — you took all 3 drafts, but only 2 were accepted (num_computed_tokens 13 − num_tokens 11): take the first 2"),
+    (ex.check_fix2, fix2_relayed_only,
+     "step 4, stage 0, request A: you appended `e` (1 token); the scheduler's history has ` se` (3 tokens) at positions 11–13 — the stage was 3 tokens behind (num_computed_tokens 13 + 1 relayed − num_tokens 11): the 2 tokens accepted last step are missing; they are the first drafts in state.spec_token_ids"),
+    (ex.check_fix2, fix2_last_drafts,
+     "step 4, stage 0, request A: you appended `ste` (3 tokens); the scheduler's history has ` se` (3 tokens) at positions 11–13 — you took the last 2 drafts; the accepted ones are a prefix: take the first 2"),
+    (ex.check_fix2, fix2_appends_itself,
+     'step 2, stage 0, request A: you changed state.output_token_ids yourself: return the tokens instead; the runner appends them'),
+    (ex.check_fix2, fix2_returns_nothing,
+     'step 2, stage 0, request A: your function returned None: return the list of token ids to append'),
+    (ex.check_recovered, recovered_not_normalised,
+     'case 1 of 3: your distribution sums to 0.632, not 1: divide max(0, p − q) by its sum'),
+    (ex.check_recovered, recovered_from_p,
+     'case 1 of 3: you resample from p itself: tokens the draft already proposes too often then come out too often; after a rejection only the part of p the draft did not cover may be drawn, max(0, p − q)'),
+    (ex.check_recovered, recovered_not_clamped,
+     'case 1 of 3: your distribution has negative entries: p − q is negative where the draft likes a token more than the target does; clamp it at 0, max(0, p − q)'),
+    (ex.check_recovered, recovered_flipped,
+     'case 1 of 3: you normalised max(0, q − p): the residual is the target minus the draft, max(0, p − q)'),
+]
+
+
+
+@pytest.mark.parametrize("check,wrong,first_line", GALLERY, ids=[w.__name__ for _, w, _ in GALLERY])
+def test_wrong_solution_gets_its_diagnosis(check, wrong, first_line):
+    report = check(wrong)
+    assert not report.passed
+    assert report.lines[0] == first_line
+
+
+def test_a_learner_exception_shows_the_learner_line():
+    report = ex.check_fix1(fix1_typo)
+    line = fix1_typo.__code__.co_firstlineno + 1
+    assert report.lines[1] == f"  line {line}: runner.input_batch.token_ids[row, :3] = spec_token_ids"
+    assert len(report.lines) == 2  # no engine frames
+
+
+def test_a_failing_fix_draws_the_failing_step():
+    report = ex.check_fix1(fix1_only_last_stage)
+    ax = report.figure.axes[0]
+    assert ax.get_title().startswith("step 2, stage 0")
+
+
+@pytest.mark.parametrize("check,solution", [
+    (ex.check_fix1, solutions.write_spec_tokens), (ex.check_fix2, solutions.take_relayed_tokens),
+    (ex.check_recovered, solutions.recovered_distribution), (ex.check_draft_slots, solutions.draft_slots),
+    (ex.check_acceptance, solutions.acceptance), (ex.check_fault2, solutions.fault2),
+])
+def test_reference_solutions_pass(check, solution):
+    report = check(solution)
+    assert report.passed, str(report)
+    assert report.lines[0].startswith(("correct", "right", "all three"))
+
+
+def test_reference_condense_is_noticed_by_draft_agreement():
+    report = ex.check_condense(solutions.move_row_dropping_drafts, solutions.condense)
+    assert report.passed, str(report)
+    assert report.lines[0] == ("right: your condense first breaks invariant 2 (draft agreement) at step 15, "
+                               "stage 0, request C")
+    assert "(row 1, moved)" in report.lines[1]
+
+
+def test_an_unbroken_condense_is_noticed_by_nothing():
+    from minispec.v1.worker.gpu_input_batch import InputBatch
+
+    report = ex.check_condense(InputBatch._move_row, solutions.condense)
+    assert not report.passed
+    assert report.lines[0].startswith("nothing noticed: on random schedule 0 (PP 1, draft_model drafts) every invariant held")
+
+
+def test_fix_1_must_also_hold_on_the_schedules():
+    """The thread scenario alone would pass fix1_after_computed_plus_one; the schedules
+    really preempt, on PP 2 and 3, with both proposers."""
+    assert {(s.details.split(",")[0], s.details.split(", ")[1]) for s in ex.SCHEDULES} == {
+        (f"PP {pp}", f"{m} drafts") for pp in (2, 3) for m in ("ngram", "draft_model")}
+    for schedule in ex.SCHEDULES:
+        attempt = ex.run_attempt(schedule, lambda fn: ex.RunnerFixes(), None, None)
+        assert attempt.passed and attempt.llm.stats()["preemptions"] > 0, schedule.describe(attempt.llm)
+
+
+@pytest.mark.parametrize("prediction,first_line", [
+    (" st", "not quite: ` st` is what the scheduler sent, and what the slots would hold if add_request copied drafts "
+            "(the chatbot's claim in the thread); it does not"),
+    ("e r", "not quite: you said `e r`; A's draft slots 11–13 on stage 0 at step 2 hold `tem` (the scheduler sent ` st`)"),
+])
+def test_wrong_predictions(prediction, first_line):
+    assert ex.check_draft_slots(prediction).lines[0] == first_line
+
+
+def test_wrong_acceptance_and_fault_2_answers():
+    report = ex.check_acceptance({"vllm-0.9.2": 0.02, "vllm-0.14": 0.45, "all": 0.5})
+    assert report.lines[0] == "1 of 3 off by more than 10% points: vllm-0.14"
+    report = ex.check_fault2({"invariant": 2, "step": 4, "stage": 1, "request": "A"})
+    assert report.lines[0].startswith("not yet: invariant, stage wrong")
+
+
+def test_stubs_wait_for_the_learner_unless_solutions_are_plugged(monkeypatch):
+    def write_spec_tokens(runner, row, spec_token_ids):
+        ...  # your code here
+
+    monkeypatch.delenv(ex.PLUG_ENV, raising=False)
+    assert ex.check_fix1(write_spec_tokens).lines[0].startswith("not yet: your function is still the empty stub")
+    assert ex.check_fault2(...).lines[0].startswith("not yet: your answer")
+    monkeypatch.setenv(ex.PLUG_ENV, "1")
+    report = ex.check_fix1(write_spec_tokens)
+    assert report.passed and report.plugged
+    assert report.lines[1].startswith("correct")
+    # a learner's own (wrong) code is never replaced
+    assert not ex.check_fix1(fix1_only_last_stage).passed
+
+
+def test_show_solution_prints_the_source(capsys):
+    assert ex.show_solution("take_relayed_tokens") is solutions.take_relayed_tokens
+    assert "def take_relayed_tokens" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="show_solution\\('fix3'\\): expected one of"):
+        ex.show_solution("fix3")
+
+
+def test_the_notebook_does_not_import_the_solutions():
+    import json
+    from pathlib import Path
+
+    notebook = json.loads((Path(__file__).parents[1] / "notebooks" / "08_exercises.ipynb").read_text())
+    sources = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    assert not any("solutions" in src and "import" in src for src in sources)
