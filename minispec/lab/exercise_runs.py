@@ -175,7 +175,8 @@ class Attempt:
 @contextlib.contextmanager
 def one_thread():
     """Torch on one thread: these models are so small that, on a laptop's two busy cores,
-    threads handing work to each other cost more than the arithmetic (measured: 5x)."""
+    threads handing work to each other cost more than the arithmetic (measured: 5 to 15 times
+    slower with two threads while other processes competed for the cores)."""
     import torch
 
     before = torch.get_num_threads()

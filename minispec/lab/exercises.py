@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dis
 import functools
+import numbers
 import os
 from dataclasses import dataclass
 
@@ -69,9 +70,8 @@ def show_solution(name: str):
 
     from minispec.lab import solutions
 
-    if not hasattr(solutions, name) or name.startswith("_"):
-        public = [n for n in vars(solutions) if not n.startswith("_") and n not in ("annotations", "torch")]
-        raise ValueError(f"show_solution({name!r}): expected one of {public}")
+    if name not in solutions.__all__:
+        raise ValueError(f"show_solution({name!r}): expected one of {solutions.__all__}")
     value = getattr(solutions, name)
     print(inspect.getsource(value) if callable(value) else f"{name} = {value!r}")
     return value
@@ -107,9 +107,9 @@ def _finish(report: Report, plugged: bool) -> Report:
     return report
 
 
-def _not_yet(what: str) -> Report:
+def _not_yet(what: str, solution: str) -> Report:
     return Report(False, [f"not yet: {what} is still the empty stub; fill it in and run the cell again",
-                          "(stuck? show_solution(...) prints the reference; see the exercise's text for its name)"])
+                          f"(stuck? show_solution({solution!r}) prints the reference solution)"])
 
 
 # -- predict, then reveal ---------------------------------------------------------
@@ -130,7 +130,7 @@ def check_draft_slots(prediction) -> Report:
     """Predict A's three stage-0 draft slots at batch_0's first decode under "vllm-0.9.2"."""
     prediction, plugged = _plug(prediction, "draft_slots")
     if is_stub(prediction):
-        return _not_yet("your prediction")
+        return _not_yet("your prediction", "draft_slots")
     trace = thread_trace("vllm-0.9.2")
     step = trace.step(THREAD_FIRST_DECODE)
     row = step.stages[0].row_of("A")
@@ -159,9 +159,10 @@ def check_acceptance(prediction) -> Report:
     """Predict the acceptance rate (accepted / proposed drafts) of the thread scenario under each preset."""
     prediction, plugged = _plug(prediction, "acceptance")
     if is_stub(prediction):
-        return _not_yet("your prediction")
+        return _not_yet("your prediction", "acceptance")
     presets = ("vllm-0.9.2", "vllm-0.14", "all")
-    if not isinstance(prediction, dict) or set(prediction) != set(presets):
+    if (not isinstance(prediction, dict) or set(prediction) != set(presets)
+            or not all(isinstance(v, numbers.Real) for v in prediction.values())):
         return Report(False, [f"expected a dict with one rate (0 to 1) per preset {list(presets)}, got {prediction!r}"])
     measured = {p: thread_trace(p).stats["acceptance_rate"] for p in presets}
     off = [p for p in presets if abs(float(prediction[p]) - measured[p]) > ACCEPTANCE_TOLERANCE]
@@ -196,7 +197,7 @@ def check_fault2(answer) -> Report:
     """Name the invariant that "vllm-0.14" breaks first on the thread scenario, with step, stage and request."""
     answer, plugged = _plug(answer, "fault2")
     if is_stub(answer):
-        return _not_yet("your answer")
+        return _not_yet("your answer", "fault2")
     trace = thread_trace("vllm-0.14")
     first = check_trace(trace)[0]
     report = _locate(answer, first, "fix 1 alone")
@@ -215,7 +216,7 @@ SCHEDULES = [random_schedule(seed, pp, method)
 def _check_fix(fn, name: str, make_fixes, contract) -> Report:
     fn, plugged = _plug(fn, name)
     if is_stub(fn):
-        return _not_yet("your function")
+        return _not_yet("your function", name)
     if not callable(fn):
         return Report(False, [f"expected a function, got {fn!r}"])
     for i, schedule in enumerate([THREAD] + SCHEDULES):
@@ -264,7 +265,7 @@ def condense_trace(move_row):
     every fix on: its trace, up to the first broken invariant (explore it with ``check_trace``)."""
     move_row, _ = _plug(move_row, "move_row_dropping_drafts")
     if is_stub(move_row):
-        print(_not_yet("your move_row"))
+        print(_not_yet("your move_row", "move_row_dropping_drafts"))
         return None
     return _run_with_move_row(move_row).trace
 
@@ -275,7 +276,8 @@ def check_condense(move_row, answer) -> Report:
     move_row, plugged = _plug(move_row, "move_row_dropping_drafts")
     answer, plugged_answer = _plug(answer, "condense")
     if is_stub(move_row) or is_stub(answer):
-        return _not_yet("your move_row" if is_stub(move_row) else "your answer")
+        return (_not_yet("your move_row", "move_row_dropping_drafts") if is_stub(move_row)
+                else _not_yet("your answer", "condense"))
     attempt = _run_with_move_row(move_row)
     if attempt.error is not None:
         return _finish(Report(False, attempt.report_lines(text)), plugged)
@@ -366,7 +368,7 @@ def check_recovered(recovered_distribution) -> Report:
 
     fn, plugged = _plug(recovered_distribution, "recovered_distribution")
     if is_stub(fn):
-        return _not_yet("your function")
+        return _not_yet("your function", "recovered_distribution")
     for i, (p, q) in enumerate(recovered_cases()):
         try:
             r = torch.as_tensor(fn(p.clone(), q.clone()), dtype=torch.float64)

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import torch
 
+__all__ = ["draft_slots", "acceptance", "fault2", "condense", "write_spec_tokens", "take_relayed_tokens",
+           "recovered_distribution", "move_row_dropping_drafts"]
+
 # Predict, then reveal: A's three draft slots on stage 0 at batch_0's first
 # decode (step 2) under "vllm-0.9.2", and the acceptance rate under each preset.
 draft_slots = "tem"
