@@ -262,13 +262,14 @@ def plot_presets(traces: dict[str, Trace]) -> Figure:
     """Accepted drafts per step, cumulative, one line per preset."""
     fig = Figure(figsize=(7, 3.5))
     ax = fig.subplots()
-    for name, trace in traces.items():
+    for i, (name, trace) in enumerate(traces.items()):
         total, xs, ys = 0, [], []
         for step in trace.steps:
             total += sum(step.num_accepted.values())
             xs.append(step.step)
             ys.append(total)
-        ax.plot(xs, ys, marker=".", label=f"{name} ({trace.stats.get('target_forwards', len(xs))} forwards)")
+        ax.plot(xs, ys, color=LINE_COLOURS[i % len(LINE_COLOURS)], marker=MARKERS[i % len(MARKERS)], markersize=4,
+                label=f"{name} ({trace.stats.get('target_forwards', len(xs))} forwards)")
     ax.set_xlabel("scheduler step")
     ax.set_ylabel("accepted draft tokens (cumulative)")
     ax.legend(fontsize=8)
