@@ -11,6 +11,8 @@ counterpart there, as offline ``LLM.generate``).
 from __future__ import annotations
 
 import argparse
+import math
+import sys
 import time
 
 DEMO_PROMPTS = ["The for statement ", "A class definition ", "Exceptions are ", "The import statement "]
@@ -33,9 +35,10 @@ def demo(args) -> None:
     from minispec import LLM, SamplingParams
 
     params = SamplingParams(temperature=0, max_tokens=args.max_tokens)
-    plain = _print_run("target alone", LLM(), DEMO_PROMPTS, params)
-    spec = {"method": "draft_model", "num_speculative_tokens": args.k}
-    drafted = _print_run(f"target + draft model, k={args.k}", LLM(speculative_config=spec), DEMO_PROMPTS, params)
+    # Both engines first, so a bad -k is refused before the first phase runs.
+    target, drafting = LLM(), LLM(speculative_config={"method": "draft_model", "num_speculative_tokens": args.k})
+    plain = _print_run("target alone", target, DEMO_PROMPTS, params)
+    drafted = _print_run(f"target + draft model, k={args.k}", drafting, DEMO_PROMPTS, params)
     print("greedy output identical with and without drafts:", "yes" if plain == drafted else "NO")
 
 
@@ -61,39 +64,70 @@ def replay(args) -> None:
           f"tokens per target forward {trace.stats['tokens_per_forward']:.2f}")
 
 
+def _int_from(low: int):
+    def parse(text: str) -> int:
+        value = int(text)  # argparse turns a ValueError into "invalid ... value"
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value}: expected an integer >= {low}")
+        return value
+
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
+def _temperature(text: str) -> float:
+    value = float(text)
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text}: expected a finite number >= 0")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """Errors as one line, ``minispec: error: ...``, exit status 2 (argparse's)."""
+
+    def error(self, message):
+        sys.stderr.write(f"minispec: error: {message}\n")
+        sys.exit(2)
+
+
 def main(argv=None) -> None:
     from minispec.config import DEFAULT_TARGET
     from minispec.instruments.fixes import PRESETS
 
-    parser = argparse.ArgumentParser(prog="python -m minispec", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="python -m minispec", description=__doc__,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("demo", help="target alone vs. target + draft model")
-    p.add_argument("--max-tokens", type=int, default=64)
-    p.add_argument("-k", type=int, default=3)
+    p.add_argument("--max-tokens", type=_int_from(1), default=64)
+    p.add_argument("-k", type=_int_from(1), default=3)
     p.set_defaults(func=demo)
 
     p = sub.add_parser("generate", help="generate from prompts")
     p.add_argument("prompts", nargs="+")
     p.add_argument("--model", default=str(DEFAULT_TARGET))
-    p.add_argument("--pp", type=int, default=1, help="pipeline stages")
+    p.add_argument("--pp", type=_int_from(1), default=1, help="pipeline stages")
     p.add_argument("--method", choices=["draft_model", "ngram"], default="draft_model")
-    p.add_argument("-k", type=int, default=3, help="draft tokens per step (0 = off)")
+    p.add_argument("-k", type=_int_from(0), default=3, help="draft tokens per step (0 = off)")
     p.add_argument("--fixes", choices=sorted(PRESETS), default="all")
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--max-tokens", type=int, default=64)
+    p.add_argument("--temperature", type=_temperature, default=0.0)
+    p.add_argument("--seed", type=_int_from(0), default=None)
+    p.add_argument("--max-tokens", type=_int_from(1), default=64)
     p.set_defaults(func=generate)
 
     p = sub.add_parser("replay", help="the forum thread's scenario, buffers per step")
     p.add_argument("--fixes", choices=sorted(PRESETS), default="vllm-0.9.2")
-    p.add_argument("-k", type=int, default=3)
-    p.add_argument("--max-tokens", type=int, default=16)
-    p.add_argument("--steps", type=int, default=6, help="how many scheduler steps to print")
+    p.add_argument("-k", type=_int_from(1), default=3)
+    p.add_argument("--max-tokens", type=_int_from(1), default=16)
+    p.add_argument("--steps", type=_int_from(1), default=6, help="how many scheduler steps to print")
     p.set_defaults(func=replay)
 
     args = parser.parse_args(argv)
-    args.func(args)
+    try:
+        args.func(args)
+    except (ValueError, FileNotFoundError) as e:
+        # Raised by the engine's checks, which all run before any work (a run
+        # itself raises neither).
+        parser.error(str(e))
 
 
 if __name__ == "__main__":

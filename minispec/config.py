@@ -6,6 +6,7 @@ minispec uses and each validating its own values so a bad one is named at once.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -59,6 +60,7 @@ class LlamaArchitecture:
             raise ValueError(f"{where}: rope_type={rope_type!r} is not supported; expected 'default'")
         if cfg.get("hidden_act", "silu") != "silu":
             raise ValueError(f"{where}: hidden_act={cfg['hidden_act']!r} is not supported; expected 'silu'")
+        _check_config_fields(cfg, where)
         heads = cfg["num_attention_heads"]
         eos = cfg.get("eos_token_id")
         return cls(
@@ -79,14 +81,41 @@ class LlamaArchitecture:
         )
 
 
+_REQUIRED_SIZES = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads")
+_OPTIONAL_SIZES = ("num_key_value_heads", "head_dim", "max_position_embeddings")
+
+
+def _check_config_fields(cfg: dict, where: str) -> None:
+    """Every size config.json gives is a positive integer, and the required ones are there."""
+    for key in _REQUIRED_SIZES:
+        if key not in cfg:
+            raise ValueError(f"{where}: config.json has no {key!r}: expected a Llama config with {list(_REQUIRED_SIZES)}")
+    for key in _REQUIRED_SIZES + _OPTIONAL_SIZES:
+        value = cfg.get(key)
+        if (key in _REQUIRED_SIZES or value is not None) and not (is_int(value) and value > 0):
+            raise ValueError(f"{where}: config.json {key}={value!r}: expected an integer > 0")
+    if cfg["hidden_size"] % cfg["num_attention_heads"]:
+        raise ValueError(f"{where}: config.json hidden_size={cfg['hidden_size']}: expected a multiple of "
+                         f"num_attention_heads={cfg['num_attention_heads']}")
+
+
 def read_config_json(path: str | Path, param: str = "model") -> dict:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{param}={path!r}: expected a path (str or pathlib.Path) to a checkpoint directory")
     path = Path(path)
     if not path.is_dir():
         raise FileNotFoundError(f"{param}={str(path)!r}: expected a checkpoint directory, but it does not exist")
     config = path / "config.json"
     if not config.is_file():
         raise FileNotFoundError(f"{param}={str(path)!r}: expected a transformers checkpoint with config.json in it")
-    return json.loads(config.read_text())
+    try:
+        cfg = json.loads(config.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{param}={str(path)!r}: config.json is not valid JSON ({e}): expected a transformers "
+                         "config") from None
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{param}={str(path)!r}: config.json holds a {type(cfg).__name__}: expected a JSON object")
+    return cfg
 
 
 @dataclass(frozen=True)
@@ -136,6 +165,8 @@ class SpeculativeConfig:
         _require(self.method in self.METHODS, "speculative_config['method']", self.method, f"one of {self.METHODS}")
         k = self.num_speculative_tokens
         _require(is_int(k) and k >= 0, "speculative_config['num_speculative_tokens']", k, "an integer >= 0")
+        _require(isinstance(self.model, (str, os.PathLike)), "speculative_config['model']", self.model,
+                 "a path to a checkpoint directory")
         lo, hi = self.prompt_lookup_min, self.prompt_lookup_max
         _require(
             is_int(lo) and is_int(hi) and 1 <= lo <= hi,
@@ -146,9 +177,13 @@ class SpeculativeConfig:
     def from_dict(cls, d: dict | None) -> "SpeculativeConfig":
         if not d:
             return cls()
+        _require(isinstance(d, dict), "speculative_config", d, "None or a dict")
         known = {"method", "num_speculative_tokens", "model", "prompt_lookup_min", "prompt_lookup_max"}
         unknown = set(d) - known
         _require(not unknown, "speculative_config", sorted(unknown), f"keys among {sorted(known)}")
+        # vLLM refuses a speculative config without it rather than guess k.
+        _require("num_speculative_tokens" in d, "speculative_config", d,
+                 "a 'num_speculative_tokens' key (drafts per step)")
         return cls(**d)
 
     @property
@@ -185,6 +220,8 @@ class VllmConfig:
     seed: int = 0
 
     def __post_init__(self):
+        _require(is_int(self.seed) and 0 <= self.seed < 2**63, "seed", self.seed, "an integer in [0, 2**63)")
+        check_device(self.device)
         self.parallel_config.validate_for(self.arch)
         max_len = self.scheduler_config.max_model_len
         positions = self.arch.max_position_embeddings
@@ -206,3 +243,86 @@ class VllmConfig:
     @property
     def pipeline_parallel_size(self) -> int:
         return self.parallel_config.pipeline_parallel_size
+
+
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+def resolve_dtype(dtype):
+    """A ``torch.dtype`` from a dtype or its name (vLLM accepts names too)."""
+    import torch
+
+    if isinstance(dtype, str) and dtype in DTYPES:
+        return getattr(torch, dtype)
+    _require(dtype in (torch.float32, torch.float16, torch.bfloat16), "dtype", dtype,
+             f"torch.float32, torch.float16 or torch.bfloat16, or one of {DTYPES}")
+    return dtype
+
+
+def check_device(device) -> None:
+    """``None`` (choose), or a device torch knows and this machine has."""
+    if device is None:
+        return
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device={device!r}: expected None, 'cpu' or 'cuda[:N]'") from None
+    if dev.type == "cuda" and not (torch.cuda.is_available() and (dev.index or 0) < torch.cuda.device_count()):
+        raise ValueError(f"device={device!r}: this machine has {torch.cuda.device_count()} CUDA device(s): "
+                         "expected None or 'cpu'")
+    _require(dev.type in ("cpu", "cuda"), "device", device, "None, 'cpu' or 'cuda[:N]'")
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def memory_plan(config: "VllmConfig", dtype_bytes: int, blocks_given: bool = True) -> list[tuple[str, int]]:
+    """What each buffer the engine allocates up front costs, in bytes, with the
+    parameters that size it (summed over stages). ``blocks_given``: whether the
+    user chose num_gpu_blocks (else it was sized for max_num_seqs full-length requests)."""
+    sched, cache, arch = config.scheduler_config, config.cache_config, config.arch
+    seqs, max_len, pp = sched.max_num_seqs, sched.max_model_len, config.pipeline_parallel_size
+    blocks_per_req = -(-max_len // cache.block_size)
+    kv_per_token = 2 * arch.num_key_value_heads * arch.head_dim * dtype_bytes
+    blocks = f"num_gpu_blocks={cache.num_gpu_blocks}"
+    if not blocks_given:
+        blocks += f" (max_num_seqs={seqs} x {blocks_per_req} blocks of max_model_len={max_len})"
+    plan = [
+        (f"{blocks} x block_size={cache.block_size} (the target's KV cache)",
+         cache.num_gpu_blocks * cache.block_size * kv_per_token * arch.num_hidden_layers),
+        (f"max_num_seqs={seqs} x max_model_len={max_len} (every stage's persistent batch)",
+         pp * seqs * (max_len + blocks_per_req) * 8),
+    ]
+    spec = config.speculative_config
+    if spec.enabled and spec.method == "draft_model":
+        draft = LlamaArchitecture.from_pretrained(spec.model, "speculative_config['model']")
+        plan.append((f"max_num_seqs={seqs} x max_model_len={max_len} rounded up to block_size={cache.block_size} "
+                     "(the draft model's KV cache)",
+                     seqs * blocks_per_req * cache.block_size * 2 * draft.num_key_value_heads * draft.head_dim
+                     * dtype_bytes * draft.num_hidden_layers))
+    return plan
+
+
+def available_memory() -> int:
+    """Bytes the kernel says it can still hand out (MemAvailable), or all RAM."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_memory(config: "VllmConfig", dtype_bytes: int, available: int, blocks_given: bool = True) -> None:
+    """Refuse, before allocating, a configuration whose buffers exceed ``available`` bytes."""
+    plan = memory_plan(config, dtype_bytes, blocks_given)
+    total = sum(n for _, n in plan)
+    if total > available:
+        what, most = max(plan, key=lambda p: p[1])
+        raise ValueError(f"{what} asks for {_gib(most)} ({_gib(total)} in all): expected at most the "
+                         f"{_gib(available)} of memory available; lower it")

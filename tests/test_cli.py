@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 
 def run(*args):
     return subprocess.run([sys.executable, "-m", "minispec", *args], capture_output=True, text=True, check=True).stdout
@@ -19,3 +21,38 @@ def test_replay_shows_the_stale_slots_and_their_cure():
 def test_generate_prints_text_and_rates():
     out = run("generate", "The for statement ", "--pp", "2", "-k", "3", "--max-tokens", "12")
     assert "'The for statement ' -> '" in out and "tokens per target forward" in out
+
+
+@pytest.mark.parametrize("args,message", [
+    (("generate", "x", "--pp", "0"), "argument --pp: 0: expected an integer >= 1"),
+    (("generate", "x", "--pp", "9"), "pipeline_parallel_size=9: expected an integer from 1 to the model's 4 layers"),
+    (("generate", "x", "-k", "-1"), "argument -k: -1: expected an integer >= 0"),
+    (("generate", "x", "--temperature", "nan"), "argument --temperature: nan: expected a finite number >= 0"),
+    (("generate", "x", "--max-tokens", "0"), "argument --max-tokens: 0: expected an integer >= 1"),
+    (("generate", "x", "--seed", "-3"), "argument --seed: -3: expected an integer >= 0"),
+    (("generate", "x", "--model", "/nonexistent"),
+     "model='/nonexistent': expected a checkpoint directory, but it does not exist"),
+    (("generate", ""), "prompts[0] is empty: expected at least one token"),
+    (("generate", "ok", "x" * 600), "prompts[1] has 600 tokens: expected at most max_model_len - 1 = 511"),
+    (("demo", "-k", "-1"), "argument -k: -1: expected an integer >= 1"),
+    (("replay", "--steps", "-1"), "argument --steps: -1: expected an integer >= 1"),
+    (("replay", "--steps", "0"), "argument --steps: 0: expected an integer >= 1"),
+    (("replay", "--fixes", "nope"), "argument --fixes: invalid choice: 'nope'"),
+])
+def test_bad_values_give_one_line_and_status_2(args, message, capsys):
+    """In-process for speed: any exception other than SystemExit(2) fails the test."""
+    from minispec.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(list(args))
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 2 and out == ""
+    assert err.splitlines() == [err.strip()]
+    assert err.startswith(f"minispec: error: {message}")
+
+
+def test_an_engine_error_is_one_line_from_the_shell_too():
+    result = subprocess.run([sys.executable, "-m", "minispec", "generate", "x", "--pp", "9"],
+                            capture_output=True, text=True, timeout=120)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "minispec: error: pipeline_parallel_size=9: expected an integer from 1 to the model's 4 layers\n"

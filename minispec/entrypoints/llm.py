@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import itertools
 import numbers
+import reprlib
+import warnings
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from minispec.config import (
@@ -23,7 +26,10 @@ from minispec.config import (
     SchedulerConfig,
     SpeculativeConfig,
     VllmConfig,
+    available_memory,
+    check_memory,
     is_int,
+    resolve_dtype,
 )
 from minispec.instruments.fixes import RunnerFixes, resolve_fixes
 from minispec.instruments.invariants import InvariantChecker
@@ -57,11 +63,15 @@ class LLM:
         dtype: torch.dtype = torch.float32,
         distributed_executor_backend: str = "uni",
     ):
+        for name, flag in (("check_invariants", check_invariants), ("record", record)):
+            if not isinstance(flag, bool):
+                raise ValueError(f"{name}={flag!r}: expected True or False")
         arch = LlamaArchitecture.from_pretrained(model)
         self.fixes_name = fixes if isinstance(fixes, str) else repr(fixes)
-        scheduler_config = SchedulerConfig(
-            max_num_seqs, max_num_batched_tokens, max_model_len or min(512, arch.max_position_embeddings)
-        )
+        if max_model_len is None:
+            max_model_len = min(512, arch.max_position_embeddings)
+        scheduler_config = SchedulerConfig(max_num_seqs, max_num_batched_tokens, max_model_len)
+        dtype = resolve_dtype(dtype)
         self.config = VllmConfig(
             model=Path(model), arch=arch, parallel_config=ParallelConfig(pipeline_parallel_size),
             cache_config=CacheConfig(block_size, num_gpu_blocks).sized_for(max_num_seqs, scheduler_config.max_model_len),
@@ -70,6 +80,8 @@ class LLM:
         )
         self.arch, self.scheduler_config = arch, scheduler_config
         self.tokenizer = load_tokenizer(model)
+        self._check_draft_tokenizer()
+        check_memory(self.config, dtype.itemsize, available_memory(), blocks_given=num_gpu_blocks is not None)
         pp = pipeline_parallel_size
         self.recorder = None
         if record or check_invariants:
@@ -93,6 +105,16 @@ class LLM:
 
         return MultiprocPipelineExecutor(self.config)
 
+    def _check_draft_tokenizer(self) -> None:
+        """Drafts are verified id for id, so both models must read ids as the same text."""
+        spec = self.config.speculative_config
+        if not (spec.enabled and spec.method == "draft_model") or self.tokenizer is None:
+            return
+        draft = load_tokenizer(spec.model)
+        if draft is not None and draft.get_vocab() != self.tokenizer.get_vocab():
+            raise ValueError(f"speculative_config['model']={str(spec.model)!r}: its tokenizer.json maps tokens to "
+                             "other ids than the target's: expected the target's tokenizer")
+
     def shutdown(self) -> None:
         """Stop worker processes (a no-op for the in-process executor)."""
         self.engine.executor.shutdown()
@@ -112,16 +134,36 @@ class LLM:
         return self.engine.executor.timeline
 
     # -- requests ---------------------------------------------------------
+    def _encode(self, text: str, label: str) -> list[int]:
+        """Text as text: a special token's spelling is refused, unknown characters warned about."""
+        if self.tokenizer is None:
+            raise ValueError(f"{label} is text but the checkpoint has no tokenizer.json: pass token ids")
+        enc = self.tokenizer.encode(text)
+        special = {i: t.content for i, t in self.tokenizer.get_added_tokens_decoder().items()}
+        unk = self.tokenizer.token_to_id("<unk>")
+        unknown = "".join(text[a:b] for i, (a, b) in zip(enc.ids, enc.offsets) if i == unk and text[a:b] != "<unk>")
+        if unknown:
+            warnings.warn(f"{label} has characters the tokenizer does not know, {unknown!r}: each becomes "
+                          f"<unk> (id {unk})")
+        spelled = [special[i] for i in enc.ids if i in special and i != unk]
+        if spelled or "<unk>" in text:
+            raise ValueError(f"{label} contains the text {(spelled or ['<unk>'])[0]!r}, which the tokenizer reads "
+                             "as a special token: expected plain text (pass token ids to use special tokens)")
+        return enc.ids
+
     def _to_token_ids(self, prompt, label: str = "prompt") -> list[int]:
         if isinstance(prompt, str):
-            if self.tokenizer is None:
-                raise ValueError(f"{label} is text but the checkpoint has no tokenizer.json: pass token ids")
-            ids = self.tokenizer.encode(prompt).ids
+            ids = self._encode(prompt, label)
+        elif isinstance(prompt, (torch.Tensor, np.ndarray)) and prompt.ndim == 1:
+            ids = prompt.tolist()
+        elif prompt is None or isinstance(prompt, (bytes, bytearray, dict, torch.Tensor, np.ndarray)) \
+                or not hasattr(prompt, "__iter__"):
+            raise ValueError(f"{label}={reprlib.repr(prompt)}: expected text (str) or a sequence of token ids")
         else:
             ids = list(prompt)
         if not ids:
             raise ValueError(f"{label} is empty: expected at least one token")
-        bad = [t for t in ids if not isinstance(t, numbers.Integral) or not 0 <= t < self.arch.vocab_size]
+        bad = [t for t in ids if not _is_token_id(t) or not 0 <= t < self.arch.vocab_size]
         if bad:
             raise ValueError(f"{label} has token id {bad[0]!r}: expected integers in [0, {self.arch.vocab_size})")
         limit = self.scheduler_config.max_model_len - 1
@@ -133,6 +175,11 @@ class LLM:
         """Everything about one request that could go wrong later, checked now."""
         if not isinstance(params, SamplingParams):
             raise ValueError(f"sampling params for {label}={params!r}: expected a SamplingParams")
+        vocab = self.arch.vocab_size
+        bad_stops = [t for t in params.stop_token_ids if not 0 <= t < vocab]
+        if bad_stops:
+            raise ValueError(f"SamplingParams.stop_token_ids={params.stop_token_ids!r} for {label}: expected "
+                             f"token ids in [0, {vocab})")
         if not (is_int(arrival_step) and arrival_step >= 0):
             raise ValueError(f"arrival step for {label}={arrival_step!r}: expected an integer >= 0")
         if request_id is not None and request_id in self._used_ids:
@@ -158,10 +205,18 @@ class LLM:
                  arrival_steps: list[int] | None = None) -> list[RequestOutput]:
         """Generate for every prompt (text or token ids). ``arrival_steps[i]``
         delays prompt i by that many engine steps, to stagger arrivals."""
-        if isinstance(prompts, str) or (prompts and isinstance(prompts[0], numbers.Integral)):
-            prompts = [prompts]
-        params = sampling_params if isinstance(sampling_params, list) else [sampling_params or SamplingParams()] * len(prompts)
-        arrivals = [0] * len(prompts) if arrival_steps is None else list(arrival_steps)
+        prompts = _prompt_list(prompts)
+        if isinstance(sampling_params, (list, tuple)):
+            params = list(sampling_params)
+        else:
+            params = [sampling_params or SamplingParams()] * len(prompts)
+        if arrival_steps is None:
+            arrivals = [0] * len(prompts)
+        elif isinstance(arrival_steps, (str, bytes, dict)) or not hasattr(arrival_steps, "__iter__"):
+            raise ValueError(f"arrival_steps={reprlib.repr(arrival_steps)}: expected a list of integers >= 0, "
+                             "one per prompt")
+        else:
+            arrivals = list(arrival_steps)
         if len(params) != len(prompts) or len(arrivals) != len(prompts):
             raise ValueError(f"sampling_params and arrival_steps: expected one per prompt ({len(prompts)})")
         # Every request is checked before any is queued.
@@ -200,3 +255,24 @@ class LLM:
             "preemptions": self.scheduler.num_preemptions,
         }
 
+
+
+def _is_token_id(t) -> bool:
+    """An integer (Python or numpy) that is not a bool."""
+    return isinstance(t, numbers.Integral) and not isinstance(t, (bool, np.bool_))
+
+
+def _prompt_list(prompts) -> list:
+    """``generate``'s prompts as a list: one prompt (text, ids, a 1-D tensor or
+    array) becomes a list of one; any other iterable is a list of prompts."""
+    if isinstance(prompts, str):
+        return [prompts]
+    if isinstance(prompts, (torch.Tensor, np.ndarray)):
+        if prompts.ndim in (1, 2):
+            return [prompts] if prompts.ndim == 1 else list(prompts)
+    elif prompts is not None and not isinstance(prompts, (bytes, bytearray, dict)) and hasattr(prompts, "__iter__"):
+        prompts = list(prompts)
+        # A bool here is a (bad) token id, refused with the others later.
+        return [prompts] if prompts and isinstance(prompts[0], (numbers.Integral, np.bool_)) else prompts
+    raise ValueError(f"prompts={reprlib.repr(prompts)}: expected text (str), a sequence of token ids, "
+                     "or a list of those")

@@ -45,11 +45,16 @@ def get_model(
         model = LlamaForCausalLM(arch, pp_rank, pp_size)
     files = _tensor_files(path)
     state = {}
+    expected = {name: tuple(p.shape) for name, p in model.state_dict().items()}
     for own_name, ckpt_name in model.wanted_weight_names().items():
         if ckpt_name not in files:
             raise KeyError(f"model={str(path)!r}: checkpoint has no tensor {ckpt_name!r}")
         with safe_open(files[ckpt_name], "pt", device="cpu") as f:
-            state[own_name] = f.get_tensor(ckpt_name).to(dtype)
+            tensor = f.get_tensor(ckpt_name)
+        if tuple(tensor.shape) != expected[own_name]:
+            raise ValueError(f"model={str(path)!r}: tensor {ckpt_name!r} has shape {tuple(tensor.shape)}: expected "
+                             f"{expected[own_name]} from config.json (do the config and the weights belong together?)")
+        state[own_name] = tensor.to(dtype)
     model.load_state_dict(state, assign=True, strict=True)
     # Buffers (rotary inv_freq) were built on "meta"; rebuild them for real.
     for module in model.modules():

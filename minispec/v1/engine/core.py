@@ -44,6 +44,9 @@ class EngineCore:
             self.scheduler.add_request(self.arrivals.pop(0)[1])
 
     def _engine_step_events(self) -> Iterator[str]:
+        if self.arrivals and not self.batch_queue and not self.scheduler.has_unfinished_requests():
+            # Nothing can happen before the next arrival: skip the idle steps.
+            self.engine_step = max(self.engine_step, self.arrivals[0][0])
         self._admit_arrivals()
         scheduled = False
         if len(self.batch_queue) < self.max_concurrent_batches:
