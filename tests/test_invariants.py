@@ -63,3 +63,18 @@ def test_decode_request_in_two_batches():
     chunked.check_schedule(schedule(step=0, nc=0, n=2, drafts=()))
     chunked.check_schedule(schedule(step=1, nc=2, n=2, drafts=()))
     assert chunked.violations == []
+
+
+def test_a_stage_reading_kv_through_other_blocks():
+    """Issue 9's silent case: a stage whose block table has a block twice reads and
+    writes KV in the wrong place while every token id it holds is right."""
+    from dataclasses import replace
+
+    sched = replace(schedule(), block_ids={"A": [3, 7]})
+    good, doubled = stage([1, 2, 3, 4, 5, 7, 8, 9]), stage([1, 2, 3, 4, 5, 7, 8, 9])
+    good.rows[0].block_ids, doubled.rows[0].block_ids = [3, 7], [3, 7, 7]
+    checker = InvariantChecker(raise_on_violation=False)
+    checker.check_stage(sched, good)
+    assert checker.violations == []
+    checker.check_stage(sched, doubled)
+    assert [(v.invariant, v.expected, v.actual) for v in checker.violations] == [(4, "block table [3, 7]", [3, 7, 7])]

@@ -86,12 +86,15 @@ class LLM:
         self.recorder = None
         if record or check_invariants:
             self.recorder = TraceRecorder(self.fixes_name, pp, InvariantChecker() if check_invariants else None)
+        self._backend = distributed_executor_backend
         executor = self._make_executor(distributed_executor_backend)
         kv = KVCacheManager(self.config.cache_config.num_gpu_blocks, block_size)
         self.scheduler = Scheduler(scheduler_config, kv, use_pp=pp > 1)
         self.engine = EngineCore(self.scheduler, executor, pp, self.recorder)
         self._ids = itertools.count()
         self._used_ids: set[str] = set()  # queued, running or finished: ids are never reused
+        self._abort_pending = False  # an abort was itself interrupted: finish it first
+        self._restart_workers = False  # "mp" workers were stopped by an abort
 
     def _make_executor(self, backend: str):
         if backend == "uni":
@@ -199,6 +202,7 @@ class LLM:
         """Validate and queue one request, to arrive ``arrival_step`` engine
         steps from now, without running the engine."""
         ids = self._check_request(prompt, params, arrival_step, request_id, "prompt")
+        self._recover()
         return self._queue(ids, params, arrival_step, request_id)
 
     def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParams] | None = None,
@@ -222,12 +226,42 @@ class LLM:
         # Every request is checked before any is queued.
         checked = [self._check_request(p, sp, a, None, f"prompts[{i}]")
                    for i, (p, sp, a) in enumerate(zip(prompts, params, arrivals))]
-        requests = [self._queue(ids, sp, a, None) for ids, sp, a in zip(checked, params, arrivals)]
-        self.engine.run()
+        self._recover()
+        try:
+            requests = [self._queue(ids, sp, a, None) for ids, sp, a in zip(checked, params, arrivals)]
+            self.engine.run()
+        except BaseException:  # KeyboardInterrupt too: the engine must not stay half-stepped
+            self._abort_all()
+            raise
         return [self._output(r, p) for r, p in zip(requests, prompts)]
 
+    def _abort_all(self) -> None:
+        """Abort every unfinished request (vLLM: ``EngineCore.abort_requests``).
+        ``generate`` runs every queued request, so when an exception leaves it,
+        all are aborted: the scheduler frees their blocks, the batches in flight
+        are discarded, and every stage forgets them; in "mp" the workers, which
+        may be mid-send, are stopped and restarted on the next call."""
+        self._abort_pending = True
+        self.engine.abort_requests(self.engine.unfinished_request_ids())
+        self.engine.batch_queue.clear()
+        if self._backend == "mp":
+            self._restart_workers = True
+            self.shutdown()
+        else:
+            self.engine.executor.discard_in_flight()
+        self._abort_pending = False
+
+    def _recover(self) -> None:
+        """Finish what an interrupted abort left undone."""
+        if self._abort_pending:
+            self._abort_all()
+        if self._restart_workers:
+            self.engine.executor = self._make_executor("mp")
+            self._restart_workers = False
+
     def _output(self, request: Request, prompt) -> RequestOutput:
-        reason = {RequestStatus.FINISHED_STOPPED: "stop", RequestStatus.FINISHED_LENGTH_CAPPED: "length"}
+        reason = {RequestStatus.FINISHED_STOPPED: "stop", RequestStatus.FINISHED_LENGTH_CAPPED: "length",
+                  RequestStatus.FINISHED_ABORTED: "abort"}
         text = self.tokenizer.decode(request.output_token_ids) if self.tokenizer else ""
         return RequestOutput(
             request_id=request.request_id, prompt=prompt if isinstance(prompt, str) else None,

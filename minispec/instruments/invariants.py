@@ -77,6 +77,11 @@ class InvariantChecker:
             if row.num_computed_tokens != s.num_computed_tokens[req_id]:
                 self._fail(4, s.step, st.stage, req_id, f"num_computed_tokens={s.num_computed_tokens[req_id]}",
                            row.num_computed_tokens)
+            # The blocks too: a stage that reads or writes KV through other
+            # blocks than the scheduler gave computes other tokens while every
+            # token id above is right.
+            if row.block_ids is not None and req_id in s.block_ids and row.block_ids != s.block_ids[req_id]:
+                self._fail(4, s.step, st.stage, req_id, f"block table {s.block_ids[req_id]}", row.block_ids)
             # The history is everything before the drafts: what this step
             # gathers, and what the row claims as its own (num_tokens_no_spec).
             n_history = max(row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts,

@@ -29,6 +29,7 @@ class RowRecord:
     # leaves tokens behind). None for a row index the stage had not used before.
     prev_req_id: str | None = None
     prev_token_ids: list[int] = field(default_factory=list)
+    block_ids: list[int] | None = None  # block_table row: where this stage's KV for the request lives
 
     @property
     def draft_slots(self) -> list[int]:
@@ -61,6 +62,7 @@ class ScheduleRecord:
     all_token_ids: dict[str, list[int]]
     new_req_ids: list[str]
     num_prompt_tokens: dict[str, int]
+    block_ids: dict[str, list[int]] = field(default_factory=dict)  # the KV cache manager's, once scheduled
 
 
 @dataclass
@@ -111,6 +113,7 @@ class TraceRecorder:
             all_token_ids={r: reqs[r].all_token_ids for r in out.num_scheduled_tokens},
             new_req_ids=[n.req_id for n in out.scheduled_new_reqs],
             num_prompt_tokens={r: len(reqs[r].prompt_token_ids) for r in out.num_scheduled_tokens},
+            block_ids={r: list(scheduler.kv_cache_manager.get_block_ids(r)) for r in out.num_scheduled_tokens},
         )
         step = StepRecord(record)
         self._by_step[out.step] = step
@@ -135,6 +138,7 @@ class TraceRecorder:
                 num_computed_tokens=nc, num_scheduled_tokens=n_sched,
                 num_drafts=len(inputs.verified_drafts[row]),
                 prev_req_id=prev.req_id if prev else None, prev_token_ids=prev.token_ids if prev else [],
+                block_ids=batch.block_table.block_table_np[row, : batch.block_table.num_blocks_per_row[row]].tolist(),
             ))
         last.update({r.row: r for r in rows})
         record = StageRecord(

@@ -3,7 +3,7 @@
 ``num_computed_tokens`` counts tokens whose KV is (or is being) computed; the
 scheduler advances it when it schedules, drafts included, and rolls it back by
 the number of rejected drafts when the output comes back.
-Left out: multimodal inputs, structured output, LoRA, pooling, priorities, aborts.
+Left out: multimodal inputs, structured output, LoRA, pooling, priorities.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ class RequestStatus(enum.Enum):
     PREEMPTED = "preempted"
     FINISHED_STOPPED = "finished_stopped"
     FINISHED_LENGTH_CAPPED = "finished_length_capped"
+    FINISHED_ABORTED = "finished_aborted"
 
     @property
     def is_finished(self) -> bool:

@@ -33,9 +33,12 @@ class KVCacheManager:
         needed = -(-(request.num_computed_tokens + num_new_tokens) // self.block_size) - len(blocks)
         if needed > self.num_free_blocks:
             return None
-        new_blocks = [self.free_block_queue.popleft() for _ in range(max(0, needed))]
-        blocks.extend(new_blocks)
-        return new_blocks
+        start = len(blocks)
+        for _ in range(max(0, needed)):
+            # One statement per block, so an exception between blocks (Ctrl-C)
+            # never leaves a block owned by nobody.
+            blocks.append(self.free_block_queue.popleft())
+        return blocks[start:]
 
     def free(self, request: Request) -> None:
         self.free_block_queue.extend(self.req_to_blocks.pop(request.request_id, []))

@@ -11,7 +11,8 @@ With one stage the same loop schedules, runs and updates within one step, like
 vLLM's plain ``step()``. Every step can also be taken one event at a time
 (schedule, each stage's forward, update) with ``iter_events``, which is how the
 notebooks walk through the forum thread's interleaving.
-Left out: the ZMQ engine-core process, output processing, aborts, async scheduling.
+``abort_requests`` finishes requests with ``FINISHED_ABORTED``, as vLLM's does.
+Left out: the ZMQ engine-core process, output processing, async scheduling.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterator
 
-from minispec.v1.request import Request
+from minispec.v1.request import Request, RequestStatus
 
 
 class EngineCore:
@@ -35,6 +36,21 @@ class EngineCore:
     def add_request(self, request: Request, arrival_step: int = 0) -> None:
         self.arrivals.append((arrival_step, request))
         self.arrivals.sort(key=lambda a: a[0])
+
+    def abort_requests(self, request_ids) -> None:
+        """Finish these requests as aborted, whether queued, waiting or running."""
+        request_ids = set(request_ids)
+        for _, request in self.arrivals:
+            if request.request_id in request_ids:
+                request.status = RequestStatus.FINISHED_ABORTED
+        self.arrivals = [(step, r) for step, r in self.arrivals if r.request_id not in request_ids]
+        self.scheduler.finish_requests(request_ids, RequestStatus.FINISHED_ABORTED)
+
+    def unfinished_request_ids(self) -> set[str]:
+        """Every request not yet finished, wherever it is (queued, waiting, running)."""
+        sched = self.scheduler
+        ids = {r.request_id for r in sched.requests.values() if not r.is_finished()}
+        return ids | {r.request_id for r in [*sched.running, *sched.waiting]} | {r.request_id for _, r in self.arrivals}
 
     def has_work(self) -> bool:
         return bool(self.arrivals or self.batch_queue or self.scheduler.has_unfinished_requests())

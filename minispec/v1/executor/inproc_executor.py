@@ -56,6 +56,13 @@ class InProcPipelineExecutor:
             for stage, step in self.tick():
                 yield f"stage {stage} runs step {step}"
 
+    def discard_in_flight(self) -> None:
+        """Forget the batches in the pipeline and every request each stage holds
+        (after the engine aborted them all: see ``ModelRunner.drop_all_requests``)."""
+        self.in_flight.clear()
+        for runner in self.runners:
+            runner.drop_all_requests()
+
     def shutdown(self) -> None:
         """Nothing to stop: every stage lives in this process."""
 

@@ -48,13 +48,19 @@ class DraftModelProposer:
         for attn in self.model.attention_layers:
             attn.kv_cache = allocate_kv_cache(num_blocks, block_size, arch.num_key_value_heads, arch.head_dim,
                                               dtype, device)
-        self.free_blocks = list(range(num_blocks))
+        self.num_blocks = num_blocks
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every request's draft cache."""
+        self.free_blocks = list(range(self.num_blocks))
         self.req_blocks: OrderedDict[str, list[int]] = OrderedDict()  # LRU order
         self.num_cached: dict[str, int] = {}
 
     def remove(self, req_id: str) -> None:
-        self.free_blocks.extend(self.req_blocks.pop(req_id, []))
+        # num_cached first: blocks without it are merely recomputed, the reverse reads stale KV.
         self.num_cached.pop(req_id, None)
+        self.free_blocks.extend(self.req_blocks.pop(req_id, []))
 
     def _reserve(self, req_id: str, num_tokens: int, keep: set[str]) -> list[int]:
         blocks = self.req_blocks.setdefault(req_id, [])

@@ -32,3 +32,6 @@ class NgramProposer:
 
     def remove(self, req_id: str) -> None:
         """Keeps no per-request state."""
+
+    def reset(self) -> None:
+        """Keeps no per-request state."""

@@ -67,6 +67,16 @@ class ModelRunner:
         # "moved" (by condense) or "re-added".
         self.row_paths: dict[str, str] = {}
 
+    def drop_all_requests(self) -> None:
+        """Forget every request: a new persistent batch and draft cache. For after
+        all requests were aborted because an exception cut a step short, when
+        this stage may have stopped half-way through updating its rows."""
+        batch = self.input_batch
+        self.requests.clear()
+        self.input_batch = InputBatch(batch.max_num_reqs, batch.max_model_len, batch.block_table.block_table_np.shape[1])
+        if self.drafter is not None:
+            self.drafter.reset()
+
     # -- _update_states ---------------------------------------------------
     def _update_states(self, out: SchedulerOutput) -> None:
         """Bring this stage's requests and persistent batch in line with ``out``,

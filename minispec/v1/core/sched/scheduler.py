@@ -54,6 +54,25 @@ class Scheduler:
         self.requests[request.request_id] = request
         self.waiting.append(request)
 
+    def finish_requests(self, request_ids, finished_status: RequestStatus) -> None:
+        """Finish requests from outside the scheduler (vLLM: an abort). Their
+        blocks are freed, and ``finished_req_ids`` tells every stage to drop them."""
+        assert finished_status.is_finished
+        for req_id in request_ids:
+            request = self.requests.get(req_id)
+            if request is None:
+                continue
+            # Looked up in both queues: an exception in schedule() can leave a
+            # request between them, in neither or (status already finished) in running.
+            if request in self.running:
+                self.running.remove(request)
+            if request in self.waiting:
+                self.waiting.remove(request)
+            request.status = finished_status
+            self.kv_cache_manager.free(request)
+            request.spec_token_ids.clear()
+            self.finished_req_ids.add(req_id)
+
     def has_unfinished_requests(self) -> bool:
         return bool(self.waiting or self.running)
 
@@ -188,6 +207,8 @@ class Scheduler:
         for req_id in scheduler_output.num_scheduled_tokens:
             request = self.requests[req_id]
             request.num_inflight_batches -= 1
+            if request.is_finished():  # aborted while its batch was in flight
+                continue
             index = output.req_id_to_index[req_id]
             generated = list(output.sampled_token_ids[index])
             drafts = scheduler_output.scheduled_spec_decode_tokens.get(req_id)
