@@ -37,3 +37,13 @@ def random_llama_dir(tmp_path_factory):
 @pytest.fixture(scope="session", params=["target", "draft", "random"])
 def any_checkpoint(request, random_llama_dir):
     return {"target": DEFAULT_TARGET, "draft": DEFAULT_DRAFT, "random": random_llama_dir}[request.param]
+
+
+# hypothesis profiles (tests/test_properties.py): "ci" is the default, 300
+# examples; "long" for a local soak: pytest tests/test_properties.py --hypothesis-profile=long
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+_slow_ok = [HealthCheck.too_slow, HealthCheck.data_too_large]
+settings.register_profile("ci", max_examples=300, deadline=None, suppress_health_check=_slow_ok, print_blob=True)
+settings.register_profile("long", max_examples=5000, deadline=None, suppress_health_check=_slow_ok, print_blob=True)
+settings.load_profile("ci")

@@ -1,0 +1,133 @@
+"""Property-based schedules (issue 9, part 3), with ``hypothesis``.
+
+Each example draws a whole configuration -- pipeline stages 1-3, k 0-5, either
+proposer, token budget, ``max_num_seqs``, block size, a KV pool small enough to
+preempt, ``max_model_len``, prompts of 1 ... ``max_model_len - 1`` tokens,
+``max_tokens`` from 1, arrival steps, stop tokens -- and a preset, with every
+invariant checked live:
+
+* under ``"all"`` the run must finish with the reference tokens;
+* under the faulty presets it may raise ``InvariantViolation``, but if it
+  finishes its tokens must be the reference's: a divergence the checker let
+  through fails the test.
+
+The reference is a one-stage, no-draft minispec engine (greedy), cached per
+prompt; ``tests/test_greedy_equivalence.py`` checks that engine against
+transformers' ``generate`` token for token. (transformers itself costs ~0.1 s
+per prompt here, too much for hundreds of examples per run.)
+
+Profiles (``tests/conftest.py``): ``ci`` (default, 300 examples) and ``long``
+(``pytest tests/test_properties.py --hypothesis-profile=long``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from hypothesis import event, example, given, strategies as st
+
+from minispec import LLM, SamplingParams
+from minispec.instruments.invariants import InvariantViolation
+from minispec.training.corpus import split_text
+
+MAX_LEN = 64  # largest max_model_len drawn: keeps one example well under a second
+MAX_TOKENS = 16
+TEXT = split_text()[1]  # held-out text: prompts the target was not trained on
+OFFSETS = [0, 531, 1207, 2290, 3318, 4402, 5573, 6610]  # a few, so references are reused
+
+
+@functools.lru_cache(maxsize=1)
+def _reference_engine() -> LLM:
+    return LLM(max_model_len=MAX_LEN, max_num_seqs=8)
+
+
+@functools.lru_cache(maxsize=None)
+def greedy(prompt: tuple[int, ...]) -> tuple[int, ...]:
+    """Plain greedy continuation, as long as any drawn request can ask for."""
+    n = min(MAX_TOKENS, MAX_LEN - len(prompt))
+    out = _reference_engine().generate([list(prompt)], SamplingParams(temperature=0, max_tokens=n))
+    return tuple(out[0].outputs[0].token_ids)
+
+
+def expected(prompt: list[int], max_tokens: int, max_model_len: int, stop: list[int]) -> list[int]:
+    tokens = list(greedy(tuple(prompt)))[: min(max_tokens, max_model_len - len(prompt))]
+    for i, t in enumerate(tokens):
+        if t in stop:
+            return tokens[: i + 1]
+    return tokens
+
+
+@st.composite
+def configurations(draw):
+    block_size = draw(st.sampled_from([1, 2, 4, 8, 16]))
+    max_model_len = draw(st.integers(8, MAX_LEN))
+    min_blocks = -(-max_model_len // block_size)
+    k = draw(st.integers(0, 5))
+    engine = dict(
+        pipeline_parallel_size=draw(st.integers(1, 3)),
+        speculative_config={"method": draw(st.sampled_from(["ngram", "draft_model"])), "num_speculative_tokens": k}
+        if k else None,
+        fixes=draw(st.sampled_from(["all", "all", "vllm-0.14", "vllm-0.9.2"])),
+        max_num_seqs=draw(st.integers(1, 6)),
+        max_num_batched_tokens=draw(st.integers(1, 96)),
+        max_model_len=max_model_len,
+        block_size=block_size,
+        num_gpu_blocks=draw(st.integers(min_blocks, 3 * min_blocks)),
+    )
+    requests = []
+    for _ in range(draw(st.integers(1, 5))):
+        offset = draw(st.sampled_from(OFFSETS))
+        length = draw(st.integers(1, max_model_len - 1))
+        requests.append(dict(
+            prompt=TEXT[offset : offset + length],
+            max_tokens=draw(st.integers(1, MAX_TOKENS)),
+            arrival=draw(st.integers(0, 4)),
+            stop=draw(st.lists(st.integers(2, 104), max_size=2)),
+        ))
+    return engine, requests
+
+
+def run(engine: dict, requests: list[dict]) -> str:
+    """Run one configuration with every invariant checked live; say how it ended."""
+    llm = LLM(check_invariants=True, **engine)
+    ids = [llm.tokenizer.encode(r["prompt"]).ids for r in requests]
+    params = [SamplingParams(temperature=0, max_tokens=r["max_tokens"], stop_token_ids=r["stop"]) for r in requests]
+    want = [expected(p, r["max_tokens"], engine["max_model_len"], r["stop"]) for p, r in zip(ids, requests)]
+    try:
+        outputs = llm.generate(ids, params, arrival_steps=[r["arrival"] for r in requests])
+    except InvariantViolation as e:
+        assert engine["fixes"] != "all", "an invariant broke under the fixed preset"
+        return f"{engine['fixes']}: invariant {e.violation.invariant} fired"
+    got = [o.outputs[0].token_ids for o in outputs]
+    assert got == want, "tokens diverged from greedy" + (" and no invariant fired" if engine["fixes"] != "all" else "")
+    return f"{engine['fixes']}: finished"
+
+
+def _forum_like(fixes: str) -> tuple[dict, list[dict]]:
+    """Two waves of two requests under PP=2 with drafts: each faulty preset diverges
+    here, so every run checks at least once that the checker catches it."""
+    engine = dict(pipeline_parallel_size=2, speculative_config={"method": "draft_model", "num_speculative_tokens": 3},
+                  fixes=fixes, max_num_seqs=4, max_num_batched_tokens=96, max_model_len=64, block_size=8,
+                  num_gpu_blocks=32)
+    requests = [dict(prompt=TEXT[o : o + n], max_tokens=12, arrival=a, stop=[])
+                for o, n, a in [(0, 10, 0), (531, 12, 0), (1207, 30, 1), (2290, 27, 1)]]
+    return engine, requests
+
+
+@given(configurations())
+@example(_forum_like("vllm-0.9.2"))
+@example(_forum_like("vllm-0.14"))
+@example(_forum_like("all"))
+def test_any_configuration_is_greedy_or_caught(config):
+    event(run(*config))  # counted by --hypothesis-show-statistics
+
+
+def test_the_property_fails_when_the_checker_is_blind(monkeypatch):
+    """The test above can fail: with the checker silenced, a faulty preset's divergence is reported."""
+    import pytest
+
+    from minispec.instruments.invariants import InvariantChecker
+
+    monkeypatch.setattr(InvariantChecker, "_fail", lambda self, *args: None)
+    with pytest.raises(AssertionError, match="tokens diverged from greedy and no invariant fired"):
+        run(*_forum_like("vllm-0.9.2"))
