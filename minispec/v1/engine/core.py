@@ -61,8 +61,11 @@ class EngineCore:
 
     def _engine_step_events(self) -> Iterator[str]:
         if self.arrivals and not self.batch_queue and not self.scheduler.has_unfinished_requests():
-            # Nothing can happen before the next arrival: skip the idle steps.
-            self.engine_step = max(self.engine_step, self.arrivals[0][0])
+            # Nothing can happen before the next arrival: skip the idle steps,
+            # numbering schedules as if each had run (an empty one still counts).
+            idle = max(0, self.arrivals[0][0] - self.engine_step)
+            self.engine_step += idle
+            self.scheduler.step_counter += idle
         self._admit_arrivals()
         scheduled = False
         if len(self.batch_queue) < self.max_concurrent_batches:
