@@ -3,6 +3,11 @@
 Builds the engine -- an executor holding one ``ModelRunner`` per pipeline
 stage, a scheduler and an engine core -- and runs ``generate`` to completion. Arguments mirror vLLM's where they exist;
 ``fixes``, ``record``, ``check_invariants`` and ``arrival_steps`` are minispec's.
+So is ``max_concurrent_batches``, the number of batches in flight at once: vLLM's
+executor derives it from ``pipeline_parallel_size`` (``Executor.max_concurrent_batches``)
+and offers no setting; minispec defaults to the same and lets 1 turn the batch
+queue off, to measure what it buys. ``distributed_executor_backend="torchrun"``
+is minispec's way across machines (vLLM's is Ray; see the README).
 Everything is validated before a single request is added, so a bad request
 never leaves the engine half-changed.
 """
@@ -11,6 +16,8 @@ from __future__ import annotations
 
 import itertools
 import numbers
+import os
+import sys
 from pathlib import Path
 
 import torch
@@ -56,6 +63,7 @@ class LLM:
         device: str | None = None,
         dtype: torch.dtype = torch.float32,
         distributed_executor_backend: str = "uni",
+        max_concurrent_batches: int | None = None,
     ):
         arch = LlamaArchitecture.from_pretrained(model)
         self.fixes_name = fixes if isinstance(fixes, str) else repr(fixes)
@@ -74,27 +82,36 @@ class LLM:
         self.recorder = None
         if record or check_invariants:
             self.recorder = TraceRecorder(self.fixes_name, pp, InvariantChecker() if check_invariants else None)
+        in_flight = pp if max_concurrent_batches is None else max_concurrent_batches
+        if not (is_int(in_flight) and in_flight >= 1):
+            raise ValueError(f"max_concurrent_batches={max_concurrent_batches!r}: expected an integer >= 1 or None")
         executor = self._make_executor(distributed_executor_backend)
         kv = KVCacheManager(self.config.cache_config.num_gpu_blocks, block_size)
         self.scheduler = Scheduler(scheduler_config, kv, use_pp=pp > 1)
-        self.engine = EngineCore(self.scheduler, executor, pp, self.recorder)
+        self.engine = EngineCore(self.scheduler, executor, in_flight, self.recorder)
         self._ids = itertools.count()
         self._used_ids: set[str] = set()  # queued, running or finished: ids are never reused
 
     def _make_executor(self, backend: str):
         if backend == "uni":
             return InProcPipelineExecutor(self.config, self.recorder)
-        if backend != "mp":
-            raise ValueError(f"distributed_executor_backend={backend!r}: expected 'uni' or 'mp'")
+        if backend not in ("mp", "torchrun"):
+            raise ValueError(f"distributed_executor_backend={backend!r}: expected 'uni', 'mp' or 'torchrun'")
         if self.recorder is not None:
-            raise ValueError("record/check_invariants: expected distributed_executor_backend='uni' "
-                             "(stage records live in worker processes under 'mp')")
-        from minispec.v1.executor.multiproc_executor import MultiprocPipelineExecutor
+            raise ValueError(f"record/check_invariants: expected distributed_executor_backend='uni' "
+                             f"(stage records live in worker processes under {backend!r})")
+        from minispec.v1.executor import multiproc_executor
 
-        return MultiprocPipelineExecutor(self.config)
+        if backend == "torchrun" and int(os.environ.get("RANK", "0")) > 0:
+            # The same script runs on every rank; the rest of it is rank 0's.
+            multiproc_executor.serve_stage(self.config)
+            sys.exit(0)
+        return multiproc_executor.MultiprocPipelineExecutor(self.config, launcher=backend)
 
     def shutdown(self) -> None:
-        """Stop worker processes (a no-op for the in-process executor)."""
+        """Stop the worker processes (a no-op for the in-process executor); also
+        done on leaving a ``with LLM(...)`` block, when the ``LLM`` is garbage
+        collected and at interpreter exit. A shut-down multi-process ``LLM`` refuses to generate."""
         self.engine.executor.shutdown()
 
     def __enter__(self):
