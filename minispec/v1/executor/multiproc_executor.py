@@ -68,9 +68,7 @@ class StageGroup:
     def __init__(self, store, rank: int, world_size: int, timeout_s: float, hostname: str | None = None):
         opts = dist.ProcessGroupGloo._Options()
         opts._timeout = IDLE
-        device = dist.ProcessGroupGloo.create_device(hostname=hostname) if hostname else \
-            dist.ProcessGroupGloo.create_default_device()
-        opts._devices = [device]
+        opts._devices = [_gloo_device(hostname)]
         self.pg = dist.ProcessGroupGloo(store, rank, world_size, opts)
         self.rank, self.timeout = rank, datetime.timedelta(seconds=timeout_s)
         self.sending: list = []  # (work, tensor): a tensor must live until its send completes
@@ -96,6 +94,15 @@ class StageGroup:
     def recv_object(self, src: int, tag: int, idle: bool = False):
         size = self.recv(torch.empty(1, dtype=torch.int64), src, tag, idle)
         return pickle.loads(self.recv(torch.empty(int(size), dtype=torch.uint8), src, tag).numpy().tobytes())
+
+
+def _gloo_device(hostname: str | None):
+    """Loopback for "mp"; across machines the interface ``GLOO_SOCKET_IFNAME`` names, as torch's own."""
+    if hostname:
+        return dist.ProcessGroupGloo.create_device(hostname=hostname)
+    if os.environ.get("GLOO_SOCKET_IFNAME"):
+        return dist.ProcessGroupGloo.create_device(interface=os.environ["GLOO_SOCKET_IFNAME"])
+    return dist.ProcessGroupGloo.create_default_device()
 
 
 def run_stage(group: StageGroup, runner, hidden_size: int, dtype) -> None:
