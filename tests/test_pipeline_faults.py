@@ -88,9 +88,10 @@ def test_raising_stage_sends_its_traceback():
     assert_refuses_afterwards(llm)
 
 
-def test_hung_stage_times_out(monkeypatch):
+@pytest.mark.parametrize("pp", [2, 3])
+def test_hung_stage_times_out(monkeypatch, pp):
     monkeypatch.setenv("MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS", "3")
-    llm = mp_llm()
+    llm = mp_llm(pp)
     pids = [w.pid for w in llm.engine.executor.workers]
     os.kill(pids[0], signal.SIGSTOP)  # alive, holding its sockets, answering nothing
     start = time.monotonic()

@@ -29,6 +29,7 @@ import os
 import pickle
 import queue
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -152,8 +153,17 @@ def _worker_main(rank: int, config, port: int, timeout_s: float, reports) -> Non
         store = dist.TCPStore("127.0.0.1", port, config.pipeline_parallel_size, is_master=False)
         group = StageGroup(store, rank, config.pipeline_parallel_size, timeout_s, "127.0.0.1")
         run_stage(group, runner, config.arch.hidden_size, config.dtype or torch.float32)
+        code = 0
     except Exception:  # the engine must hear the cause, not only that a connection closed
         reports.put(("error", rank, traceback.format_exc()))
+        code = 1
+    # Leave without running destructors: a process group with a send still pending
+    # to a dead peer would block in its destructor.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    reports.close()
+    reports.join_thread()
+    os._exit(code)
 
 
 def refuse_spawn_bootstrap() -> None:
@@ -301,10 +311,10 @@ def diagnose(workers, reports, pp: int, timeout_s: float, cause: Exception | Non
     if own:
         return f"pipeline stage {own[0]} raised:\n{errors[own[0]]}"
     for rank, w in enumerate(workers, start=1):
-        if not w.is_alive() and w.exitcode:
+        if not w.is_alive() and w.exitcode and rank not in errors:  # died without a word
             return f"pipeline stage {rank} exited with code {w.exitcode}"
-    if cause is not None and "Timed out" in str(cause):
-        waited = [r for r, text in errors.items() if "Timed out" in text]
+    waited = [r for r, text in errors.items() if "Timed out" in text]  # r heard nothing from r - 1
+    if waited or (cause is not None and "Timed out" in str(cause)):
         hung = min(waited) - 1 if waited else pp - 1
         return (f"pipeline stage {hung} is hung: nothing arrived from it within {timeout_s:g} s "
                 "(MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS)")
