@@ -149,8 +149,8 @@ def main() -> None:
 
         tiny_vocab = LlamaArchitecture.from_pretrained(DEFAULT_TARGET).vocab_size
         paths += report("shipped tiny target", compare(DEFAULT_TARGET, tiny_vocab, args), args.out)
-        print("  (the tiny target computes a stage in about the time it takes to pass a batch between processes, "
-              "so messaging, not compute, sets the pace and overlapping compute saves little)")
+        print("  (the tiny target computes a stage in a millisecond or two, less than passing a batch between "
+              "processes and scheduling it take, so those set the pace and overlapping compute saves little)")
         if args.throughput:
             throughput(heavy, HEAVY["vocab_size"])
     print("\nGantt charts:", *paths, sep="\n  ")

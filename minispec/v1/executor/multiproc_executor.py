@@ -285,6 +285,8 @@ class MultiprocPipelineExecutor:
         """Name the stage that failed and why, stop every stage, and refuse from now on."""
         reports = reports or self._collect_reports()
         self.error = diagnose(self.workers, reports, self.pp, self.timeout_s, cause) + f" ({when})"
+        for w in self.workers:  # nothing left to finish: no grace period
+            w.kill()
         self.shutdown()
         raise WorkerError(self.error) from None
 
