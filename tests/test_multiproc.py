@@ -35,14 +35,14 @@ def test_worker_failure_reaches_the_engine(tmp_path):
     broken = tmp_path / "broken"
     shutil.copytree(DEFAULT_TARGET, broken)
     (broken / "model.safetensors").write_bytes(b"not a safetensors file")
-    with pytest.raises(WorkerError, match=r"stage \d:[\s\S]*header"):
+    with pytest.raises(WorkerError, match=r"pipeline stage 1 raised:[\s\S]*header"):
         LLM(model=broken, pipeline_parallel_size=2, distributed_executor_backend="mp")
 
 
 def test_traces_need_the_in_process_executor():
     with pytest.raises(ValueError, match="record/check_invariants: expected distributed_executor_backend='uni'"):
         LLM(pipeline_parallel_size=2, distributed_executor_backend="mp", record=True)
-    with pytest.raises(ValueError, match="distributed_executor_backend='ray': expected 'uni' or 'mp'"):
+    with pytest.raises(ValueError, match="distributed_executor_backend='ray': expected 'uni', 'mp' or 'torchrun'"):
         LLM(distributed_executor_backend="ray")
 
 

@@ -3,6 +3,11 @@
 Builds the engine -- an executor holding one ``ModelRunner`` per pipeline
 stage, a scheduler and an engine core -- and runs ``generate`` to completion. Arguments mirror vLLM's where they exist;
 ``fixes``, ``record``, ``check_invariants`` and ``arrival_steps`` are minispec's.
+So is ``max_concurrent_batches``, the number of batches in flight at once: vLLM's
+executor derives it from ``pipeline_parallel_size`` (``Executor.max_concurrent_batches``)
+and offers no setting; minispec defaults to the same and lets 1 turn the batch
+queue off, to measure what it buys. ``distributed_executor_backend="torchrun"``
+is minispec's way across machines (vLLM's is Ray; see the README).
 Everything is validated before a single request is added, so a bad request
 never leaves the engine half-changed.
 """
@@ -11,7 +16,9 @@ from __future__ import annotations
 
 import itertools
 import numbers
+import os
 import reprlib
+import sys
 import warnings
 from pathlib import Path
 
@@ -62,6 +69,7 @@ class LLM:
         device: str | None = None,
         dtype: torch.dtype = torch.float32,
         distributed_executor_backend: str = "uni",
+        max_concurrent_batches: int | None = None,
     ):
         for name, flag in (("check_invariants", check_invariants), ("record", record)):
             if not isinstance(flag, bool):
@@ -87,10 +95,13 @@ class LLM:
         if record or check_invariants:
             self.recorder = TraceRecorder(self.fixes_name, pp, InvariantChecker() if check_invariants else None)
         self._backend = distributed_executor_backend
+        in_flight = pp if max_concurrent_batches is None else max_concurrent_batches
+        if not (is_int(in_flight) and in_flight >= 1):
+            raise ValueError(f"max_concurrent_batches={max_concurrent_batches!r}: expected an integer >= 1 or None")
         executor = self._make_executor(distributed_executor_backend)
         kv = KVCacheManager(self.config.cache_config.num_gpu_blocks, block_size)
         self.scheduler = Scheduler(scheduler_config, kv, use_pp=pp > 1)
-        self.engine = EngineCore(self.scheduler, executor, pp, self.recorder)
+        self.engine = EngineCore(self.scheduler, executor, in_flight, self.recorder)
         self._ids = itertools.count()
         self._used_ids: set[str] = set()  # queued, running or finished: ids are never reused
         self._abort_pending = False  # an abort was itself interrupted: finish it first
@@ -99,14 +110,18 @@ class LLM:
     def _make_executor(self, backend: str):
         if backend == "uni":
             return InProcPipelineExecutor(self.config, self.recorder)
-        if backend != "mp":
-            raise ValueError(f"distributed_executor_backend={backend!r}: expected 'uni' or 'mp'")
+        if backend not in ("mp", "torchrun"):
+            raise ValueError(f"distributed_executor_backend={backend!r}: expected 'uni', 'mp' or 'torchrun'")
         if self.recorder is not None:
-            raise ValueError("record/check_invariants: expected distributed_executor_backend='uni' "
-                             "(stage records live in worker processes under 'mp')")
-        from minispec.v1.executor.multiproc_executor import MultiprocPipelineExecutor
+            raise ValueError(f"record/check_invariants: expected distributed_executor_backend='uni' "
+                             f"(stage records live in worker processes under {backend!r})")
+        from minispec.v1.executor import multiproc_executor
 
-        return MultiprocPipelineExecutor(self.config)
+        if backend == "torchrun" and int(os.environ.get("RANK", "0")) > 0:
+            # The same script runs on every rank; the rest of it is rank 0's.
+            multiproc_executor.serve_stage(self.config)
+            sys.exit(0)
+        return multiproc_executor.MultiprocPipelineExecutor(self.config, launcher=backend)
 
     def _check_draft_tokenizer(self) -> None:
         """Drafts are verified id for id, so both models must read ids as the same text."""
@@ -119,7 +134,9 @@ class LLM:
                              "other ids than the target's: expected the target's tokenizer")
 
     def shutdown(self) -> None:
-        """Stop worker processes (a no-op for the in-process executor)."""
+        """Stop the worker processes (a no-op for the in-process executor); also
+        done on leaving a ``with LLM(...)`` block, when the ``LLM`` is garbage
+        collected and at interpreter exit. A shut-down multi-process ``LLM`` refuses to generate."""
         self.engine.executor.shutdown()
 
     def __enter__(self):
@@ -244,7 +261,7 @@ class LLM:
         self._abort_pending = True
         self.engine.abort_requests(self.engine.unfinished_request_ids())
         self.engine.batch_queue.clear()
-        if self._backend == "mp":
+        if self._backend != "uni":
             self._restart_workers = True
             self.shutdown()
         else:
@@ -256,6 +273,9 @@ class LLM:
         if self._abort_pending:
             self._abort_all()
         if self._restart_workers:
+            if self._backend == "torchrun":
+                raise RuntimeError("generate was interrupted under torchrun, which stopped the stages on the other "
+                                   "ranks; they cannot be restarted from here: start the job again")
             self.engine.executor = self._make_executor("mp")
             self._restart_workers = False
 

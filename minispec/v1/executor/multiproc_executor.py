@@ -1,21 +1,36 @@
-"""Pipeline stages in separate processes, hidden states over ``torch.distributed``
+"""Pipeline stages in separate processes, talking only over ``torch.distributed``
 (vLLM: ``vllm/v1/executor/multiproc_executor.py``).
 
-The engine process starts one worker process per stage. Every worker gets every
-``SchedulerOutput`` through its own queue (vLLM broadcasts it through a
-shared-memory ring buffer); stage ``r`` receives the previous stage's hidden
-states with ``dist.recv`` and sends its own on with ``dist.send``; the last
-stage puts its ``ModelRunnerOutput`` on the result queue. Results come back in
-the order the batches went in, so a batch's future is just its place in line.
+Rank 0 is the engine's own process and runs stage 0; ranks 1..PP-1 run the
+other stages. Everything travels as point-to-point messages on one gloo process
+group, so the same stage loop runs on one machine (``"mp"``: the engine spawns
+the other ranks) or on several (``"torchrun"``: ``torchrun`` starts every rank):
 
-Backend: gloo on the CPU, NCCL when the stages are on GPUs (not run here).
-Stage records and live invariant checks need the in-process executor.
+- rank 0 sends each ``SchedulerOutput`` to every other rank (vLLM broadcasts it
+  through a shared-memory ring buffer, which stops at the machine's edge);
+- stage ``r`` receives the previous stage's hidden states and sends its own on;
+- the last stage sends its ``ModelRunnerOutput`` back to rank 0, and every
+  stage sends rank 0 a ``StageSpan`` saying when it worked (``self.timeline``).
+
+Sends are asynchronous and only receives block: gloo's sends complete when the
+peer receives, so a blocking send from a stage that is one batch ahead would
+wait on a peer that is itself waiting on it. A receive that gets nothing within
+``MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS`` (vLLM: ``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS``)
+fails the executor, which then refuses further work. Left out: tensor
+parallelism, vLLM's worker RPCs (``collective_rpc``) and its shared-memory
+queues. Backend: gloo on the CPU (NCCL would carry GPU tensors; not run here).
 """
 
 from __future__ import annotations
 
+import datetime
+import multiprocessing
+import os
+import pickle
 import queue
-import socket
+import signal
+import sys
+import threading
 import time
 import traceback
 import weakref
@@ -26,46 +41,137 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from minispec.instruments.timeline import StageSpan, Timeline
 from minispec.sequence import IntermediateTensors
+from minispec.v1.worker.gpu_worker import make_runner
 
-RESULT_POLL_S = 1.0  # how often a wait for results checks the workers are alive
-SHUTDOWN_GRACE_S = 10.0
+CTRL, HIDDEN, OUTPUT, SPAN = 1, 2, 3, 4  # message tags
+IDLE = datetime.timedelta(days=365)  # a stage may wait this long for its next batch
+SHUTDOWN_GRACE_S = 5.0
+DIAGNOSE_GRACE_S = 2.0  # after a failure, how long the other stages get to report theirs
+START_POLL_S = 0.5
 
 
 class WorkerError(RuntimeError):
     pass
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def execute_model_timeout() -> float:
+    return float(os.environ.get("MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS", "20"))
 
 
-def _worker_main(rank: int, config, port: int, inbox, results) -> None:
+class StageGroup:
+    """Point-to-point messages between the ranks of one gloo process group.
+
+    A private ``ProcessGroupGloo`` rather than ``init_process_group``'s global
+    one, so that a process can hold several pipelines, one after another or at once."""
+
+    def __init__(self, store, rank: int, world_size: int, timeout_s: float, hostname: str | None = None):
+        opts = dist.ProcessGroupGloo._Options()
+        opts._timeout = IDLE
+        opts._devices = [_gloo_device(hostname)]
+        self.pg = dist.ProcessGroupGloo(store, rank, world_size, opts)
+        self.rank, self.timeout = rank, datetime.timedelta(seconds=timeout_s)
+        self.sending: list = []  # (work, tensor): a tensor must live until its send completes
+        self.pg.barrier().wait()
+        self.origin_ns = time.perf_counter_ns()  # every rank's clock starts at the barrier
+
+    def now(self) -> float:
+        return (time.perf_counter_ns() - self.origin_ns) / 1e9
+
+    def send(self, tensor: torch.Tensor, dst: int, tag: int) -> None:
+        self.sending = [(w, t) for w, t in self.sending if not w.is_completed()]
+        self.sending.append((self.pg.send([tensor], dst, tag), tensor))
+
+    def recv(self, tensor: torch.Tensor, src: int, tag: int, idle: bool = False) -> torch.Tensor:
+        self.pg.recv([tensor], src, tag).wait(IDLE if idle else self.timeout)
+        return tensor
+
+    def send_object(self, obj, dst: int, tag: int) -> None:
+        data = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
+        self.send(torch.tensor([data.numel()], dtype=torch.int64), dst, tag)
+        self.send(data, dst, tag)
+
+    def recv_object(self, src: int, tag: int, idle: bool = False):
+        size = self.recv(torch.empty(1, dtype=torch.int64), src, tag, idle)
+        return pickle.loads(self.recv(torch.empty(int(size), dtype=torch.uint8), src, tag).numpy().tobytes())
+
+
+def _gloo_device(hostname: str | None):
+    """Loopback for "mp"; across machines the interface ``GLOO_SOCKET_IFNAME`` names, as torch's own."""
+    if hostname:
+        return dist.ProcessGroupGloo.create_device(hostname=hostname)
+    if os.environ.get("GLOO_SOCKET_IFNAME"):
+        return dist.ProcessGroupGloo.create_device(interface=os.environ["GLOO_SOCKET_IFNAME"])
+    return dist.ProcessGroupGloo.create_default_device()
+
+
+def run_stage(group: StageGroup, runner, hidden_size: int, dtype) -> None:
+    """A worker rank's loop: one batch per ``SchedulerOutput``, until rank 0 sends ``None``."""
+    rank, last = group.rank, runner.is_last_rank
+    while (out := group.recv_object(0, CTRL, idle=True)) is not None:
+        asked = group.now()
+        hidden = torch.empty(out.total_num_scheduled_tokens, hidden_size, dtype=dtype, device=runner.device)
+        carry = IntermediateTensors({"hidden_states": group.recv(hidden, rank - 1, HIDDEN)})
+        start = group.now()
+        result = runner.execute_model(out, carry)
+        end = group.now()
+        if last:
+            group.send_object(result, 0, OUTPUT)
+        else:
+            group.send(result["hidden_states"].contiguous(), rank + 1, HIDDEN)
+        group.send_object(StageSpan(rank, out.step, tuple(out.num_scheduled_tokens), start, end, start - asked),
+                          0, SPAN)
+
+
+def _exit_with_parent() -> None:
+    """A worker whose parent died (even by SIGKILL) exits too: it is re-parented, so its ppid changes."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="minispec-parent-watch").start()
+
+
+def share_cores(pp: int) -> None:
+    """Give each stage its share of the cores (unless ``OMP_NUM_THREADS`` says otherwise):
+    more threads than cores makes OpenMP's waiting threads spin against each other."""
+    if "OMP_NUM_THREADS" not in os.environ:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        torch.set_num_threads(max(1, cores // pp))
+
+
+def _worker_main(rank: int, config, port: int, timeout_s: float, reports) -> None:
+    _exit_with_parent()
+    share_cores(config.pipeline_parallel_size)
     try:
-        from minispec.v1.worker.gpu_worker import make_runner
-
-        pp = config.pipeline_parallel_size
         runner = make_runner(config, rank)
-        backend = "nccl" if runner.device.type == "cuda" else "gloo"
-        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=pp)
-        hidden_size, dtype = config.arch.hidden_size, config.dtype or torch.float32
-        results.put(("ready", rank))
-        while (out := inbox.get()) is not None:
-            carry = None
-            if rank > 0:
-                hidden = torch.empty(out.total_num_scheduled_tokens, hidden_size, dtype=dtype, device=runner.device)
-                dist.recv(hidden, src=rank - 1)
-                carry = IntermediateTensors({"hidden_states": hidden})
-            result = runner.execute_model(out, carry)
-            if rank < pp - 1:
-                dist.send(result["hidden_states"].contiguous(), dst=rank + 1)
-            else:
-                results.put(("output", result))
-        dist.destroy_process_group()
-    except Exception:  # the engine must hear about it rather than wait forever
-        results.put(("error", f"stage {rank}:\n{traceback.format_exc()}"))
+        reports.put(("ready", rank, ""))
+        store = dist.TCPStore("127.0.0.1", port, config.pipeline_parallel_size, is_master=False)
+        group = StageGroup(store, rank, config.pipeline_parallel_size, timeout_s, "127.0.0.1")
+        run_stage(group, runner, config.arch.hidden_size, config.dtype or torch.float32)
+        code = 0
+    except Exception:  # the engine must hear the cause, not only that a connection closed
+        reports.put(("error", rank, traceback.format_exc()))
+        code = 1
+    # Leave without running destructors: a process group with a send still pending
+    # to a dead peer would block in its destructor.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    reports.close()
+    reports.join_thread()
+    os._exit(code)
+
+
+def refuse_spawn_bootstrap() -> None:
+    """Creating an "mp" pipeline while a spawned child re-imports the user's script
+    would start workers from a worker: say what the script is missing."""
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise RuntimeError('distributed_executor_backend="mp" re-runs your script in each worker: '
+                           'put the code that creates the LLM under `if __name__ == "__main__":`')
 
 
 class PendingBatch:
@@ -78,65 +184,192 @@ class PendingBatch:
 
 
 class MultiprocPipelineExecutor:
-    def __init__(self, config):
+    """Rank 0's side: runs stage 0 and keeps the batches in flight in order."""
+
+    def __init__(self, config, launcher: str = "mp"):
+        if launcher == "mp":
+            refuse_spawn_bootstrap()
+        share_cores(config.pipeline_parallel_size)  # stage 0 runs in this process
+        self.pp, self.timeout_s = config.pipeline_parallel_size, execute_model_timeout()
+        self.workers, self.groups, self.reports = [], [], None
+        self.error: str | None = None
+        self.in_flight: deque[PendingBatch] = deque()
+        self.timeline = Timeline(self.pp, clock="seconds")
+        # Workers must not outlive an engine that was dropped without shutdown(), nor one that failed to start.
+        self._finalizer = weakref.finalize(self, _stop_workers, self.groups, self.workers)
+        try:
+            if launcher == "mp":
+                store, hostname = self._spawn_workers(config), "127.0.0.1"
+            else:
+                store, hostname = torchrun_store(self.pp), None
+            self.runner = make_runner(config, 0, device=torchrun_device(launcher))
+            self.group = StageGroup(store, 0, self.pp, self.timeout_s, hostname)
+        except BaseException:
+            self.shutdown()
+            raise
+        self.groups.append(self.group)
+
+    def _spawn_workers(self, config):
         ctx = mp.get_context("spawn")
-        self.pp = config.pipeline_parallel_size
-        self.results = ctx.Queue()
-        self.inboxes = [ctx.Queue() for _ in range(self.pp)]
-        port = _free_port()
-        self.workers = [
-            ctx.Process(target=_worker_main, args=(r, config, port, self.inboxes[r], self.results), daemon=True)
-            for r in range(self.pp)
-        ]
+        store = dist.TCPStore("127.0.0.1", 0, self.pp, is_master=True, wait_for_workers=False)
+        self.reports = ctx.Queue()
+        for rank in range(1, self.pp):
+            args = (rank, config, store.port, self.timeout_s, self.reports)
+            self.workers.append(ctx.Process(target=_worker_main, args=args, daemon=True, name=f"stage-{rank}"))
         for w in self.workers:
             w.start()
-        # Workers must not outlive an engine that was dropped without shutdown().
-        self._finalizer = weakref.finalize(self, _stop_workers, self.inboxes, self.workers)
-        self.in_flight: deque[PendingBatch] = deque()
-        for _ in range(self.pp):
-            self._next_result("ready")
-
-    def _next_result(self, kind: str):
-        while True:
+        ready = 0
+        while ready < len(self.workers):  # a stage that cannot load its model fails here, not at the rendezvous
             try:
-                got, payload = self.results.get(timeout=RESULT_POLL_S)
-                break
+                kind, rank, text = self.reports.get(timeout=START_POLL_S)
             except queue.Empty:
-                dead = [r for r, w in enumerate(self.workers) if not w.is_alive()]
-                if dead:
-                    self.shutdown()
-                    raise WorkerError(f"pipeline stage(s) {dead} exited") from None
-        if got == "error":
-            self.shutdown()
-            raise WorkerError(payload)
-        assert got == kind, (got, kind)
-        return payload
+                if any(not w.is_alive() for w in self.workers):
+                    self._fail("before it was ready")
+                continue
+            if kind == "error":
+                self._fail("before it was ready", [(kind, rank, text)])
+            ready += 1
+        return store
 
+    # -- the executor interface ------------------------------------------------
     def execute_model(self, scheduler_output) -> PendingBatch:
-        for inbox in self.inboxes:
-            inbox.put(scheduler_output)
-        batch = PendingBatch(scheduler_output, self)
-        self.in_flight.append(batch)
+        self._check_usable()
+        batch, step = PendingBatch(scheduler_output, self), scheduler_output.step
+        try:
+            for rank in range(1, self.pp):
+                self.group.send_object(scheduler_output, rank, CTRL)
+            start = self.group.now()
+            try:
+                result = self.runner.execute_model(scheduler_output, None)
+            except Exception:  # stage 0 lives here; the others already hold this step
+                self._fail(f"step {step}", [("error", 0, traceback.format_exc())])
+            self._record(StageSpan(0, step, tuple(scheduler_output.num_scheduled_tokens), start, self.group.now()))
+            if self.pp == 1:
+                batch.output = result
+            else:
+                self.group.send(result["hidden_states"].contiguous(), 1, HIDDEN)
+                self.in_flight.append(batch)
+        except WorkerError:
+            raise
+        except RuntimeError as exc:
+            self._fail(f"sending step {step}", cause=exc)
         return batch
 
     def wait(self, batch: PendingBatch) -> Iterator[str]:
+        self._check_usable()
         while not batch.done:
             oldest = self.in_flight.popleft()
-            oldest.output = self._next_result("output")
+            try:
+                oldest.output = self.group.recv_object(self.pp - 1, OUTPUT)
+                for rank in range(1, self.pp):
+                    self._record(self.group.recv_object(rank, SPAN))
+            except RuntimeError as exc:
+                self._fail(f"waiting for step {oldest.scheduler_output.step}", cause=exc)
             yield f"stage {self.pp - 1} returned step {oldest.scheduler_output.step}"
 
     def shutdown(self) -> None:
         self._finalizer()
 
+    def _record(self, span: StageSpan) -> None:
+        self.timeline.spans.append(span)
 
-def _stop_workers(inboxes, workers) -> None:
-    """Ask every worker to stop, then terminate any still running at the deadline
-    (one blocked in a send or receive never reads its inbox)."""
-    for inbox, worker in zip(inboxes, workers):
-        if worker.is_alive():
-            inbox.put(None)
+    # -- faults ----------------------------------------------------------------
+    def _check_usable(self) -> None:
+        if self.error is not None:
+            raise WorkerError(f"this LLM's pipeline failed earlier and was shut down ({self.error.splitlines()[0]}): "
+                              "create a new LLM")
+        if not self._finalizer.alive:
+            raise WorkerError("this LLM was shut down: create a new LLM")
+
+    def _fail(self, when: str, reports: list | None = None, cause: Exception | None = None):
+        """Name the stage that failed and why, stop every stage, and refuse from now on."""
+        reports = reports or self._collect_reports()
+        self.error = diagnose(self.workers, reports, self.pp, self.timeout_s, cause) + f" ({when})"
+        for w in self.workers:  # nothing left to finish: no grace period
+            w.kill()
+        self.shutdown()
+        raise WorkerError(self.error) from None
+
+    def _collect_reports(self) -> list:
+        if self.reports is None:
+            return []
+        found, deadline = [], time.monotonic() + DIAGNOSE_GRACE_S
+        while time.monotonic() < deadline:
+            try:
+                found.append(self.reports.get(timeout=0.1))
+            except queue.Empty:
+                if any(not w.is_alive() for w in self.workers) or _own_errors(found):
+                    break
+        return found
+
+
+def diagnose(workers, reports, pp: int, timeout_s: float, cause: Exception | None) -> str:
+    """The root cause first: a stage that died, then one that raised, then one that hung."""
+    for rank, w in enumerate(workers, start=1):
+        if not w.is_alive() and w.exitcode is not None and w.exitcode < 0:
+            return f"pipeline stage {rank} was killed by {signal.Signals(-w.exitcode).name}"
+    errors = {rank: text for kind, rank, text in reports if kind == "error"}
+    own = _own_errors(reports)
+    if own:
+        return f"pipeline stage {own[0]} raised:\n{errors[own[0]]}"
+    for rank, w in enumerate(workers, start=1):
+        if not w.is_alive() and w.exitcode and rank not in errors:  # died without a word
+            return f"pipeline stage {rank} exited with code {w.exitcode}"
+    waited = [r for r, text in errors.items() if "Timed out" in text]  # r heard nothing from r - 1
+    if waited or (cause is not None and "Timed out" in str(cause)):
+        hung = min(waited) - 1 if waited else pp - 1
+        return (f"pipeline stage {hung} is hung: nothing arrived from it within {timeout_s:g} s "
+                "(MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS)")
+    detail = f": {str(cause).splitlines()[0]}" if cause is not None else ""
+    return f"the pipeline failed{detail}"
+
+
+def _own_errors(reports) -> list[int]:
+    """Stages that raised for a reason of their own, not because a peer went away or went quiet."""
+    return [rank for kind, rank, text in reports
+            if kind == "error" and "Connection closed" not in text and "Timed out" not in text]
+
+
+def _stop_workers(groups: list, workers: list) -> None:
+    """Tell every stage to stop, then terminate any still running at the deadline
+    (one blocked in a receive from a dead stage never reads its stop message)."""
+    for group in groups:
+        for rank in range(1, group.pg.size()):
+            try:
+                group.send_object(None, rank, CTRL)
+            except RuntimeError:
+                pass  # that stage is gone already
     deadline = time.monotonic() + SHUTDOWN_GRACE_S
-    for worker in workers:
-        worker.join(timeout=max(0.0, deadline - time.monotonic()))
-        if worker.is_alive():
-            worker.terminate()
+    for w in workers:
+        w.join(timeout=max(0.0, deadline - time.monotonic()))
+        if w.is_alive():
+            w.kill()
+            w.join()
+
+
+# -- torchrun: every rank started from outside ----------------------------------
+def torchrun_store(pp: int):
+    """The rendezvous store ``torchrun`` set up (``MASTER_ADDR``/``MASTER_PORT``)."""
+    world = int(os.environ.get("WORLD_SIZE", "0"))
+    if world != pp:
+        raise ValueError(f"distributed_executor_backend='torchrun' with WORLD_SIZE={world or 'unset'}: expected "
+                         f"a launch by torchrun with one process per stage ({pp})")
+    store, _, _ = next(dist.rendezvous("env://"))
+    return dist.PrefixStore("minispec", store)
+
+
+def torchrun_device(launcher: str):
+    """Under torchrun a rank's GPU is its ``LOCAL_RANK``; the CPU otherwise."""
+    if launcher == "torchrun" and torch.cuda.is_available():
+        return torch.device(f"cuda:{os.environ.get('LOCAL_RANK', '0')}")
+    return None
+
+
+def serve_stage(config) -> None:
+    """Run this torchrun rank's stage until rank 0 shuts the pipeline down."""
+    _exit_with_parent()
+    rank = int(os.environ["RANK"])
+    runner = make_runner(config, rank, device=torchrun_device("torchrun"))
+    group = StageGroup(torchrun_store(config.pipeline_parallel_size), rank, config.pipeline_parallel_size,
+                       execute_model_timeout())
+    run_stage(group, runner, config.arch.hidden_size, config.dtype or torch.float32)

@@ -27,9 +27,10 @@ def make_drafter(config: VllmConfig, device):
                               config.cache_config.block_size, device, config.dtype or torch.float32)
 
 
-def make_runner(config: VllmConfig, rank: int, recorder=None) -> ModelRunner:
+def make_runner(config: VllmConfig, rank: int, recorder=None, device=None) -> ModelRunner:
+    """``device`` overrides the placement ``stage_device`` would choose (torchrun: ``LOCAL_RANK``)."""
     pp = config.pipeline_parallel_size
-    device = stage_device(rank, pp, config.device)
+    device = device or stage_device(rank, pp, config.device)
     return ModelRunner(
         config.model, rank, pp, config.scheduler_config, config.cache_config, config.fixes,
         drafter=make_drafter(config, device) if rank == pp - 1 else None,
