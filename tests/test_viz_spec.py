@@ -7,11 +7,11 @@ from matplotlib.figure import Figure
 
 from minispec import LLM, SamplingParams
 from minispec.instruments.trace import ScheduleRecord, StepRecord, Trace
+from minispec.lab.viz.plots import expected_tokens_per_forward
 from minispec.lab.viz.spec import (
     acceptance_summary,
     alpha_by_position,
     chi_square,
-    expected_tokens_per_forward,
     plot_acceptance_vs_k,
     plot_rejection_example,
     plot_sampled_vs_target,
@@ -57,16 +57,6 @@ def test_counts_agree_with_the_engine():
     assert {d for d, _ in verifications(llm.trace)} == {3}
     alphas = alpha_by_position(llm.trace)
     assert sum(np.prod(alphas[:i]) for i in range(4)) == pytest.approx(s["tokens_per_forward"])
-
-
-def test_formula():
-    assert expected_tokens_per_forward(0.5, 2) == pytest.approx(1.75)
-    assert expected_tokens_per_forward(0.0, 5) == 1.0
-    assert expected_tokens_per_forward(1.0, 3) == 4.0
-    alpha, k = 0.8, 4
-    assert expected_tokens_per_forward(alpha, k) == pytest.approx((1 - alpha ** (k + 1)) / (1 - alpha))
-    with pytest.raises(ValueError, match="alpha=1.5"):
-        expected_tokens_per_forward(1.5, 2)
 
 
 def test_chi_square_pools_small_bins_and_detects_a_wrong_distribution():

@@ -4,9 +4,9 @@
   per verification (one request in one step that carried drafts), how many drafts
   were scheduled and how many the rejection sampler accepted.
 * ``alpha_by_position`` splits the conditional acceptance by draft position.
-* ``expected_tokens_per_forward`` is the textbook prediction
-  ``(1 - alpha^(k+1)) / (1 - alpha)`` for drafts accepted independently with
-  probability ``alpha`` each, until the first rejection.
+* the textbook prediction ``(1 - alpha^(k+1)) / (1 - alpha)`` and the conditional
+  alpha come from ``minispec.lab.viz.plots`` (``expected_tokens_per_forward``,
+  ``alpha_estimate``), which draws acceptance per step.
 * ``plot_acceptance_vs_k``, ``plot_rejection_example`` and ``plot_sampled_vs_target``
   draw them; ``chi_square`` is the goodness-of-fit test the last one reports.
 
@@ -19,6 +19,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from minispec.instruments.trace import Trace
+from minispec.lab.viz.plots import alpha_estimate, expected_tokens_per_forward
 
 OKABE_ITO = {"orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "blue": "#0072B2",
              "vermillion": "#D55E00", "purple": "#CC79A7", "grey": "#999999"}
@@ -45,13 +46,12 @@ def acceptance_summary(trace: Trace) -> dict:
         raise ValueError("trace has no verification steps: expected a run with num_speculative_tokens > 0")
     drafted = sum(d for d, _ in pairs)
     accepted = sum(a for _, a in pairs)
-    examined = sum(a + (a < d) for d, a in pairs)
     return {
         "verifications": len(pairs),
         "drafted": drafted,
         "accepted": accepted,
         "accepted_per_drafted": accepted / drafted,
-        "conditional_alpha": accepted / examined,
+        "conditional_alpha": alpha_estimate(trace)[0],
         # each verification emits its accepted drafts and one more token
         "tokens_per_forward": (accepted + len(pairs)) / len(pairs),
     }
@@ -68,13 +68,6 @@ def alpha_by_position(trace: Trace) -> list[float]:
         reached = [a for d, a in pairs if d > i and a >= i]
         alphas.append(sum(a > i for a in reached) / len(reached) if reached else float("nan"))
     return alphas
-
-
-def expected_tokens_per_forward(alpha: float, k: int) -> float:
-    """``(1 - alpha^(k+1)) / (1 - alpha)``: 1 + alpha + ... + alpha^k."""
-    if not 0 <= alpha <= 1:
-        raise ValueError(f"alpha={alpha!r}: expected a probability in [0, 1]")
-    return float(sum(alpha**i for i in range(k + 1)))
 
 
 def render_acceptance_table(rows: list[dict]) -> str:
