@@ -4,9 +4,18 @@
   re-added to the persistent batch, write its scheduled draft tokens into its row,
   as the in-batch path does.
 * ``sync_accepted_tokens`` (fix 2): under pipeline parallelism the scheduler sends
-  a non-last stage only the bonus token; the drafts accepted last step never reach
-  it. With the fix, the stage takes the accepted ones from the drafts it was
-  given last step, so its token history stays complete.
+  a non-last stage only the last token emitted (the bonus token, or the recovered
+  token after a rejection); the drafts accepted last step never reach it. With the
+  fix, the stage takes the accepted ones from the drafts it was given last step,
+  so its token history stays complete.
+
+The presets: ``"vllm-0.9.2"`` has both faults. ``"vllm-0.14"`` is v0.9.2's
+scheduler and engine plus fix 1: the runner's re-add and relay logic matches
+0.14.0, but real 0.14.0 also clears a request's drafts at schedule time, hands
+new drafts to the scheduler through ``take_draft_token_ids`` rather than in
+``ModelRunnerOutput``, and marks resumed requests differently (a
+``resumed_req_ids`` set, plus the full ``all_token_ids`` of any request not
+scheduled the step before). ``"all"`` has both fixes.
 
 Each field also takes a function, which then replaces the built-in fix (the
 workshop's exercises, ``minispec.lab.exercises``, plug learners' code in here):

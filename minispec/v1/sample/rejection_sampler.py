@@ -12,6 +12,12 @@ that end at them, emit the accepted drafts, then one more token:
   target distribution exactly. Drafts without probabilities (n-gram) count as
   one-hot ``q``.
 
+July-2025 V1 never passed draft probabilities: v0.9.2's runner calls its
+rejection sampler with ``draft_probs=None`` for every proposer (n-gram and the
+learned heads alike; ``vllm/v1/worker/gpu_model_runner.py``), so random drafts
+were verified as one-hot ``q``. minispec's draft model returns its ``q`` and
+the runner passes it here.
+
 vLLM does this for the whole batch in Triton kernels and pads the output with
 ``PLACEHOLDER_TOKEN_ID``; minispec handles one request at a time and returns
 the emitted tokens as a list.

@@ -12,8 +12,10 @@ layers run, and then
 
 ``_update_states`` follows vLLM v0.9.2 step by step (split into helpers named
 after its phases), including its two faults under pipeline parallelism, each
-switchable (``minispec.instruments.fixes``). minispec adds bookkeeping vLLM does not have:
-``row_paths`` for traces and each request's last drafts for fix 2.
+switchable (``minispec.instruments.fixes``; with fix 1 alone, the preset
+``"vllm-0.14"``, this runner's re-add and relay logic matches 0.14.0's).
+minispec adds bookkeeping vLLM does not have: ``row_paths`` for traces and
+each request's last drafts for fix 2.
 Left out: CUDA graphs, the Worker class, structured output, LoRA, multimodal.
 """
 
@@ -161,7 +163,12 @@ class ModelRunner:
         return True
 
     def _append_relayed_tokens(self, state: CachedRequestState, num_computed: int, new_token_ids: list[int]):
-        """Non-last stages learn sampled tokens only from the scheduler."""
+        """Non-last stages learn sampled tokens only from the scheduler, which
+        relays the last token emitted (bonus, or recovered after a rejection)
+        and not the drafts accepted before it (fault 2). vLLM 0.14.0's runner
+        still extends ``output_token_ids`` from that one-token list; the V2
+        model runner broadcasts sampled tokens and counts from the last rank
+        instead (``vllm/v1/worker/gpu/pp_utils.py``, from 0.17.0)."""
         num_new = num_computed + len(new_token_ids) - state.num_tokens
         if num_new <= 0:
             return

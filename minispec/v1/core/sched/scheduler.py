@@ -9,7 +9,7 @@ nothing left to schedule: that is why, with a batch queue, decode batches
 alternate between two sets of requests.
 
 Left out: priorities, prefix caching, encoder inputs, structured output, LoRA,
-async scheduling. Deliberate differences from v0.9.2, each a hazard there:
+async scheduling. Deliberate differences from v0.9.2:
 
 * Preemption only picks requests with nothing in flight (v0.9.2 could free the
   blocks of a batch that was still running) and never one already scheduled in
@@ -21,6 +21,11 @@ async scheduling. Deliberate differences from v0.9.2, each a hazard there:
   workers; an empty step is never executed, so they would otherwise be lost.
 * A request computes at most ``max_model_len - 1`` positions, so the token each
   position can emit still fits.
+* A preempted request loses its drafts (``_preempt``), as in vLLM 0.14.0
+  (``_preempt_request``). v0.9.2's preemption branch in ``schedule()`` reset
+  only the status and ``num_computed_tokens`` and kept them. The clearing is
+  absent from 0.13.0 and present in 0.14.0, the release that brought fix 1
+  (PR #31944).
 """
 
 from __future__ import annotations
@@ -191,8 +196,9 @@ class Scheduler:
             if self.use_pp:
                 # v0.9.2: the scheduled tokens minus the drafts, read from
                 # all_token_ids at num_computed_tokens. For a decode step that
-                # is only the bonus token: drafts accepted last step are not
-                # resent (fault 2, see minispec.instruments.fixes).
+                # is only the last token emitted (bonus, or recovered after a
+                # rejection): drafts accepted last step are not resent (fault
+                # 2, see minispec.instruments.fixes).
                 n = num_scheduled[req_id] - len(spec_tokens.get(req_id, ()))
                 nc = request.num_computed_tokens
                 data.new_token_ids.append(request.all_token_ids[nc : nc + n])
