@@ -257,7 +257,8 @@ class LLM:
         ``generate`` runs every queued request, so when an exception leaves it,
         all are aborted: the scheduler frees their blocks, the batches in flight
         are discarded, and every stage forgets them; in "mp" the workers, which
-        may be mid-send, are stopped and restarted on the next call."""
+        may be mid-send, are stopped and restarted on the next call -- unless a
+        stage failed, in which case the ``LLM`` refuses from then on."""
         self._abort_pending = True
         self.engine.abort_requests(self.engine.unfinished_request_ids())
         self.engine.batch_queue.clear()
@@ -273,6 +274,8 @@ class LLM:
         if self._abort_pending:
             self._abort_all()
         if self._restart_workers:
+            if self.engine.executor.error is not None:
+                return  # a stage failed: the executor goes on refusing, naming the stage and the cause
             if self._backend == "torchrun":
                 raise RuntimeError("generate was interrupted under torchrun, which stopped the stages on the other "
                                    "ranks; they cannot be restarted from here: start the job again")

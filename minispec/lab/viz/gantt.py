@@ -15,9 +15,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from minispec.instruments.timeline import StageSpan, Timeline
+from minispec.lab.viz.palette import SERIES
 
-# Okabe-Ito: distinguishable with the common colour-vision deficiencies.
-PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442"]
 HATCHES = ["", "//"]
 IDLE = "#eeeeee"
 
@@ -51,7 +50,7 @@ def plot_gantt(timeline: Timeline, title: str | None = None, highlight: tuple[in
     for span in spans:
         y = n - 1 - span.stage
         x, w = (span.start - origin) * scale, (span.end - span.start) * scale
-        colour = PALETTE[span.step % len(PALETTE)]
+        colour = SERIES[span.step % len(SERIES)]
         ax.add_patch(Rectangle((x, y + 0.1), w, 0.8, facecolor=colour, edgecolor="white", linewidth=1,
                                hatch=HATCHES[span.step % 2]))
         label = span_label(span, w, per_char)
@@ -68,7 +67,7 @@ def plot_gantt(timeline: Timeline, title: str | None = None, highlight: tuple[in
     ax.set_xlabel("time (ms)" if timeline.clock == "seconds" else "pipeline tick (one slot per stage and batch)")
     idle = ", ".join(f"stage {s} idle {timeline.idle_fraction(s):.0%}" for s in range(n))
     ax.set_title(f"{title + ': ' if title else ''}{idle}", fontsize=10)
-    handles = [Patch(facecolor=PALETTE[0], label="a stage working on a batch (label: its step)"),
+    handles = [Patch(facecolor=SERIES[0], label="a stage working on a batch (label: its step)"),
                Patch(facecolor=IDLE, hatch="..", edgecolor="#bbbbbb", label="idle (bubble)")]
     if highlight is not None:
         handles.append(Patch(fill=False, edgecolor="black", linewidth=2.5, label="current event"))

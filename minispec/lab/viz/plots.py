@@ -21,6 +21,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from minispec.instruments.trace import StepRecord, Trace
+from minispec.lab.viz.palette import SERIES
 from minispec.lab.viz.strip import ROLES, WINDOW, RowView, diff_cells, stage_view
 
 # role -> (face colour, hatch, mark); Okabe-Ito hues, marks and hatches so colour is never alone
@@ -32,7 +33,6 @@ STYLE = {
     "draft stale": ("#D55E00", "///", "✗"),
     "draft by chance": ("#E69F00", "..", "≈"),
 }
-LINE_COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9"]
 MARKERS = ["o", "s", "^", "D", "v", "P"]
 GATHERED = "#0072B2"
 SHOWN = {"\n": "⏎", " ": "␣"}
@@ -232,7 +232,7 @@ def plot_acceptance(traces: dict[str, Trace]) -> Figure:
     for i, (name, trace) in enumerate(traces.items()):
         rows = acceptance_per_step(trace)
         steps = [r[0] for r in rows]
-        style = dict(color=LINE_COLOURS[i % len(LINE_COLOURS)], marker=MARKERS[i % len(MARKERS)], linewidth=0.8,
+        style = dict(color=SERIES[i % len(SERIES)], marker=MARKERS[i % len(MARKERS)], linewidth=0.8,
                      markersize=4)
         ax_rate.plot(steps, [a / d for _, d, a, _ in rows], label=name, **style)
         measured = [1 + a / n for _, _, a, n in rows]
@@ -268,7 +268,7 @@ def plot_presets(traces: dict[str, Trace]) -> Figure:
             total += sum(step.num_accepted.values())
             xs.append(step.step)
             ys.append(total)
-        ax.plot(xs, ys, color=LINE_COLOURS[i % len(LINE_COLOURS)], marker=MARKERS[i % len(MARKERS)], markersize=4,
+        ax.plot(xs, ys, color=SERIES[i % len(SERIES)], marker=MARKERS[i % len(MARKERS)], markersize=4,
                 label=f"{name} ({trace.stats.get('target_forwards', len(xs))} forwards)")
     ax.set_xlabel("scheduler step")
     ax.set_ylabel("accepted draft tokens (cumulative)")

@@ -19,10 +19,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from minispec.instruments.trace import Trace
+from minispec.lab.viz.palette import OKABE_ITO
 from minispec.lab.viz.plots import alpha_estimate, expected_tokens_per_forward
 
-OKABE_ITO = {"orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "blue": "#0072B2",
-             "vermillion": "#D55E00", "purple": "#CC79A7", "grey": "#999999"}
 
 
 def verifications(trace: Trace) -> list[tuple[int, int]]:
