@@ -2,8 +2,10 @@
 ``vllm`` command, ``vllm/entrypoints/cli/main.py``; only ``generate`` has a
 counterpart there, as offline ``LLM.generate``).
 
-* ``demo``: the shipped target, greedy, without and then with the shipped draft
-  model; prints both texts, tokens per target forward and time taken.
+* ``demo``: the forum thread's scenario, before (``vllm-0.9.2``) and after (``all``)
+  at batch_0's first decode, the presets against plain greedy decoding, the same
+  figures as PNG files; then the shipped target, greedy, without and with the
+  shipped draft model (both texts, tokens per target forward, time taken).
 * ``generate``: one or more prompts with any engine option.
 * ``replay``: the forum thread's scenario under a preset, buffers step by step.
 """
@@ -15,6 +17,7 @@ import math
 import sys
 import time
 
+FIRST_DECODE = 2  # the thread's step where batch_0 decodes for the first time
 DEMO_PROMPTS = ["The for statement ", "A class definition ", "Exceptions are ", "The import statement "]
 
 
@@ -31,12 +34,46 @@ def _print_run(title: str, llm, prompts, params) -> None:
     return [o.outputs[0].token_ids for o in outputs]
 
 
+def _thread(out) -> None:
+    """The thread's scenario under each preset: text before/after, table, figures."""
+    from pathlib import Path
+
+    from minispec.config import DEFAULT_TARGET
+    from minispec.lab.scenarios import BATCH_0, BATCH_1, forum_thread, forum_thread_reference
+    from minispec.lab.viz.plots import plot_presets, plot_stage_rows
+    from minispec.lab.viz.text import char_decoder, render_comparison, render_step
+    from minispec.transformers_utils.tokenizer import load_tokenizer
+
+    tokenizer = load_tokenizer(DEFAULT_TARGET)
+    show, cell = char_decoder(tokenizer), char_decoder(tokenizer, visible_spaces=True)
+    traces = {preset: forum_thread(preset) for preset in ("vllm-0.9.2", "vllm-0.14", "all")}
+    print(f"== The forum thread's scenario: 2 pipeline stages, draft model k=3, batch_0 = "
+          f"{{{', '.join(BATCH_0)}}}, batch_1 = {{{', '.join(BATCH_1)}}}")
+    for title, preset in (("before", "vllm-0.9.2"), ("after", "all")):
+        print(f"-- {title}: preset {preset}, step {FIRST_DECODE} (batch_0's first decode)")
+        print(render_step(traces[preset].step(FIRST_DECODE), show) + "\n")
+    print("== Presets against plain greedy decoding (one stage, no drafts)")
+    runs = [(name, t.stats, t.outputs) for name, t in traces.items()]
+    print(render_comparison(runs, forum_thread_reference()) + "\n")
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    figures = {f"step{FIRST_DECODE}-{preset}-stage{stage}.png":
+               plot_stage_rows(traces[preset].step(FIRST_DECODE), stage, cell)
+               for preset in ("vllm-0.9.2", "all") for stage in (0, 1)}
+    figures["presets-accepted-drafts.png"] = plot_presets(traces)
+    for name, fig in figures.items():
+        fig.savefig(folder / name, dpi=110)
+    print(f"figures in {folder.resolve()}/: {', '.join(figures)}\n")
+
+
 def demo(args) -> None:
     from minispec import LLM, SamplingParams
 
     params = SamplingParams(temperature=0, max_tokens=args.max_tokens)
     # Both engines first, so a bad -k is refused before the first phase runs.
     target, drafting = LLM(), LLM(speculative_config={"method": "draft_model", "num_speculative_tokens": args.k})
+    _thread(args.out)
     plain = _print_run("target alone", target, DEMO_PROMPTS, params)
     drafted = _print_run(f"target + draft model, k={args.k}", drafting, DEMO_PROMPTS, params)
     print("greedy output identical with and without drafts:", "yes" if plain == drafted else "NO")
@@ -97,7 +134,8 @@ def main(argv=None) -> None:
     parser = _Parser(prog="python -m minispec", description=__doc__,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("demo", help="target alone vs. target + draft model")
+    p = sub.add_parser("demo", help="the forum thread before/after; target alone vs. target + draft model")
+    p.add_argument("--out", default="minispec-demo", help="folder for the PNG figures")
     p.add_argument("--max-tokens", type=_int_from(1), default=64)
     p.add_argument("-k", type=_int_from(1), default=3)
     p.set_defaults(func=demo)

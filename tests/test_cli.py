@@ -56,3 +56,15 @@ def test_an_engine_error_is_one_line_from_the_shell_too():
                             capture_output=True, text=True, timeout=120)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == "minispec: error: pipeline_parallel_size=9: expected an integer from 1 to the model's 4 layers\n"
+def test_demo_shows_the_thread_before_and_after_and_saves_its_figures(tmp_path):
+    out = run("demo", "--max-tokens", "8", "--out", str(tmp_path))
+    before, after = out.split("-- after")[0], out.split("-- after")[1].split("==")[0]
+    assert "-- before: preset vllm-0.9.2, step 2" in before and "draft slots=[tem] scheduled=[ st]  STALE" in before
+    assert "draft slots=[ st] scheduled=[ st]  ok" in after and "STALE" not in after
+    table = out.split("== Presets")[1]
+    assert "vllm-0.9.2" in table and "1/4 (A@12)" in table and "0/4\n" in table
+    assert "greedy output identical with and without drafts: yes" in out
+    pngs = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert "step2-vllm-0.9.2-stage0.png" in pngs and "presets-accepted-drafts.png" in pngs and len(pngs) == 5
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in tmp_path.glob("*.png"))
+    assert str(tmp_path) in out

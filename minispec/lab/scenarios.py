@@ -65,3 +65,12 @@ def run_recorded(llm):
 def forum_thread(fixes="vllm-0.9.2", **kwargs):
     """Run the scenario to completion and return its ``Trace`` (with outputs)."""
     return run_recorded(forum_thread_llm(fixes, **kwargs))
+
+
+def forum_thread_reference(max_tokens: int = 16) -> dict[str, list[int]]:
+    """Each request's output from plain greedy decoding (one stage, no drafts): what
+    every preset must reproduce token for token."""
+    from minispec.entrypoints.llm import LLM
+
+    outputs = LLM().generate(list(PROMPTS.values()), SamplingParams(temperature=0, max_tokens=max_tokens))
+    return {req_id: out.outputs[0].token_ids for req_id, out in zip(PROMPTS, outputs)}
