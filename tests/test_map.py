@@ -1,0 +1,65 @@
+"""The map of vLLM v1 (minispec/lab/viz/map.py): real files, the step's order, text in its boxes."""
+
+from pathlib import Path
+
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+from minispec.lab.viz.map import components, flow, render_map
+
+PKG = Path(__file__).resolve().parents[1] / "minispec"
+VLLM_092 = Path("/work/vllm-src/0.9.2")  # unpacked vLLM sources, where this machine has them
+
+
+@pytest.mark.parametrize("pp", [1, 2, 3])
+def test_one_runner_and_input_batch_per_stage_and_only_the_last_proposes(pp):
+    names = [b.name for b in components(pp)]
+    assert sum(n.endswith("ModelRunner") for n in names) == pp == sum(n.endswith("InputBatch") for n in names)
+    proposers = [b.name for b in components(pp) if "propose" in b.role]
+    assert proposers == [f"stage {pp - 1}: ModelRunner"]
+
+
+def test_every_box_names_a_minispec_module_and_vllm_file_that_exist():
+    for box in components(3):
+        assert (PKG / box.minispec).is_file(), box
+        assert box.vllm.startswith("vllm/v1/") or box.vllm == "vllm/entrypoints/llm.py", box
+        if VLLM_092.is_dir():
+            assert (VLLM_092 / box.vllm).is_file(), box
+        twin = (PKG / box.minispec).read_text().split('"""')[1]
+        assert box.vllm.rsplit("/", 1)[-1] in twin or box.vllm.rsplit("/", 2)[-2] in twin, box
+
+
+@pytest.mark.parametrize("pp", [1, 2, 3])
+def test_the_flow_is_one_engine_step_in_order(pp):
+    edges = flow(pp)
+    names = {b.name for b in components(pp)}
+    assert all(a in names and b in names for a, b, _ in edges)
+    # Follow the step from the API: every box is reached, and the step returns to the engine.
+    path, node = [], "LLM.generate"
+    nexts = {}
+    for a, b, _ in edges:
+        if not b.endswith("InputBatch"):
+            nexts.setdefault(a, b)
+    while node not in path:
+        path.append(node)
+        node = nexts[node]
+    assert node == "EngineCore" and path[-1] == "Scheduler.update_from_output"
+    assert path[:4] == ["LLM.generate", "EngineCore", "Scheduler.schedule", "Executor"]
+    assert path[4:-1] == [f"stage {s}: ModelRunner" for s in range(pp)]
+    assert {b for a, b, label in edges if label == "_update_states"} == {n for n in names if n.endswith("InputBatch")}
+
+
+@pytest.mark.parametrize("pp", [1, 2, 3])
+def test_every_label_fits_inside_its_box(pp):
+    fig = render_map(pp)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    ax = fig.axes[0]
+    patches = {p.get_gid(): p for p in ax.patches if p.get_gid()}
+    texts = [t for t in ax.texts if t.get_gid()]
+    assert len(texts) == 2 * len(components(pp))
+    for text in texts:
+        box = patches["box:" + text.get_gid().split(":", 1)[1]].get_window_extent(renderer)
+        inner = text.get_window_extent(renderer)
+        assert box.x0 <= inner.x0 and inner.x1 <= box.x1 and box.y0 <= inner.y0 and inner.y1 <= box.y1, text.get_text()
+    shown = "\n".join(t.get_text() for t in ax.texts)
+    assert "minispec/v1/worker/gpu_input_batch.py" in shown and "vLLM: vllm/v1/engine/core.py" in shown
