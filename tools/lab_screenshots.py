@@ -75,7 +75,8 @@ class Lab:
 
     def url(self, notebook: Path) -> str:
         rel = notebook.resolve().relative_to(ROOT).as_posix()
-        return f"http://127.0.0.1:{self.port}/lab/tree/{rel}?token={self.token}"
+        # reset: a fresh workspace, so only this notebook is open and inspected
+        return f"http://127.0.0.1:{self.port}/lab/tree/{rel}?reset&token={self.token}"
 
 
 def _write_settings(folder: Path) -> None:
@@ -143,7 +144,9 @@ def browser_page(width: int = 1280, height: int = 900):
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
-            yield browser.new_page(viewport={"width": width, "height": height})
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.set_default_timeout(120_000)  # a loaded 2-core machine starts kernels slowly
+            yield page
         finally:
             browser.close()
 
@@ -158,8 +161,8 @@ def open_and_run(page, lab: Lab, notebook: Path, timeout_s: float = 180) -> list
     """Open the notebook, clear its stored outputs, run all cells, wait until every
     cell has run or the run stopped; returns the input prompts."""
     page.goto(lab.url(notebook))
-    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=60_000)
-    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
+    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for()
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()
     menu_command(page, "Edit", "editmenu:clear-all")
     page.wait_for_function(f"{PROMPTS_JS}.every(p => !/\\d/.test(p))")
     menu_command(page, "Run", "runmenu:run-all")
