@@ -151,10 +151,20 @@ def browser_page(width: int = 1280, height: int = 900):
             browser.close()
 
 
-def menu_command(page, menu: str, command: str) -> None:
-    """Click a main-menu entry, then the item bound to a JupyterLab command id."""
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{menu}$")).click()
-    page.locator(f'.lm-Menu-item[data-command="{command}"]').first.click()
+def menu_command(page, menu: str, command: str, done_js: str, tries: int = 3) -> None:
+    """Click a main-menu entry, then the item bound to a JupyterLab command id, until
+    ``done_js`` holds (a loaded machine can drop a click made while the lab is busy)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for _ in range(tries):
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{menu}$")).click()
+        page.locator(f'.lm-Menu-item[data-command="{command}"]').first.click()
+        try:
+            page.wait_for_function(done_js, timeout=30_000)
+            return
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    raise TimeoutError(f"{menu} > {command} had no effect after {tries} tries")
 
 
 def open_and_run(page, lab: Lab, notebook: Path, timeout_s: float = 180) -> list[str]:
@@ -163,10 +173,9 @@ def open_and_run(page, lab: Lab, notebook: Path, timeout_s: float = 180) -> list
     page.goto(lab.url(notebook))
     page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for()
     page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()
-    menu_command(page, "Edit", "editmenu:clear-all")
-    page.wait_for_function(f"{PROMPTS_JS}.every(p => !/\\d/.test(p))")
-    menu_command(page, "Run", "runmenu:run-all")
-    page.wait_for_function(f"{PROMPTS_JS}.some(p => /[\\d*]/.test(p))")
+    page.locator(".lm-TabBar-tab", has_text=notebook.name).first.click()  # the notebook is the current widget
+    menu_command(page, "Edit", "editmenu:clear-all", f"{PROMPTS_JS}.every(p => !/\\d/.test(p))")
+    menu_command(page, "Run", "runmenu:run-all", f"{PROMPTS_JS}.some(p => /[\\d*]/.test(p))")
     # Done when nothing is queued or running and the kernel is idle.
     page.wait_for_function(
         f"!{PROMPTS_JS}.some(p => p.includes('*')) && "
