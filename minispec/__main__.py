@@ -16,6 +16,7 @@ import argparse
 import math
 import sys
 import time
+from pathlib import Path
 
 FIRST_DECODE = 2  # the thread's step where batch_0 decodes for the first time
 DEMO_PROMPTS = ["The for statement ", "A class definition ", "Exceptions are ", "The import statement "]
@@ -36,35 +37,39 @@ def _print_run(title: str, llm, prompts, params) -> None:
 
 def _thread(out) -> None:
     """The thread's scenario under each preset: text before/after, table, figures."""
-    from pathlib import Path
-
     from minispec.config import DEFAULT_TARGET
-    from minispec.lab.scenarios import BATCH_0, BATCH_1, forum_thread, forum_thread_reference
-    from minispec.lab.viz.plots import plot_presets, plot_stage_rows
+    from minispec.lab.scenarios import BATCH_0, BATCH_1, batch_label, forum_thread, forum_thread_reference
     from minispec.lab.viz.text import char_decoder, render_comparison, render_step
     from minispec.transformers_utils.tokenizer import load_tokenizer
 
     tokenizer = load_tokenizer(DEFAULT_TARGET)
-    show, cell = char_decoder(tokenizer), char_decoder(tokenizer, visible_spaces=True)
     traces = {preset: forum_thread(preset) for preset in ("vllm-0.9.2", "vllm-0.14", "all")}
-    print(f"== The forum thread's scenario: 2 pipeline stages, draft model k=3, batch_0 = "
-          f"{{{', '.join(BATCH_0)}}}, batch_1 = {{{', '.join(BATCH_1)}}}")
+    print(f"== The forum thread's scenario: 2 pipeline stages, draft model k=3, "
+          f"{batch_label(BATCH_0)}, {batch_label(BATCH_1)}")
     for title, preset in (("before", "vllm-0.9.2"), ("after", "all")):
         print(f"-- {title}: preset {preset}, step {FIRST_DECODE} (batch_0's first decode)")
-        print(render_step(traces[preset].step(FIRST_DECODE), show) + "\n")
+        print(render_step(traces[preset].step(FIRST_DECODE), char_decoder(tokenizer)) + "\n")
     print("== Presets against plain greedy decoding (one stage, no drafts)")
     runs = [(name, t.stats, t.outputs) for name, t in traces.items()]
     print(render_comparison(runs, forum_thread_reference()) + "\n")
+    names = _save_figures(traces, Path(out), char_decoder(tokenizer, visible_spaces=True))
+    print(f"figures in {Path(out).resolve()}/: {', '.join(names)}\n")
 
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    figures = {f"step{FIRST_DECODE}-{preset}-stage{stage}.png":
-               plot_stage_rows(traces[preset].step(FIRST_DECODE), stage, cell)
-               for preset in ("vllm-0.9.2", "all") for stage in (0, 1)}
+
+def _save_figures(traces, folder: Path, decode) -> list[str]:
+    """Step 2 before and after, side by side per stage and whole; acceptance per preset."""
+    from minispec.lab.viz.plots import plot_presets, plot_step_rows, plot_strip_diff
+
+    before, after = (traces[p].step(FIRST_DECODE) for p in ("vllm-0.9.2", "all"))
+    figures = {f"step{FIRST_DECODE}-vllm-0.9.2-vs-all-stage{stage}.png":
+               plot_strip_diff({"vllm-0.9.2": before, "all": after}, stage, decode) for stage in (0, 1)}
+    figures.update({f"step{FIRST_DECODE}-{name}.png": plot_step_rows(step, decode)
+                    for name, step in (("vllm-0.9.2", before), ("all", after))})
     figures["presets-accepted-drafts.png"] = plot_presets(traces)
+    folder.mkdir(parents=True, exist_ok=True)
     for name, fig in figures.items():
         fig.savefig(folder / name, dpi=110)
-    print(f"figures in {folder.resolve()}/: {', '.join(figures)}\n")
+    return list(figures)
 
 
 def demo(args) -> None:

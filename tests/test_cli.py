@@ -65,6 +65,6 @@ def test_demo_shows_the_thread_before_and_after_and_saves_its_figures(tmp_path):
     assert "vllm-0.9.2" in table and "1/4 (A@12)" in table and "0/4\n" in table
     assert "greedy output identical with and without drafts: yes" in out
     pngs = sorted(p.name for p in tmp_path.glob("*.png"))
-    assert "step2-vllm-0.9.2-stage0.png" in pngs and "presets-accepted-drafts.png" in pngs and len(pngs) == 5
+    assert "step2-vllm-0.9.2-vs-all-stage0.png" in pngs and "step2-all.png" in pngs and "presets-accepted-drafts.png" in pngs and len(pngs) == 5
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in tmp_path.glob("*.png"))
     assert str(tmp_path) in out
