@@ -21,16 +21,13 @@ import lab_screenshots as lab_tools  # noqa: E402
 
 NOTEBOOK = ROOT / "notebooks" / "01_the_thread.ipynb"
 # The stepper's controls, found by what a learner reads on them (minispec.lab.viz.widgets).
-STEPPER = ".widget-vbox:has(.widget-output)"
-NEXT_LABELS = ("next", "▶")  # the first one the stepper has is pressed
+STEPPER = ".widget-vbox:has(.widget-toggle-buttons)"
+NEXT_LABELS = ("next ▶", "next", "▶")  # the first one the stepper has is pressed
 NEXT_BUTTON = "button.widget-button:text-is('{}')"
 PRESET_BUTTON = "button.widget-toggle-button:text-is('{}')"
 PRESETS = ("vllm-0.9.2", "all")
-STEP_TEXT = ".widget-output .jp-RenderedText"
-FIGURE = ".widget-output img"
-# The slider-only stepper (before the rebuilt one lands): its slider moves one event per key.
-SLIDER_HANDLE = ".widget-slider .noUi-handle"
-IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
+STEP_TEXT = ".widget-html"
+FIGURE = "img"
 
 pytestmark = pytest.mark.browser
 
@@ -58,36 +55,47 @@ def say(request, line: str) -> None:
         print(f"\n{line}")
 
 
-def stepper_state(page):
-    """(text, figure sources) the stepper shows now."""
+# Image widgets show blob: URLs, new on every update; what counts is the PNG behind them.
+IMAGE_DIGEST_JS = """async img => {
+    const bytes = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+    let h = 0;
+    for (const b of bytes) h = (h * 31 + b) | 0;
+    return `${bytes.length}:${h}`;
+}"""
+
+
+def find_stepper(page):
+    """The stepper, once its widget view is on the page (views render after the run)."""
     stepper = page.locator(STEPPER).first
+    stepper.wait_for(timeout=60_000)
+    return stepper
+
+
+def stepper_state(page):
+    """(text, digests of the figures) the stepper shows now."""
+    stepper = find_stepper(page)
     text = "\n".join(stepper.locator(STEP_TEXT).all_inner_texts())
-    return text, [img.get_attribute("src") for img in stepper.locator(FIGURE).all()]
+    return text, [img.evaluate(IMAGE_DIGEST_JS) for img in stepper.locator(FIGURE).all()]
 
 
 def wait_for_change(page, before, what: str):
-    """The stepper's next settled view: changed, kernel idle, same on two looks (an
-    Output widget receives its text and its figure as separate messages)."""
+    """The stepper's next settled view, once both its text and a figure differ from
+    ``before`` (they arrive as separate widget updates, the figures last)."""
     last = before
-    for _ in range(60):
+    for _ in range(240):
         page.wait_for_timeout(250)
         now = stepper_state(page)
-        if now != before and now == last and now[0] and page.locator(IDLE).count():
+        if now[0] != before[0] and now[1] != before[1] and now == last:
             return now
         last = now
-    pytest.fail(f"the stepper still shows the same step after {what}:\n{before[0]}")
-
-
-def next_button(page):
-    stepper = page.locator(STEPPER).first
-    return next((b for label in NEXT_LABELS if (b := stepper.locator(NEXT_BUTTON.format(label))).count()), None)
+    unchanged = [name for name, a, b in (("text", last[0], before[0]), ("figures", last[1], before[1])) if a == b]
+    pytest.fail(f"after {what} the stepper's {' and '.join(unchanged)} did not change in 60 s:\n{before[0]}")
 
 
 def press_next(page, before):
-    if button := next_button(page):
-        button.first.click()
-    else:
-        page.locator(STEPPER).first.locator(SLIDER_HANDLE).press("ArrowRight")
+    stepper = find_stepper(page)
+    button = next(b for label in NEXT_LABELS if (b := stepper.locator(NEXT_BUTTON.format(label))).count())
+    button.first.click()
     return wait_for_change(page, before, "pressing next")
 
 
@@ -99,8 +107,8 @@ def test_every_cell_runs_without_error(lab_page):
 
 def test_stepper_renders(lab_page):
     page, _, _ = lab_page
+    stepper = find_stepper(page)
     assert "Loading widget" not in page.locator(".jp-Notebook").inner_text()
-    stepper = page.locator(STEPPER).first
     assert stepper.is_visible()
     text, _ = stepper_state(page)
     assert re.search(r"step \d+", text), text
@@ -108,26 +116,22 @@ def test_stepper_renders(lab_page):
 
 def test_next_changes_the_step_and_the_figure(lab_page):
     page, _, shots = lab_page
-    state = stepper_state(page)
-    for _ in range(10):  # to the first view with a figure (the slider stepper opens on a schedule)
-        if state[1]:
-            break
-        state = press_next(page, state)
-    assert state[1], "no figure in the stepper after pressing next 10 times"
-    page.locator(STEPPER).first.screenshot(path=str(shots / "stepper-before-next.png"))
-    after = press_next(page, state)
-    while not after[1]:
-        after = press_next(page, after)
-    page.locator(STEPPER).first.screenshot(path=str(shots / "stepper-after-next.png"))
-    assert after[0] != state[0] and after[1] != state[1]
+    before = stepper_state(page)
+    assert before[1], "the stepper shows no figure"
+    find_stepper(page).screenshot(path=str(shots / "stepper-before-next.png"))
+    after = press_next(page, before)
+    find_stepper(page).screenshot(path=str(shots / "stepper-after-next.png"))
+    assert after[0] != before[0] and after[1] != before[1]
 
 
 def test_preset_toggle_changes_the_figure(lab_page):
     page, _, shots = lab_page
-    stepper = page.locator(STEPPER).first
+    stepper = find_stepper(page)
     toggle = [stepper.locator(PRESET_BUTTON.format(p)) for p in PRESETS]
-    if not toggle[0].count() and not next_button(page):
-        pytest.skip("this notebook's stepper is the slider-only one, without a preset toggle")
+    if not toggle[1].count():
+        offered = stepper.locator(".widget-toggle-button").all_inner_texts()
+        pytest.skip(f"the notebook's stepper offers no preset {PRESETS[1]!r} (buttons: {offered}); "
+                    "give trace_stepper every preset's run to test the toggle")
     toggle[0].click()
     page.wait_for_timeout(500)
     before = stepper_state(page)

@@ -167,18 +167,20 @@ def menu_command(page, menu: str, command: str, done_js: str, tries: int = 3) ->
     raise TimeoutError(f"{menu} > {command} had no effect after {tries} tries")
 
 
-def open_and_run(page, lab: Lab, notebook: Path, timeout_s: float = 180) -> list[str]:
+def open_and_run(page, lab: Lab, notebook: Path, timeout_s: float = 300) -> list[str]:
     """Open the notebook, clear its stored outputs, run all cells, wait until every
-    cell has run or the run stopped; returns the input prompts."""
+    cell has run or the run stopped at an error; returns the input prompts."""
+    cells = sum(c["cell_type"] == "code" for c in json.loads(notebook.read_text())["cells"])
+    all_shown = f"{PROMPTS_JS}.length === {cells}"  # a prompt check on a half-loaded page proves nothing
     page.goto(lab.url(notebook))
-    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for()
+    page.wait_for_function(all_shown)
     page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()
     page.locator(".lm-TabBar-tab", has_text=notebook.name).first.click()  # the notebook is the current widget
-    menu_command(page, "Edit", "editmenu:clear-all", f"{PROMPTS_JS}.every(p => !/\\d/.test(p))")
+    menu_command(page, "Edit", "editmenu:clear-all", f"{all_shown} && {PROMPTS_JS}.every(p => !/\\d/.test(p))")
     menu_command(page, "Run", "runmenu:run-all", f"{PROMPTS_JS}.some(p => /[\\d*]/.test(p))")
-    # Done when nothing is queued or running and the kernel is idle.
+    # Done when nothing is queued or running and the kernel is idle (an error leaves later cells unrun).
     page.wait_for_function(
-        f"!{PROMPTS_JS}.some(p => p.includes('*')) && "
+        f"{all_shown} && !{PROMPTS_JS}.some(p => p.includes('*')) && "
         "document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status === 'idle'",
         timeout=timeout_s * 1000)
     return page.evaluate(PROMPTS_JS)
