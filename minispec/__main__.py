@@ -73,8 +73,13 @@ def _save_figures(traces, folder: Path, decode) -> list[str]:
 
 
 def demo(args) -> None:
+    import torch
+
     from minispec import LLM, SamplingParams
 
+    # The shipped models are tiny: a second intra-op thread costs more than it gives,
+    # and on a busy 2-core machine it spins (measured: 4 s with one thread, 49 s with two).
+    torch.set_num_threads(1)
     params = SamplingParams(temperature=0, max_tokens=args.max_tokens)
     # Both engines first, so a bad -k is refused before the first phase runs.
     target, drafting = LLM(), LLM(speculative_config={"method": "draft_model", "num_speculative_tokens": args.k})
