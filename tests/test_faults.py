@@ -14,7 +14,7 @@ import pytest
 
 from minispec.config import DEFAULT_TARGET
 from minispec.instruments.invariants import check_trace
-from minispec.lab.scenarios import PROMPTS, forum_thread
+from minispec.lab.scenarios import PROMPTS, forum_thread, forum_thread_reference
 from minispec.transformers_utils.tokenizer import load_tokenizer
 
 FIRST_DECODE = 2  # scheduler step of batch_0's first decode
@@ -81,9 +81,6 @@ def test_all_fixes_hold_every_invariant_and_accept_more(traces):
 
 
 def test_all_fixes_equal_plain_greedy(traces):
-    from minispec import LLM, SamplingParams
-
-    outs = LLM().generate(list(PROMPTS.values()), SamplingParams(temperature=0, max_tokens=16))
-    reference = {r: o.outputs[0].token_ids for r, o in zip(PROMPTS, outs)}
+    reference = forum_thread_reference(max_tokens=16)
     assert traces["all"].outputs == reference
     assert traces["vllm-0.14"].outputs != reference

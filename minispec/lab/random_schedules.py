@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from minispec.lab.scenarios import PROMPTS
+from minispec.lab.scenarios import PROMPTS, run_recorded
 from minispec.sampling_params import SamplingParams
 
 TEXT = " ".join(PROMPTS.values())
@@ -70,8 +70,6 @@ def run_schedule(config: ScheduleConfig, fixes="all"):
         num_gpu_blocks=config.num_gpu_blocks, seed=config.seed,
     )
     params = SamplingParams(temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed)
-    outputs = llm.generate(list(config.prompts), params, arrival_steps=list(config.arrival_steps))
-    trace = llm.trace
-    trace.outputs = {out.request_id: list(out.outputs[0].token_ids) for out in outputs}
-    trace.stats = llm.stats()
-    return trace
+    for prompt, arrival in zip(config.prompts, config.arrival_steps):
+        llm.add_request(prompt, params, arrival_step=arrival)
+    return run_recorded(llm)
