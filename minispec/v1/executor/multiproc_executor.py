@@ -12,9 +12,11 @@ the other ranks) or on several (``"torchrun"``: ``torchrun`` starts every rank):
 - the last stage sends its ``ModelRunnerOutput`` back to rank 0, and every
   stage sends rank 0 a ``StageSpan`` saying when it worked (``self.timeline``).
 
-Sends are asynchronous and only receives block: gloo's sends complete when the
-peer receives, so a blocking send from a stage that is one batch ahead would
-wait on a peer that is itself waiting on it. A receive that gets nothing within
+Messages go through ``StageGroup`` (``minispec/distributed/parallel_state.py``):
+sends are asynchronous, and each receive is posted before its message is sent
+(a stage posts for its next batch before it runs this one; rank 0 posts for a
+batch's output as it sends the batch off), so a stage busy in a forward pass
+never delays the message the next stage is waiting for. A receive that gets nothing within
 ``MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS`` (vLLM: ``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS``)
 fails the executor, which then refuses further work. Left out: tensor
 parallelism, vLLM's worker RPCs (``collective_rpc``) and its shared-memory
@@ -23,10 +25,8 @@ queues. Backend: gloo on the CPU (NCCL would carry GPU tensors; not run here).
 
 from __future__ import annotations
 
-import datetime
 import multiprocessing
 import os
-import pickle
 import queue
 import signal
 import sys
@@ -41,12 +41,12 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from minispec.distributed.parallel_state import StageGroup
 from minispec.instruments.timeline import StageSpan, Timeline
 from minispec.sequence import IntermediateTensors
 from minispec.v1.worker.gpu_worker import make_runner
 
 CTRL, HIDDEN, OUTPUT, SPAN = 1, 2, 3, 4  # message tags
-IDLE = datetime.timedelta(days=365)  # a stage may wait this long for its next batch
 SHUTDOWN_GRACE_S = 5.0
 DIAGNOSE_GRACE_S = 2.0  # after a failure, how long the other stages get to report theirs
 START_POLL_S = 0.5
@@ -60,61 +60,25 @@ def execute_model_timeout() -> float:
     return float(os.environ.get("MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS", "20"))
 
 
-class StageGroup:
-    """Point-to-point messages between the ranks of one gloo process group.
+def run_stage(group: StageGroup, runner, config) -> None:
+    """A worker rank's loop: one batch per ``SchedulerOutput``, until rank 0 sends ``None``.
 
-    A private ``ProcessGroupGloo`` rather than ``init_process_group``'s global
-    one, so that a process can hold several pipelines, one after another or at once."""
-
-    def __init__(self, store, rank: int, world_size: int, timeout_s: float, hostname: str | None = None):
-        opts = dist.ProcessGroupGloo._Options()
-        opts._timeout = IDLE
-        opts._devices = [_gloo_device(hostname)]
-        self.pg = dist.ProcessGroupGloo(store, rank, world_size, opts)
-        self.rank, self.timeout = rank, datetime.timedelta(seconds=timeout_s)
-        self.sending: list = []  # (work, tensor): a tensor must live until its send completes
-        self.pg.barrier().wait()
-        self.origin_ns = time.perf_counter_ns()  # every rank's clock starts at the barrier
-
-    def now(self) -> float:
-        return (time.perf_counter_ns() - self.origin_ns) / 1e9
-
-    def send(self, tensor: torch.Tensor, dst: int, tag: int) -> None:
-        self.sending = [(w, t) for w, t in self.sending if not w.is_completed()]
-        self.sending.append((self.pg.send([tensor], dst, tag), tensor))
-
-    def recv(self, tensor: torch.Tensor, src: int, tag: int, idle: bool = False) -> torch.Tensor:
-        self.pg.recv([tensor], src, tag).wait(IDLE if idle else self.timeout)
-        return tensor
-
-    def send_object(self, obj, dst: int, tag: int) -> None:
-        data = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
-        self.send(torch.tensor([data.numel()], dtype=torch.int64), dst, tag)
-        self.send(data, dst, tag)
-
-    def recv_object(self, src: int, tag: int, idle: bool = False):
-        size = self.recv(torch.empty(1, dtype=torch.int64), src, tag, idle)
-        return pickle.loads(self.recv(torch.empty(int(size), dtype=torch.uint8), src, tag).numpy().tobytes())
-
-
-def _gloo_device(hostname: str | None):
-    """Loopback for "mp"; across machines the interface ``GLOO_SOCKET_IFNAME`` names, as torch's own."""
-    if hostname:
-        return dist.ProcessGroupGloo.create_device(hostname=hostname)
-    if os.environ.get("GLOO_SOCKET_IFNAME"):
-        return dist.ProcessGroupGloo.create_device(interface=os.environ["GLOO_SOCKET_IFNAME"])
-    return dist.ProcessGroupGloo.create_default_device()
-
-
-def run_stage(group: StageGroup, runner, hidden_size: int, dtype) -> None:
-    """A worker rank's loop: one batch per ``SchedulerOutput``, until rank 0 sends ``None``."""
+    The next batch's control message and hidden states are always posted for
+    before this batch's forward starts, so they arrive while it runs."""
     rank, last = group.rank, runner.is_last_rank
-    while (out := group.recv_object(0, CTRL, idle=True)) is not None:
+    shape = (config.scheduler_config.max_num_batched_tokens, config.arch.hidden_size)
+
+    def post_hidden():
+        return group.post(torch.empty(shape, dtype=config.dtype or torch.float32, device=runner.device),
+                          rank - 1, HIDDEN)
+
+    next_out, next_hidden = group.post_object(0, CTRL), post_hidden()
+    while (out := next_out.take(idle=True)) is not None:
         asked = group.now()
-        hidden = torch.empty(out.total_num_scheduled_tokens, hidden_size, dtype=dtype, device=runner.device)
-        carry = IntermediateTensors({"hidden_states": group.recv(hidden, rank - 1, HIDDEN)})
+        hidden = next_hidden.take()[:out.total_num_scheduled_tokens]
+        next_out, next_hidden = group.post_object(0, CTRL), post_hidden()
         start = group.now()
-        result = runner.execute_model(out, carry)
+        result = runner.execute_model(out, IntermediateTensors({"hidden_states": hidden}))
         end = group.now()
         if last:
             group.send_object(result, 0, OUTPUT)
@@ -152,7 +116,7 @@ def _worker_main(rank: int, config, port: int, timeout_s: float, reports) -> Non
         reports.put(("ready", rank, ""))
         store = dist.TCPStore("127.0.0.1", port, config.pipeline_parallel_size, is_master=False)
         group = StageGroup(store, rank, config.pipeline_parallel_size, timeout_s, "127.0.0.1")
-        run_stage(group, runner, config.arch.hidden_size, config.dtype or torch.float32)
+        run_stage(group, runner, config)
         code = 0
     except Exception:  # the engine must hear the cause, not only that a connection closed
         reports.put(("error", rank, traceback.format_exc()))
@@ -177,6 +141,7 @@ def refuse_spawn_bootstrap() -> None:
 class PendingBatch:
     def __init__(self, scheduler_output, executor: "MultiprocPipelineExecutor"):
         self.scheduler_output, self.executor, self.output = scheduler_output, executor, None
+        self.receives: list = []  # posted as soon as it is sent: its spans, then the last stage's output
 
     @property
     def done(self) -> bool:
@@ -248,6 +213,8 @@ class MultiprocPipelineExecutor:
                 batch.output = result
             else:
                 self.group.send(result["hidden_states"].contiguous(), 1, HIDDEN)
+                batch.receives = [self.group.post_object(r, SPAN) for r in range(1, self.pp)]
+                batch.receives.append(self.group.post_object(self.pp - 1, OUTPUT))
                 self.in_flight.append(batch)
         except WorkerError:
             raise
@@ -260,9 +227,10 @@ class MultiprocPipelineExecutor:
         while not batch.done:
             oldest = self.in_flight.popleft()
             try:
-                oldest.output = self.group.recv_object(self.pp - 1, OUTPUT)
-                for rank in range(1, self.pp):
-                    self._record(self.group.recv_object(rank, SPAN))
+                *spans, output = [r.take() for r in oldest.receives]
+                for span in spans:
+                    self._record(span)
+                oldest.output = output
             except RuntimeError as exc:
                 self._fail(f"waiting for step {oldest.scheduler_output.step}", cause=exc)
             yield f"stage {self.pp - 1} returned step {oldest.scheduler_output.step}"
@@ -372,4 +340,4 @@ def serve_stage(config) -> None:
     runner = make_runner(config, rank, device=torchrun_device("torchrun"))
     group = StageGroup(torchrun_store(config.pipeline_parallel_size), rank, config.pipeline_parallel_size,
                        execute_model_timeout())
-    run_stage(group, runner, config.arch.hidden_size, config.dtype or torch.float32)
+    run_stage(group, runner, config)

@@ -1,0 +1,119 @@
+"""Point-to-point messages between pipeline stages (vLLM: ``GroupCoordinator``
+in ``vllm/distributed/parallel_state.py``: ``send_object``, ``recv_object``,
+``send_tensor_dict``).
+
+vLLM sends an object as two blocking messages, its size and then its bytes, and
+receives them in the same order. minispec's stages run one batch ahead of each
+other, so it does two things differently:
+
+- **Sends are asynchronous.** gloo completes a send only when the peer
+  receives it; a blocking send from a stage that is one batch ahead would wait
+  on a peer that is itself waiting on it.
+- **Receives are posted before the message is sent** (``post`` and
+  ``post_object``, then ``take``). gloo delivers a message once the receiver has
+  posted a buffer for it. If the buffer is posted late, the sender's gloo
+  thread must wake to deliver it, and while the sender's own thread is busy in a
+  forward pass that took about 4 ms a message on this 2-core machine (measured:
+  ``benchmarks/bench_pipeline.py``). Posted early, the send goes out at once.
+  A posted buffer has a fixed size, so an object travels as one frame: its
+  length, then its pickled bytes; bytes beyond ``FRAME_BYTES`` follow in a
+  second message on a tag of their own.
+
+Left out: tensor parallelism's groups, NCCL and device communicators, the
+shared-memory broadcast vLLM uses for control messages on one machine.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import pickle
+import time
+from collections import deque
+
+import torch
+import torch.distributed as dist
+
+IDLE = datetime.timedelta(days=365)  # a stage may wait this long for its next batch
+FRAME_BYTES = 1 << 16  # a posted object receive: enough for a SchedulerOutput of a few dozen requests
+SPILL_TAG = 1000  # added to a tag for the bytes of an object that did not fit its frame
+MAX_PENDING_SENDS = 64  # older sends are waited for, so their buffers can be freed
+HEADER = 8  # the frame's first bytes: the pickled object's length
+
+
+class Receive:
+    """A posted receive: ``take`` waits for its message."""
+
+    def __init__(self, group: "StageGroup", buffer: torch.Tensor, src: int, tag: int):
+        self.group, self.buffer, self.src, self.tag = group, buffer, src, tag
+        self.work = group.pg.recv([buffer], src, tag)
+
+    def take(self, idle: bool = False) -> torch.Tensor:
+        self.work.wait(IDLE if idle else self.group.timeout)
+        return self.buffer
+
+
+class ObjectReceive(Receive):
+    def take(self, idle: bool = False):
+        frame = super().take(idle).numpy()
+        size = int.from_bytes(frame[:HEADER].tobytes(), "little")
+        data = frame[HEADER:HEADER + size].tobytes()
+        if size > len(data):  # the rest follows on the spill tag
+            rest = Receive(self.group, torch.empty(size - len(data), dtype=torch.uint8), self.src,
+                           self.tag + SPILL_TAG)
+            data += rest.take().numpy().tobytes()
+        return pickle.loads(data)
+
+
+class StageGroup:
+    """The ranks of one pipeline on a private gloo process group.
+
+    Private (a ``ProcessGroupGloo`` rather than ``init_process_group``'s global
+    one) so that one process can hold several pipelines, one after another or at once."""
+
+    def __init__(self, store, rank: int, world_size: int, timeout_s: float, hostname: str | None = None):
+        opts = dist.ProcessGroupGloo._Options()
+        opts._timeout = IDLE
+        opts._devices = [_gloo_device(hostname)]
+        self.pg = dist.ProcessGroupGloo(store, rank, world_size, opts)
+        self.rank, self.timeout = rank, datetime.timedelta(seconds=timeout_s)
+        self.sending: deque = deque()  # (work, tensor): a tensor must live until its send completes
+        self.pg.barrier().wait()
+        self.origin_ns = time.perf_counter_ns()  # every rank's clock starts at the barrier
+
+    def now(self) -> float:
+        return (time.perf_counter_ns() - self.origin_ns) / 1e9
+
+    def send(self, tensor: torch.Tensor, dst: int, tag: int) -> None:
+        # gloo's send works never report completion on their own; waiting on the
+        # oldest (long since received) bounds what is kept alive.
+        while len(self.sending) > MAX_PENDING_SENDS:
+            self.sending.popleft()[0].wait(self.timeout)
+        self.sending.append((self.pg.send([tensor], dst, tag), tensor))
+
+    def post(self, buffer: torch.Tensor, src: int, tag: int) -> Receive:
+        """Post a receive now; a message no larger than ``buffer`` fills its front."""
+        return Receive(self, buffer, src, tag)
+
+    def send_object(self, obj, dst: int, tag: int) -> None:
+        data = pickle.dumps(obj)
+        head = len(data).to_bytes(HEADER, "little") + data[:FRAME_BYTES - HEADER]
+        self.send(torch.frombuffer(bytearray(head), dtype=torch.uint8), dst, tag)
+        if len(data) > FRAME_BYTES - HEADER:
+            self.send(torch.frombuffer(bytearray(data[FRAME_BYTES - HEADER:]), dtype=torch.uint8), dst,
+                      tag + SPILL_TAG)
+
+    def post_object(self, src: int, tag: int) -> ObjectReceive:
+        return ObjectReceive(self, torch.empty(FRAME_BYTES, dtype=torch.uint8), src, tag)
+
+    def recv_object(self, src: int, tag: int, idle: bool = False):
+        return self.post_object(src, tag).take(idle)
+
+
+def _gloo_device(hostname: str | None):
+    """Loopback for "mp"; across machines the interface ``GLOO_SOCKET_IFNAME`` names, as torch's own."""
+    if hostname:
+        return dist.ProcessGroupGloo.create_device(hostname=hostname)
+    if os.environ.get("GLOO_SOCKET_IFNAME"):
+        return dist.ProcessGroupGloo.create_device(interface=os.environ["GLOO_SOCKET_IFNAME"])
+    return dist.ProcessGroupGloo.create_default_device()
