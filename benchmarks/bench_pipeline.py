@@ -8,14 +8,10 @@ stage 1 runs the other, so the ideal throughput ratio is 2.0. Each stage gets
 one thread (``OMP_NUM_THREADS=1``, inherited by the worker), so the two stages
 are two cores' worth of work at most.
 
-Requests arrive as in the forum thread: half at engine step 0, half one step
-later, so decode batches alternate between the two halves. (When all arrive
-together the first batch takes every request, the second slot stays empty and
-nothing overlaps: ``--together`` shows it.) The token budget
-(``max_num_batched_tokens``) is half the requests, so a batch holds the same
-number of tokens in both settings: on a CPU a small decode batch costs about
-the same whatever its size (reading the weights dominates), and one batch of
-16 against two of 8 would measure batch size, not overlap.
+Requests arrive as in the forum thread, half one engine step later, so decode
+batches alternate between the halves (``minispec.lab.overlap.measure_in_flight``
+says why, and why the token budget is half the requests; ``--together`` shows
+what happens when they all arrive at once).
 
 Printed, for a random-weight Llama of a few tens of millions of parameters
 (made now, in a temporary directory) and for the shipped tiny target: the
@@ -41,60 +37,20 @@ import torch  # noqa: E402
 
 from minispec import LLM, SamplingParams  # noqa: E402
 from minispec.config import DEFAULT_TARGET  # noqa: E402
-
-HEAVY = dict(vocab_size=2048, hidden_size=640, intermediate_size=1792, num_hidden_layers=10,
-             num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=1024,
-             tie_word_embeddings=True)
-
-
-def make_heavy_llama(directory: Path) -> Path:
-    """A random-weight Llama where a stage's compute outweighs passing its hidden states on."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(**HEAVY))
-    model.save_pretrained(directory, safe_serialization=True)
-    return directory
-
-
-def num_params(model_dir: Path) -> int:
-    from safetensors.torch import load_file
-
-    return sum(t.numel() for t in load_file(model_dir / "model.safetensors").values())
-
-
-def prompts(n: int, vocab: int, length: int = 12) -> list[list[int]]:
-    g = torch.Generator().manual_seed(1)
-    return [torch.randint(3, vocab, (length,), generator=g).tolist() for _ in range(n)]
-
-
-def timed_run(llm: LLM, ids, max_tokens: int, arrivals) -> float:
-    params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
-    llm.engine.executor.timeline.spans.clear()
-    start = time.perf_counter()
-    llm.generate(ids, params, arrival_steps=arrivals)
-    return time.perf_counter() - start
+from minispec.lab.overlap import (  # noqa: E402
+    HEAVY, first_batches, measure_in_flight, num_params, random_llama, random_prompts)
 
 
 def compare(model: Path, vocab: int, args) -> dict:
-    """Best wall time and last timeline per in-flight setting, and the ratio of every run pair."""
-    ids = prompts(args.requests, vocab)
-    arrivals = [0] * len(ids) if args.together else [i % 2 for i in range(len(ids))]
-    result = {}
-    for in_flight in (2, 1):
-        with LLM(model=model, pipeline_parallel_size=2, distributed_executor_backend="mp",
-                 max_concurrent_batches=in_flight, max_num_seqs=args.requests,
-                 max_num_batched_tokens=args.requests // 2) as llm:
-            timed_run(llm, ids[:2], 4, [0, 0])  # warm-up
-            times = [timed_run(llm, ids, args.max_tokens, arrivals) for _ in range(args.repeat)]
-            result[in_flight] = (times, llm.timeline())
-    return result
+    """Every repeat's wall time and the last timeline, for 2 and for 1 batch in flight."""
+    ids = random_prompts(args.requests, vocab)
+    return {n: measure_in_flight(model, n, ids, args.max_tokens, args.repeat, args.together) for n in (2, 1)}
 
 
 def report(name: str, result: dict, out_dir: Path) -> list[Path]:
     from minispec.lab.viz.gantt import plot_gantt
 
-    (t2, tl2), (t1, tl1) = result[2], result[1]
+    (t2, tl2), (t1, tl1) = ((result[n].seconds, result[n].timeline) for n in (2, 1))
     ratios = [a / b for a, b in zip(t1, t2)]
     print(f"\n{name}")
     print(f"  1 batch in flight : best {min(t1):.3f} s   2 in flight: best {min(t2):.3f} s")
@@ -105,7 +61,7 @@ def report(name: str, result: dict, out_dir: Path) -> list[Path]:
     for in_flight, timeline in ((2, tl2), (1, tl1)):
         idle = ", ".join(f"stage {s} {timeline.idle_fraction(s):.0%}" for s in range(2))
         print(f"  idle fraction, {in_flight} in flight (last run): {idle}")
-        for suffix, max_step in (("", None), ("_first_steps", min(s.step for s in timeline.spans) + 12)):
+        for suffix, max_step in (("", None), ("_first_steps", first_batches(timeline, 12))):
             path = out_dir / f"gantt_{name.split()[0]}_{in_flight}_in_flight{suffix}.png"
             title = f"{name.split()[0]}, {in_flight} in flight{', first steps' if max_step else ''}"
             plot_gantt(timeline, title=title, max_step=max_step).savefig(path, dpi=110)
@@ -114,7 +70,7 @@ def report(name: str, result: dict, out_dir: Path) -> list[Path]:
 
 
 def throughput(model: Path, vocab: int) -> None:
-    ids, params = prompts(64, vocab), SamplingParams(temperature=0, max_tokens=256, ignore_eos=True)
+    ids, params = random_prompts(64, vocab), SamplingParams(temperature=0, max_tokens=256, ignore_eos=True)
     kw = dict(model=model, max_num_seqs=64, max_num_batched_tokens=1024)
     print("\ntokens/s, 64 requests x 256 tokens, heavy model")
     # Two threads last: on a busy machine OpenMP's threads can wait on each other for minutes.
@@ -144,7 +100,7 @@ def main() -> None:
           f"{'all arriving at step 0' if args.together else 'half arriving one step later'}, "
           f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, {args.repeat} runs each")
     with tempfile.TemporaryDirectory() as tmp:
-        heavy = make_heavy_llama(Path(tmp))
+        heavy = random_llama(Path(tmp))
         name = f"heavy random Llama ({num_params(heavy) / 1e6:.0f}M parameters)"
         paths = report(name, compare(heavy, HEAVY["vocab_size"], args), args.out)
         from minispec.config import LlamaArchitecture

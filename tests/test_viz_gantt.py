@@ -1,11 +1,12 @@
 """The timeline the in-process pipeline records, and the Gantt drawn from it."""
 
 import pytest
+from matplotlib.colors import to_rgba
 from matplotlib.patches import Rectangle
 
 from minispec.instruments.timeline import StageSpan, Timeline
 from minispec.lab.scenarios import forum_thread_llm
-from minispec.lab.viz.gantt import plot_gantt, span_label
+from minispec.lab.viz.gantt import IDLE, plot_gantt, plot_gantt_compare, span_label
 
 
 def thread_timeline():
@@ -54,3 +55,15 @@ def test_gantt_draws_one_bar_per_span_and_outlines_the_highlight():
     assert "stage 0 idle" in ax.get_title() and "stage 1 idle" in ax.get_title()
     labels = {text.get_text() for text in ax.texts}
     assert "step 2 · A,B" in labels
+
+
+def test_compared_runs_share_one_time_axis_and_each_idles_only_within_its_own_run():
+    t = thread_timeline()
+    fig = plot_gantt_compare({"long": (t, 7), "short": (t, 3)})
+    long_ax, short_ax = fig.axes[:2]
+    assert long_ax.get_xlim() == short_ax.get_xlim() == (0, t.span(7, 1).end)
+    short_tracks = [p for p in short_ax.patches if p.get_facecolor() == to_rgba(IDLE)]
+    assert [p.get_width() for p in short_tracks] == [t.span(3, 1).end] * 2
+    assert "short: stage 0 idle" in short_ax.get_title()
+    assert {x.get_text() for x in short_ax.texts} >= {"step 3 · C,D"}
+    assert not any("step 4" in x.get_text() for x in short_ax.texts)

@@ -37,15 +37,52 @@ def plot_gantt(timeline: Timeline, title: str | None = None, highlight: tuple[in
     n = timeline.num_stages
     fig = Figure(figsize=(width, 1.1 + 0.55 * n))
     ax = fig.subplots()
-    spans = [s for s in timeline.spans if max_step is None or s.step <= max_step]
+    spans = _spans(timeline, max_step)
+    _draw(ax, timeline, spans, _extent(timeline, spans), width, title, highlight)
+    _legend(ax, highlight is not None, any(s.wait for s in spans), -0.35 - 0.1 / n)
+    fig.subplots_adjust(left=0.09, right=0.98, top=0.85, bottom=0.38 if n < 3 else 0.3)
+    return fig
+
+
+def plot_gantt_compare(runs: dict[str, tuple[Timeline, int | None]], width: float = 9.0) -> Figure:
+    """Runs stacked on one time axis, so equal work shows as equal length:
+    ``{title: (timeline, max_step)}``, each drawn as ``plot_gantt`` would."""
+    heights = [0.75 + 0.55 * tl.num_stages for tl, _ in runs.values()]
+    fig = Figure(figsize=(width, 0.7 + sum(heights)))
+    axes = fig.subplots(len(runs), 1, sharex=True, gridspec_kw={"height_ratios": heights})
+    axes = list(axes) if len(runs) > 1 else [axes]
+    drawn = [(title, tl, _spans(tl, max_step)) for title, (tl, max_step) in runs.items()]
+    extent = max(_extent(tl, spans) for _, tl, spans in drawn)
+    for ax, (title, tl, spans) in zip(axes, drawn):
+        _draw(ax, tl, spans, extent, width, title, None)
+    _legend(axes[-1], False, any(s.wait for _, _, spans in drawn for s in spans), -0.45)
+    fig.subplots_adjust(left=0.09, right=0.98, top=1 - 0.35 / (0.7 + sum(heights)),
+                        bottom=1.0 / (0.7 + sum(heights)), hspace=0.75)
+    return fig
+
+
+def _spans(timeline: Timeline, max_step: int | None) -> list[StageSpan]:
+    return [s for s in timeline.spans if max_step is None or s.step <= max_step]
+
+
+def _scale(timeline: Timeline) -> float:
+    return 1e3 if timeline.clock == "seconds" else 1.0  # seconds are drawn in ms
+
+
+def _extent(timeline: Timeline, spans: list[StageSpan]) -> float:
     origin = min((s.start - s.wait for s in spans), default=0.0)
-    scale = 1e3 if timeline.clock == "seconds" else 1.0  # seconds are drawn in ms
-    end = max((s.end for s in spans), default=1.0)
-    extent = (end - origin) * scale or 1.0
+    return (max((s.end for s in spans), default=1.0) - origin) * _scale(timeline) or 1.0
+
+
+def _draw(ax, timeline: Timeline, spans: list[StageSpan], extent: float, width: float, title: str | None,
+          highlight: tuple[int, int] | None) -> None:
+    """``extent`` is the axis's length; the idle track ends where this run's bars do."""
+    n, scale = timeline.num_stages, _scale(timeline)
+    origin = min((s.start - s.wait for s in spans), default=0.0)
     per_char = extent * 4.8 / (width * 0.89 * 72)  # data units per 7.5-pt character (~4.8 pt wide)
     for stage in range(n):
         y = n - 1 - stage
-        ax.add_patch(Rectangle((0, y + 0.1), extent, 0.8, facecolor=IDLE, hatch="..", edgecolor="#bbbbbb",
+        ax.add_patch(Rectangle((0, y + 0.1), _extent(timeline, spans), 0.8, facecolor=IDLE, hatch="..", edgecolor="#bbbbbb",
                                linewidth=0))
     for span in spans:
         y = n - 1 - span.stage
@@ -65,15 +102,17 @@ def plot_gantt(timeline: Timeline, title: str | None = None, highlight: tuple[in
     ax.set_ylim(0, n)
     ax.set_yticks([n - 1 - s + 0.5 for s in range(n)], [f"stage {s}" for s in range(n)])
     ax.set_xlabel("time (ms)" if timeline.clock == "seconds" else "pipeline tick (one slot per stage and batch)")
+    ax.xaxis.set_tick_params(labelbottom=True)  # shared axes hide all but the last one's
     idle = ", ".join(f"stage {s} idle {timeline.idle_fraction(s):.0%}" for s in range(n))
     ax.set_title(f"{title + ': ' if title else ''}{idle}", fontsize=10)
+
+
+def _legend(ax, highlight: bool, waits: bool, below: float) -> None:
     handles = [Patch(facecolor=SERIES[0], label="a stage working on a batch (label: its step)"),
                Patch(facecolor=IDLE, hatch="..", edgecolor="#bbbbbb", label="idle (bubble)")]
-    if highlight is not None:
+    if highlight:
         handles.append(Patch(fill=False, edgecolor="black", linewidth=2.5, label="current event"))
-    if any(s.wait for s in spans):
+    if waits:
         handles.append(Patch(facecolor="#555555", label="waiting to receive"))
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.35 - 0.1 / n), ncol=len(handles),
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, below), ncol=len(handles),
               fontsize=7.5, frameon=False)
-    fig.subplots_adjust(left=0.09, right=0.98, top=0.85, bottom=0.38 if n < 3 else 0.3)
-    return fig
