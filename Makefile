@@ -32,6 +32,7 @@ lab: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_spec_decode.py
+	$(BIN)/python benchmarks/bench_messages.py
 	$(BIN)/python benchmarks/bench_pipeline.py
 
 train: $(STAMP)
