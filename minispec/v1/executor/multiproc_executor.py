@@ -20,7 +20,8 @@ never delays the message the next stage is waiting for. A receive that gets noth
 ``MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS`` (vLLM: ``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS``)
 fails the executor, which then refuses further work. Left out: tensor
 parallelism, vLLM's worker RPCs (``collective_rpc``) and its shared-memory
-queues. Backend: gloo on the CPU (NCCL would carry GPU tensors; not run here).
+queues. Backend: gloo, which sends CPU tensors only, so on a GPU the hidden
+states go through host memory (NCCL would send them GPU to GPU; no GPU run here).
 """
 
 from __future__ import annotations
@@ -68,14 +69,13 @@ def run_stage(group: StageGroup, runner, config) -> None:
     rank, last = group.rank, runner.is_last_rank
     shape = (config.scheduler_config.max_num_batched_tokens, config.arch.hidden_size)
 
-    def post_hidden():
-        return group.post(torch.empty(shape, dtype=config.dtype or torch.float32, device=runner.device),
-                          rank - 1, HIDDEN)
+    def post_hidden():  # in host memory: gloo sends and receives CPU tensors only
+        return group.post(torch.empty(shape, dtype=config.dtype or torch.float32), rank - 1, HIDDEN)
 
     next_out, next_hidden = group.post_object(0, CTRL), post_hidden()
     while (out := next_out.take(idle=True)) is not None:
         asked = group.now()
-        hidden = next_hidden.take()[:out.total_num_scheduled_tokens]
+        hidden = next_hidden.take()[:out.total_num_scheduled_tokens].to(runner.device)
         next_out, next_hidden = group.post_object(0, CTRL), post_hidden()
         start = group.now()
         result = runner.execute_model(out, IntermediateTensors({"hidden_states": hidden}))
@@ -83,7 +83,7 @@ def run_stage(group: StageGroup, runner, config) -> None:
         if last:
             group.send_object(result, 0, OUTPUT)
         else:
-            group.send(result["hidden_states"].contiguous(), rank + 1, HIDDEN)
+            group.send(result["hidden_states"].contiguous().cpu(), rank + 1, HIDDEN)
         group.send_object(StageSpan(rank, out.step, tuple(out.num_scheduled_tokens), start, end, start - asked),
                           0, SPAN)
 
@@ -212,7 +212,7 @@ class MultiprocPipelineExecutor:
             if self.pp == 1:
                 batch.output = result
             else:
-                self.group.send(result["hidden_states"].contiguous(), 1, HIDDEN)
+                self.group.send(result["hidden_states"].contiguous().cpu(), 1, HIDDEN)
                 batch.receives = [self.group.post_object(r, SPAN) for r in range(1, self.pp)]
                 batch.receives.append(self.group.post_object(self.pp - 1, OUTPUT))
                 self.in_flight.append(batch)
