@@ -1,14 +1,18 @@
-"""The same stages launched by torchrun (c10d rendezvous on 127.0.0.1, one node,
-two processes): rank 0 runs the engine and stage 0, rank 1 the last stage, and
-the tokens are transformers' greedy ones."""
+"""The same stages launched by torchrun: rank 0 runs the engine and stage 0, rank
+1 the last stage, and the tokens are transformers' greedy ones. Once on one node
+(two processes, 127.0.0.1), and once on two "machines": two network namespaces
+joined by a virtual Ethernet pair, each with its own address and interface, one
+torchrun agent in each, as the README's two-machine launch does it."""
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import textwrap
 
+import pytest
 import torch
 
 from minispec.config import DEFAULT_TARGET
@@ -56,3 +60,61 @@ def test_torchrun_two_ranks_match_transformers(tmp_path):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(result.read_text()) == transformers_greedy()
+
+
+@pytest.fixture
+def two_hosts():
+    """Two network namespaces, 10.77.0.1 and 10.77.0.2, on the two ends of a veth pair."""
+    tag = str(os.getpid() % 100000)
+    hosts = [(f"msa{tag}", "10.77.0.1", f"va{tag}"), (f"msb{tag}", "10.77.0.2", f"vb{tag}")]
+    (na, ipa, va), (nb, ipb, vb) = hosts
+    setup = [f"netns add {na}", f"netns add {nb}", f"link add {va} type veth peer name {vb}",
+             f"link set {va} netns {na}", f"link set {vb} netns {nb}"]
+    for ns, ip, dev in hosts:
+        setup += [f"-n {ns} addr add {ip}/24 dev {dev}", f"-n {ns} link set {dev} up", f"-n {ns} link set lo up"]
+
+    def teardown():
+        for ns, _, _ in hosts:  # deleting a namespace deletes its end of the pair, and so the pair
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+    why = "needs root and iproute2 to create network namespaces"
+    if os.geteuid() == 0 and shutil.which("ip"):
+        for cmd in setup:
+            done = subprocess.run(["ip", *cmd.split()], capture_output=True, text=True)
+            if done.returncode:
+                why = f"ip {cmd}: {done.stderr.strip()}"
+                break
+        else:
+            why = None
+    if why:
+        teardown()
+        if os.environ.get("MINISPEC_REQUIRE_NETNS"):
+            pytest.fail(f"two-host torchrun test cannot run: {why}")
+        pytest.skip(why)
+    yield hosts
+    teardown()
+
+
+def test_torchrun_across_two_hosts_matches_transformers(tmp_path, two_hosts):
+    script = tmp_path / "pipeline.py"
+    script.write_text(textwrap.dedent(SCRIPT.format(prompts=PROMPT_IDS, max_tokens=MAX_TOKENS)))
+    (_, host_ip, _), _ = two_hosts
+    agents = []
+    for node, (ns, ip, dev) in enumerate(two_hosts):
+        # The namespaces share one hostname, so the agents cannot find the rendezvous host by
+        # name: is_host says which one serves it, --local-addr what each advertises.
+        cmd = ["ip", "netns", "exec", ns, sys.executable, "-m", "torch.distributed.run", "--nnodes", "2",
+               "--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"{host_ip}:29400",
+               "--rdzv-id", "minispec-test", "--rdzv-conf", f"is_host={int(node == 0)}", "--local-addr", ip,
+               str(script), str(tmp_path / f"tokens{node}.json")]
+        env = dict(os.environ, PYTHONPATH=ROOT, GLOO_SOCKET_IFNAME=dev, OMP_NUM_THREADS="1")
+        agents.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                       cwd=tmp_path))
+    try:
+        logs = [agent.communicate(timeout=180)[0] for agent in agents]
+    finally:
+        for agent in agents:  # a hung agent must not outlive the test (or its namespace)
+            agent.kill()
+    assert [agent.returncode for agent in agents] == [0, 0], "\n".join(log[-3000:] for log in logs)
+    assert json.loads((tmp_path / "tokens0.json").read_text()) == transformers_greedy()
+    assert not (tmp_path / "tokens1.json").exists()  # rank 1 served its stage and exited inside LLM()
