@@ -1,0 +1,43 @@
+"""The benchmark scripts still run and print what ``make bench`` promises, on
+settings small enough for the test suite (their figures are not checked: a
+benchmark is a script that prints ratios, not a timed test)."""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(script: str, *args: str) -> str:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_bench_messages_prints_both_postings_and_their_ratio():
+    out = run("bench_messages.py", "--rounds", "4", "--busy-ms", "4")
+    assert re.search(r"receive posted ahead: median [\d.]+ ms, 90th percentile [\d.]+ ms", out)
+    assert re.search(r"receive posted late : median [\d.]+ ms", out)
+    assert re.search(r"late / ahead \(medians\): \d+x", out)
+
+
+def test_bench_pipeline_reports_ratio_idle_fractions_and_gantt_files(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))  # the script sets it; undone after
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import bench_pipeline
+    from minispec.config import DEFAULT_TARGET, LlamaArchitecture
+
+    args = argparse.Namespace(requests=4, max_tokens=4, repeat=2, together=False)
+    vocab = LlamaArchitecture.from_pretrained(DEFAULT_TARGET).vocab_size
+    paths = bench_pipeline.report("tiny check", bench_pipeline.compare(DEFAULT_TARGET, vocab, args), tmp_path)
+    out = capsys.readouterr().out
+    assert re.search(r"ratio \(1 / 2 in flight; ideal 2.0, target >= 1.6\): best-of-runs [\d.]+, "
+                     r"per run [\d.]+, [\d.]+ \(spread [\d.]+, median [\d.]+\)", out)
+    assert re.search(r"idle fraction, 2 in flight \(last run\): stage 0 \d+%, stage 1 \d+%", out)
+    assert len(paths) == 4 and all(p.stat().st_size > 10_000 for p in paths)
