@@ -18,6 +18,15 @@ NAMES = {
     4: "shared accounting",
     5: "one in-flight batch per decode request",
 }
+STATEMENTS = {  # what each checks, in the words of DESIGN.md section 4 (4 also checks block tables)
+    2: "the drafts every stage embeds and the last stage verifies are the scheduler's "
+       "scheduled_spec_decode_tokens",
+    3: "on every stage, token_ids_cpu[row, :num_tokens_no_spec] is the scheduler's all_token_ids "
+       "before inputs are gathered",
+    4: "every stage's num_computed_tokens (and block table) is the scheduler's, and after rejection "
+       "num_computed_tokens is old + scheduled - rejected",
+    5: "a decode request is in at most one in-flight batch",
+}
 
 
 def samples(s: ScheduleRecord, req_id: str) -> bool:
