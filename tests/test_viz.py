@@ -17,7 +17,9 @@ from minispec.lab.viz.plots import (
 )
 from minispec.lab.viz.stepper import move, nearest_stop, stepper_view, stops, thread_runs
 from minispec.lab.viz.strip import diff_cells, stage_view
-from minispec.lab.viz.text import char_decoder, first_divergence, render_comparison, render_event, render_step
+from minispec.lab.viz.text import (
+    char_decoder, first_divergence, output_step, render_comparison, render_event, render_step,
+)
 from minispec.transformers_utils.tokenizer import load_tokenizer
 
 
@@ -119,6 +121,17 @@ def test_shifted_draft_is_told_from_a_leftover(runs, decode):
     # fault 1 alone leaves no shifted draft, and its legend does not list one
     buggy = plot_stage_rows(runs["vllm-0.9.2"].trace.step(2), 0, decode)
     assert not any("shifted" in t.get_text() for t in buggy.legends[0].get_texts())
+
+
+def test_output_step_names_the_step_that_emitted_a_token(runs, decode):
+    """With both fixes A emits "a" at its prefill (step 0), then " se" at step 2
+    (two drafts accepted, one recovered token): outputs 1 to 3."""
+    trace = runs["all"].trace
+    assert text(decode, trace.outputs["A"][:4]) == "a se"
+    assert [output_step(trace, "A", i) for i in range(4)] == [0, 2, 2, 2]
+    assert output_step(trace, "A", 4) > 2
+    with pytest.raises(ValueError, match="index=8"):
+        output_step(trace, "A", len(trace.outputs["A"]))
 
 
 def test_diff_marks_exactly_the_differing_cells(runs):

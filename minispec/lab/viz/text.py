@@ -103,6 +103,21 @@ def first_divergence(tokens: list[int], reference: list[int]) -> int | None:
     return next((i for i, (a, b) in enumerate(zip(tokens, reference)) if a != b), min(len(tokens), len(reference)))
 
 
+def output_step(trace: Trace, req_id: str, index: int) -> int:
+    """The step whose last stage emitted ``req_id``'s output token ``index`` (0-based).
+    A last step may emit more than ``max_tokens`` allows; the output keeps only
+    what was asked for, and so does this."""
+    kept = len(trace.outputs.get(req_id, ()))
+    if trace.outputs and not 0 <= index < kept:
+        raise ValueError(f"index={index!r}: request {req_id!r} has {kept} output tokens")
+    emitted = 0
+    for step in trace.steps:
+        emitted += sum(len(st.sampled.get(req_id, [])) for st in step.stages if st.is_last)
+        if emitted > index:
+            return step.step
+    raise ValueError(f"index={index!r}: request {req_id!r} has {emitted} output tokens in this trace")
+
+
 def render_comparison(runs: list[tuple[str, dict, dict]], reference: dict) -> str:
     """One line per run: (name, stats, outputs by request) against reference outputs."""
     lines = [f"{'run':<26} {'acceptance':>10} {'tok/fwd':>8} {'forwards':>8}  diverged (request@position)"]
