@@ -17,7 +17,9 @@ from minispec.lab.viz.plots import (
 )
 from minispec.lab.viz.stepper import move, nearest_stop, stepper_view, stops, thread_runs
 from minispec.lab.viz.strip import diff_cells, stage_view
-from minispec.lab.viz.text import char_decoder, first_divergence, render_comparison, render_event, render_step
+from minispec.lab.viz.text import (
+    char_decoder, first_divergence, output_step, render_comparison, render_event, render_step,
+)
 from minispec.transformers_utils.tokenizer import load_tokenizer
 
 
@@ -97,6 +99,39 @@ def test_fault_two_marks_stage_zero_history(runs):
     assert differ and [c.pos for c in view.cells if c.role == "wrong history"] == differ
     assert view.wrong_history and "history wrong" in view.status
     assert not row(runs, "vllm-0.14", first.req_id, first.step, 1).wrong_history
+
+
+def test_shifted_draft_is_told_from_a_leftover(runs, decode):
+    """vllm-0.14, step 4, stage 0: A's history is two tokens short (fault 2), so
+    fix 1 wrote the drafts "cti" at 12..14 while the step gathers drafts at
+    14..16. Slot 14 holds the third draft, shifted; 15 and 16 hold what C left."""
+    step = runs["vllm-0.14"].trace.step(4)
+    a = row(runs, "vllm-0.14", "A", 4, 0)
+    assert text(decode, a.scheduled) == "cti" and a.prev_req_id == "C"
+    assert [(c.pos, decode(c.token), c.role, c.left_by) for c in drafts(a)] == [
+        (14, "i", "draft shifted", None), (15, "n", "draft stale", "C"), (16, "t", "draft stale", "C")]
+    assert a.status == "history wrong, drafts shifted, drafts stale"
+    assert "draft shifted" not in {c.role for c in row(runs, "vllm-0.14", "A", 4, 1).cells}
+    out = render_step(step, decode)
+    assert "draft slots=[int] scheduled=[cti]  1 SHIFTED, 2 STALE (row held C before)" in out
+    fig = plot_stage_rows(step, 0, decode, name="vllm-0.14")
+    assert [t.get_text() for t in fig.axes[0].texts].count("↔") == 1
+    assert fig.axes[0].get_title(loc="left").startswith("vllm-0.14: step 4 · stage 0")
+    assert "↔ draft slot holds a scheduled draft, shifted" in [t.get_text() for t in fig.legends[0].get_texts()]
+    # fault 1 alone leaves no shifted draft, and its legend does not list one
+    buggy = plot_stage_rows(runs["vllm-0.9.2"].trace.step(2), 0, decode)
+    assert not any("shifted" in t.get_text() for t in buggy.legends[0].get_texts())
+
+
+def test_output_step_names_the_step_that_emitted_a_token(runs, decode):
+    """With both fixes A emits "a" at its prefill (step 0), then " se" at step 2
+    (two drafts accepted, one recovered token): outputs 1 to 3."""
+    trace = runs["all"].trace
+    assert text(decode, trace.outputs["A"][:4]) == "a se"
+    assert [output_step(trace, "A", i) for i in range(4)] == [0, 2, 2, 2]
+    assert output_step(trace, "A", 4) > 2
+    with pytest.raises(ValueError, match="index=8"):
+        output_step(trace, "A", len(trace.outputs["A"]))
 
 
 def test_diff_marks_exactly_the_differing_cells(runs):

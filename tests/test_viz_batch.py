@@ -83,5 +83,6 @@ def test_gather_shows_what_prepare_inputs_read(fixes, slots):
     text = render_gather(runner.input_batch, inputs, char_decoder(load_tokenizer(DEFAULT_TARGET)))
     lines = text.splitlines()
     assert lines[0] == f"row 0 A: reads positions 10..13 -> 10:a 11:{slots[0]} 12:{slots[1]} 13:{slots[2]}"
-    assert lines[1].strip() == f"the last 3 are the draft slots: [{slots}] (what the target verifies)"
+    assert lines[1].strip() == (f"the last 3 are the draft slots: [{slots}] "
+                                "(what this stage embeds; the last stage gathers and verifies the same way)")
     assert inputs.verified_drafts[0] == inputs.input_ids[1:4].tolist()

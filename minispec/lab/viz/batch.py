@@ -4,7 +4,9 @@
 position, row by row, free rows included (their tokens are still there), with
 each row's request id, ``num_tokens_no_spec`` and ``num_tokens`` and a marker
 line under it. ``render_gather`` prints what ``_prepare_inputs`` gathered: per
-request, the positions it read and the token it found at each.
+request, the positions it read and the token it found at each. Every stage
+gathers this way from its own batch: stage 0 embeds what it reads, and the last
+stage also hands the draft slots to the rejection sampler.
 """
 
 from __future__ import annotations
@@ -75,5 +77,6 @@ def render_gather(batch, inputs, decode) -> str:
         lines.append(f"row {row} {req_id}: reads positions {pos[0]}..{pos[-1]} -> {shown}")
         if drafts:
             slots = "".join(_cell(t, decode) for t in ids[n - drafts :])
-            lines.append(f"      the last {drafts} are the draft slots: [{slots}] (what the target verifies)")
+            lines.append(f"      the last {drafts} are the draft slots: [{slots}] "
+                         "(what this stage embeds; the last stage gathers and verifies the same way)")
     return "\n".join(lines)

@@ -3,8 +3,8 @@
 ``plot_stage_rows`` draws the row strip: one stage's persistent batch at one
 step, a strip of token cells per row (what each cell is comes from
 ``strip.py``). Above each cell its position; in its corner a mark (✓ scheduled
-draft, ✗ wrong, ≈ right by chance) and, faintly, the request that left the
-token there; under each draft slot the draft the scheduler sent (and under a
+draft, ✗ wrong, ≈ right by chance, ↔ a scheduled draft in the wrong slot) and,
+faintly, the request that left the token there; under each draft slot the draft the scheduler sent (and under a
 history cell that differs from the request's tokens, the right one); a band
 under the positions the step gathers. Colours are Okabe-Ito and every role
 also has its own hatching or mark.
@@ -31,6 +31,7 @@ STYLE = {
     "wrong history": ("#CC79A7", "xx", "✗"),
     "draft ok": ("#009E73", "", "✓"),
     "draft stale": ("#D55E00", "///", "✗"),
+    "draft shifted": ("#F0E442", "\\\\", "↔"),
     "draft by chance": ("#E69F00", "..", "≈"),
 }
 MARKERS = ["o", "s", "^", "D", "v", "P"]
@@ -113,9 +114,12 @@ def _draw_stage(ax, views: list[RowView], decode, ncols: int, n_rows: int, title
     ax.set_title(title, fontsize=10, loc="left")
 
 
-def _legend(fig: Figure, height: float, diff_label: str | None = None) -> None:
+def _legend(fig: Figure, height: float, views: list[RowView], diff_label: str | None = None) -> None:
+    # a shifted draft is fault 2's alone: listed only where one is drawn
+    shown = {c.role for v in views for c in v.cells}
     handles = [Patch(facecolor=STYLE[r][0], hatch=STYLE[r][1], edgecolor="#555555", alpha=0.55 if r != "history" else 1,
-                     label=f"{STYLE[r][2] + ' ' if STYLE[r][2] else ''}{text}") for r, text in ROLES.items()]
+                     label=f"{STYLE[r][2] + ' ' if STYLE[r][2] else ''}{text}") for r, text in ROLES.items()
+               if r != "draft shifted" or r in shown]
     handles.append(Line2D([], [], color=GATHERED, linewidth=2.2, label="gathered this step (input_ids)"))
     if diff_label:
         handles.append(Patch(fill=False, edgecolor="black", linewidth=2.6, label=diff_label))
@@ -145,10 +149,12 @@ def _ncols(views: list[RowView], window: int) -> int:
 
 
 def plot_step_rows(step: StepRecord, decode=str, stages: list[int] | None = None, selected: int | None = None,
-                   max_rows: int | None = None, ncols: int | None = None, window: int = WINDOW) -> Figure:
+                   max_rows: int | None = None, ncols: int | None = None, window: int = WINDOW,
+                   name: str | None = None) -> Figure:
     """The row strip of every stage (or of ``stages``) at ``step``, one panel each,
-    ``selected``'s title marked ▶. ``max_rows`` and ``ncols`` (cells per row) fix
-    the figure's size whatever the step, for steppers."""
+    ``selected``'s title marked ▶ and prefixed with ``name`` (e.g. the preset).
+    ``max_rows`` and ``ncols`` (cells per row) fix the figure's size whatever the
+    step, for steppers."""
     stages = [s.stage for s in step.stages] if stages is None else stages
     views = {stage: stage_view(step, stage, window) for stage in stages}
     n_rows = max([len(v) for v in views.values()] + [max_rows or 1])
@@ -158,14 +164,15 @@ def plot_step_rows(step: StepRecord, decode=str, stages: list[int] | None = None
         last = " (last)" if any(s.stage == stage and s.is_last for s in step.stages) else ""
         marker = "▶ " if stage == selected else ""
         _draw_stage(ax, views[stage], decode, ncols, n_rows,
-                    f"{marker}step {step.step} · stage {stage}{last}: token_ids_cpu around the gathered positions")
-    _legend(fig, fig.get_figheight())
+                    f"{marker}{name + ': ' if name else ''}step {step.step} · stage {stage}{last}: "
+                    "token_ids_cpu around the gathered positions")
+    _legend(fig, fig.get_figheight(), [r for v in views.values() for r in v])
     return fig
 
 
-def plot_stage_rows(step: StepRecord, stage: int, decode=str, window: int = WINDOW) -> Figure:
-    """The row strip of one stage at one step."""
-    return plot_step_rows(step, decode, [stage], window=window)
+def plot_stage_rows(step: StepRecord, stage: int, decode=str, window: int = WINDOW, name: str | None = None) -> Figure:
+    """The row strip of one stage at one step, its title prefixed with ``name``."""
+    return plot_step_rows(step, decode, [stage], window=window, name=name)
 
 
 def plot_strip_diff(steps: dict[str, StepRecord], stage: int, decode=str, window: int = WINDOW) -> Figure:
@@ -190,7 +197,7 @@ def plot_strip_diff(steps: dict[str, StepRecord], stage: int, decode=str, window
                     ends, differs)
     axes[0].text(1.0, 1.0, f"{len(differs)} cells differ (outlined)", transform=axes[0].transAxes, ha="right",
                  va="bottom", fontsize=9, fontweight="bold")
-    _legend(fig, fig.get_figheight(), f"differs between {name_a} and {name_b}")
+    _legend(fig, fig.get_figheight(), every, f"differs between {name_a} and {name_b}")
     return fig
 
 

@@ -8,7 +8,10 @@ and the tests read these, so what a cell is called is decided once, here.
 
 A row's drafts are judged as a whole: if any draft slot differs from the
 scheduled draft the row is stale, and a slot that happens to hold the right
-token is "draft by chance", never "draft ok".
+token is "draft by chance", never "draft ok". A wrong draft slot is "draft
+shifted" when it holds one of this step's scheduled drafts that the stage wrote
+after its own, shorter or longer, history (fault 2), and "draft stale" when it
+holds anything else, e.g. a leftover of the row's previous occupant (fault 1).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ ROLES = {  # role -> what the legend says
     "wrong history": "history differs from the request's tokens",
     "draft ok": "draft slot = scheduled draft",
     "draft stale": "draft slot ≠ scheduled draft (stale)",
+    "draft shifted": "draft slot holds a scheduled draft, shifted",
     "draft by chance": "matches by chance (row is stale)",
 }
 
@@ -56,7 +60,11 @@ class RowView:
 
     @property
     def status(self) -> str:
-        problems = [text for bad, text in ((self.wrong_history, "history wrong"), (self.stale, "drafts stale")) if bad]
+        roles = {c.role for c in self.cells}
+        shifted = "draft shifted" in roles
+        problems = [text for bad, text in ((self.wrong_history, "history wrong"), (shifted, "drafts shifted"),
+                                           (self.stale and (not shifted or "draft stale" in roles), "drafts stale"))
+                    if bad]
         return ", ".join(problems) or ("ok" if self.scheduled else "ok, no drafts")
 
     @property
@@ -71,6 +79,15 @@ def _expected(row: RowRecord, all_token_ids: list[int], scheduled: list[int], po
         i = pos - first_draft
         return scheduled[i] if i < len(scheduled) else None
     return all_token_ids[pos] if pos < len(all_token_ids) else None
+
+
+def _written_draft(row: RowRecord, scheduled: list[int], pos: int) -> int | None:
+    """The scheduled draft the stage wrote at ``pos``, if it wrote drafts: they
+    follow the stage's own history (``num_tokens_no_spec``), which is not where
+    the step gathers them when that history is short (fault 2)."""
+    i = pos - row.num_tokens_no_spec
+    written = row.num_tokens - row.num_tokens_no_spec
+    return scheduled[i] if 0 <= i < min(written, len(scheduled)) else None
 
 
 def row_view(row: RowRecord, step: StepRecord, window: int = WINDOW) -> RowView:
@@ -94,7 +111,10 @@ def row_view(row: RowRecord, step: StepRecord, window: int = WINDOW) -> RowView:
         if pos < first_draft:
             role = ("history" if pos < row.num_computed_tokens else "computed now") if matches else "wrong history"
         else:
-            role = "draft stale" if not matches else ("draft by chance" if stale else "draft ok")
+            if matches:
+                role = "draft by chance" if stale else "draft ok"
+            else:
+                role = "draft shifted" if token == _written_draft(row, scheduled, pos) else "draft stale"
         left_by = None
         if role in ("draft stale", "draft by chance", "wrong history") and other is not None:
             if pos < len(row.prev_token_ids) and row.prev_token_ids[pos] == token:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from minispec.instruments.invariants import check_trace
 from minispec.instruments.trace import StageRecord, StepRecord, Trace
+from minispec.lab.viz.strip import row_view
 
 HISTORY = 12  # history tokens shown per row; "…" marks that earlier ones are cut
 
@@ -44,7 +45,11 @@ def render_stage(stage: StageRecord, step: StepRecord, decode=None) -> str:
     for row in stage.rows:
         expected = s.scheduled_spec_decode_tokens.get(row.req_id, [])
         mark = "" if not expected else ("  ok" if row.draft_slots == expected else "  STALE")
-        if mark == "  STALE" and row.prev_req_id not in (None, row.req_id):
+        roles = [c.role for c in row_view(row, step).cells]
+        if "draft shifted" in roles:  # fault 2: some slots hold a scheduled draft, in the wrong place
+            counts = [f"{roles.count(r)} {name}" for r, name in (("draft shifted", "SHIFTED"), ("draft stale", "STALE"))]
+            mark = "  " + ", ".join(c for c in counts if not c.startswith("0 "))
+        if "STALE" in mark and row.prev_req_id not in (None, row.req_id):
             mark += f" (row held {row.prev_req_id} before)"
         history = row.token_ids[: row.num_tokens_no_spec]
         cut = "…" if len(history) > HISTORY else ""
@@ -96,6 +101,21 @@ def first_divergence(tokens: list[int], reference: list[int]) -> int | None:
     if tokens == reference:
         return None
     return next((i for i, (a, b) in enumerate(zip(tokens, reference)) if a != b), min(len(tokens), len(reference)))
+
+
+def output_step(trace: Trace, req_id: str, index: int) -> int:
+    """The step whose last stage emitted ``req_id``'s output token ``index`` (0-based).
+    A last step may emit more than ``max_tokens`` allows; the output keeps only
+    what was asked for, and so does this."""
+    kept = len(trace.outputs.get(req_id, ()))
+    if trace.outputs and not 0 <= index < kept:
+        raise ValueError(f"index={index!r}: request {req_id!r} has {kept} output tokens")
+    emitted = 0
+    for step in trace.steps:
+        emitted += sum(len(st.sampled.get(req_id, [])) for st in step.stages if st.is_last)
+        if emitted > index:
+            return step.step
+    raise ValueError(f"index={index!r}: request {req_id!r} has {emitted} output tokens in this trace")
 
 
 def render_comparison(runs: list[tuple[str, dict, dict]], reference: dict) -> str:
