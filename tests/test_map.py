@@ -63,3 +63,19 @@ def test_every_label_fits_inside_its_box(pp):
         assert box.x0 <= inner.x0 and inner.x1 <= box.x1 and box.y0 <= inner.y0 and inner.y1 <= box.y1, text.get_text()
     shown = "\n".join(t.get_text() for t in ax.texts)
     assert "minispec/v1/worker/gpu_input_batch.py" in shown and "vLLM: vllm/v1/engine/core.py" in shown
+
+
+@pytest.mark.parametrize("pp", [1, 2, 3])
+def test_the_executor_sends_the_scheduler_output_to_every_stage(pp):
+    # vLLM v0.9.2 MultiprocExecutor.execute_model is a collective_rpc to all workers
+    sent = {b for a, b, _ in flow(pp) if a == "Executor"}
+    assert sent == {f"stage {s}: ModelRunner" for s in range(pp)}
+    arrows = {p.get_gid() for p in render_map(pp).axes[0].patches if (p.get_gid() or "").startswith("arrow:")}
+    assert {f"arrow:Executor->{b}" for b in sent} <= arrows
+
+
+def test_layers_differ_by_more_than_colour():
+    patches = {p.get_gid(): p for p in render_map(2).axes[0].patches if p.get_gid()}
+    styles = {layer: (patches[f"box:{name}"].get_hatch(), patches[f"box:{name}"].get_linestyle())
+              for layer, name in [("API", "LLM.generate"), ("engine", "EngineCore"), ("worker", "stage 0: InputBatch")]}
+    assert len(set(styles.values())) == 3, styles

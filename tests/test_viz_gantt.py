@@ -53,6 +53,8 @@ def test_gantt_draws_one_bar_per_span_and_outlines_the_highlight():
     assert len(outlined) == 1 and outlined[0].get_x() == t.span(2, 0).start
     assert len(bars) - t.num_stages == sum(1 for s in t.spans if s.step <= 5)  # minus the idle tracks
     assert "stage 0 idle" in ax.get_title() and "stage 1 idle" in ax.get_title()
+    assert ax.get_title().endswith("(over the whole run)")  # the drawn window is not the run its shares are of
+    assert "whole run" not in plot_gantt(t, title="thread").axes[0].get_title()
     labels = {text.get_text() for text in ax.texts}
     assert "step 2 · A,B" in labels
 

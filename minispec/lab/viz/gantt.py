@@ -4,7 +4,7 @@ A pure renderer, ``Timeline -> Figure``. Bars are coloured by batch (the
 scheduler step that made it) *and* labelled with that step and its requests, with
 hatching alternating from batch to batch, so nothing depends on colour alone.
 The stage's idle time -- the pipeline's bubbles -- is the hatched grey track
-behind the bars, and each stage's idle share is in the title. With measured
+behind the bars, and each stage's idle share of the whole run is in the title. With measured
 times (the multi-process executor) the wait to receive a batch is drawn as a
 thin line before its bar.
 """
@@ -32,8 +32,8 @@ def span_label(span: StageSpan, width: float, per_char: float) -> str:
 def plot_gantt(timeline: Timeline, title: str | None = None, highlight: tuple[int, int] | None = None,
                max_step: int | None = None, width: float = 9.0) -> Figure:
     """``highlight`` = (step, stage) outlines one bar: the event a stepper is on.
-    ``max_step`` draws only the batches of steps up to it (the idle shares in the
-    title stay those of the whole run)."""
+    ``max_step`` draws only the batches of steps up to it; the idle shares in the
+    title stay those of the whole run, and the title says so when bars are left out."""
     n = timeline.num_stages
     fig = Figure(figsize=(width, 1.1 + 0.55 * n))
     ax = fig.subplots()
@@ -104,6 +104,8 @@ def _draw(ax, timeline: Timeline, spans: list[StageSpan], extent: float, width: 
     ax.set_xlabel("time (ms)" if timeline.clock == "seconds" else "pipeline tick (one slot per stage and batch)")
     ax.xaxis.set_tick_params(labelbottom=True)  # shared axes hide all but the last one's
     idle = ", ".join(f"stage {s} idle {timeline.idle_fraction(s):.0%}" for s in range(n))
+    if len(spans) < len(timeline.spans):  # a window: its own idle share would differ from the run's
+        idle += " (over the whole run)"
     ax.set_title(f"{title + ': ' if title else ''}{idle}", fontsize=10)
 
 

@@ -2,7 +2,10 @@
 ``render_map(...) -> Figure``).
 
 One box per component a request passes through, each naming its minispec module
-and the vLLM v0.9.2 file it mirrors; arrows carry what one hands to the next.
+and the vLLM v0.9.2 file it mirrors; arrows carry what one hands to the next. The
+executor sends the same ``SchedulerOutput`` to every stage (v0.9.2's
+``MultiprocExecutor.execute_model`` is a ``collective_rpc`` to all workers), so
+each stage updates its own ``InputBatch`` from it.
 The left column is the engine's loop, one ``ModelRunner`` per pipeline stage
 runs to the right, each with its own ``InputBatch`` below it.
 """
@@ -14,8 +17,10 @@ from dataclasses import dataclass
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-# Okabe-Ito (colour-blind safe); the legend names each layer and worker boxes are hatched.
+# Okabe-Ito (colour-blind safe); the legend names each layer, and each layer also has its own
+# hatching and outline (hatch, line style), so colour is never the only cue.
 LAYERS = {"API": "#E69F00", "engine": "#56B4E9", "worker": "#009E73"}
+LAYER_STYLE = {"API": ("..", "--"), "engine": (None, "-"), "worker": ("//", "-")}
 ENGINE_W, STAGE_W, GAP, BOX_H = 3.7, 3.7, 0.9, 1.15  # boxes share a width, so columns align  # inches = data units
 ROWS = (7.0, 5.35, 3.7, 2.05, 0.3)  # box bottoms, top row first
 HEIGHT = 8.5
@@ -47,7 +52,7 @@ def components(pipeline_parallel_size: int = 2) -> list[Box]:
             "v1/engine/core.py", "vllm/v1/engine/core.py", "engine", 0.2, ROWS[1]),
         Box("Scheduler.schedule", "who runs, how many tokens,\nwhich drafts",
             "v1/core/sched/scheduler.py", "vllm/v1/core/sched/scheduler.py", "engine", 0.2, ROWS[2]),
-        Box("Executor", "hands each batch to stage 0", "v1/executor/inproc_executor.py",
+        Box("Executor", "sends each SchedulerOutput\nto every stage", "v1/executor/inproc_executor.py",
             "vllm/v1/executor/multiproc_executor.py", "engine", 0.2, ROWS[3]),
     ]
     for stage in range(pipeline_parallel_size):
@@ -71,6 +76,8 @@ def flow(pipeline_parallel_size: int = 2) -> list[tuple[str, str, str]]:
              ("EngineCore", "Scheduler.schedule", "schedule()"),
              ("Scheduler.schedule", "Executor", "SchedulerOutput"),
              ("Executor", runners[0], "execute_model")]
+    # every stage gets the same SchedulerOutput, not only stage 0
+    edges += [("Executor", runner, "execute_model: the same SchedulerOutput") for runner in runners[1:]]
     for stage, runner in enumerate(runners):
         edges.append((runner, f"stage {stage}: InputBatch", "_update_states"))
         if stage + 1 < len(runners):
@@ -88,6 +95,11 @@ def _ends(a: Box, b: Box) -> tuple[tuple[float, float], tuple[float, float]]:
     return ((x, a.y), (x, b.y + b.h)) if a.y > b.y else ((x, a.y + a.h), (x, b.y))
 
 
+def _bar_route(a: Box, b: Box) -> tuple[tuple[float, float], tuple[float, float], str]:
+    """Top of ``a`` to top of ``b`` over the boxes between them (same row)."""
+    return (a.x + a.w - 0.4, a.y + a.h), (b.x + 0.5, b.y + b.h), f"bar,fraction={-0.25 / (b.x + 0.9 - a.x - a.w)}"
+
+
 def render_map(pipeline_parallel_size: int = 2) -> Figure:
     boxes = {b.name: b for b in components(pipeline_parallel_size)}
     width = figure_width(pipeline_parallel_size)
@@ -97,10 +109,10 @@ def render_map(pipeline_parallel_size: int = 2) -> Figure:
     ax.set_ylim(0, HEIGHT)
     ax.axis("off")
     for b in boxes.values():
-        hatch = "//" if b.layer == "worker" else None  # one more cue than colour
+        hatch, linestyle = LAYER_STYLE[b.layer]
         ax.add_patch(FancyBboxPatch((b.x, b.y), b.w, b.h, boxstyle="round,pad=0,rounding_size=0.08",
                                     facecolor=LAYERS[b.layer] + "40", edgecolor=LAYERS[b.layer], hatch=hatch,
-                                    linewidth=1.5, gid=f"box:{b.name}"))
+                                    linestyle=linestyle, linewidth=1.5, gid=f"box:{b.name}"))
         cx = b.x + b.w / 2
         ax.text(cx, b.y + b.h - 0.17, b.name, ha="center", va="center", fontsize=10, weight="bold",
                 gid=f"name:{b.name}")
@@ -109,17 +121,22 @@ def render_map(pipeline_parallel_size: int = 2) -> Figure:
                 linespacing=1.3, gid=f"text:{b.name}",
                 bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1))
     for source, target, label in flow(pipeline_parallel_size):
-        start, end = _ends(boxes[source], boxes[target])
+        a, b = boxes[source], boxes[target]
+        over = a.y == b.y and b.x - a.x - a.w > GAP + 0.01  # boxes in between: go over them
+        (start, end, route) = _bar_route(a, b) if over else (*_ends(a, b), "arc3")
         ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14, linewidth=1.3,
-                                     color="#333333", shrinkA=2, shrinkB=2))
-        mid = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
+                                     color="#333333", shrinkA=2, shrinkB=2, connectionstyle=route,
+                                     gid=f"arrow:{source}->{target}"))
+        if over and target != f"stage {pipeline_parallel_size - 1}: ModelRunner":
+            continue  # the bars to the stages in between share one line: one label, on the longest
+        mid = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2 + (0.25 if over else 0))
         vertical = start[0] == end[0]  # labels beside vertical arrows, above horizontal ones
         ax.text(mid[0] + (0.08 if vertical else 0), mid[1] + (0 if vertical else 0.08), label, fontsize=8,
                 style="italic", ha="left" if vertical else "center", va="center" if vertical else "bottom")
     ax.text(width / 2, HEIGHT - 0.25, f"vLLM v1 as minispec mirrors it: one step of the engine, "
             f"{pipeline_parallel_size} pipeline stage{'s' if pipeline_parallel_size > 1 else ''}", ha="center", va="center", fontsize=12, weight="bold")
-    ax.legend(handles=[FancyBboxPatch((0, 0), 1, 1, facecolor=c + "40", edgecolor=c,
-                                      hatch="//" if k == "worker" else None, label=f"{k} layer")
+    ax.legend(handles=[FancyBboxPatch((0, 0), 1, 1, facecolor=c + "40", edgecolor=c, hatch=LAYER_STYLE[k][0],
+                                      linestyle=LAYER_STYLE[k][1], label=f"{k} layer")
                        for k, c in LAYERS.items()],
               loc="lower left", bbox_to_anchor=(0.01, 0.02), fontsize=8, frameon=False)
     return fig
