@@ -180,6 +180,20 @@ def test_acceptance_against_the_formula():
     fig = plot_acceptance({"k=3": trace})
     assert fig.axes[1].get_lines()[0].get_ydata()[0] == pytest.approx(1 + 4 / 2)
     assert fig.axes[1].get_lines()[1].get_ydata()[0] == pytest.approx(expected_tokens_per_forward(0.8, 3))
+    assert fig.axes[1].get_lines()[0].get_label() == "k=3: per step (mean 3.00)"  # (4 accepted + 2) / 2
+
+
+def test_acceptance_length_is_weighted_by_verifications_and_formula_lines_differ_by_style():
+    steps = [StepRecord(ScheduleRecord(s, {"X": 4}, {"X": [1, 2, 3]}, {}, {}, {}, [], {}), num_accepted={"X": n})
+             for s, n in ((0, 3), (1, 0))]
+    wide = StepRecord(ScheduleRecord(2, {"X": 4, "Y": 4, "Z": 4}, {r: [1, 2, 3] for r in "XYZ"}, {}, {}, {}, [], {}),
+                      num_accepted={"X": 0, "Y": 0, "Z": 0})
+    fig = plot_acceptance({"a": Trace("all", 1, steps + [wide]), "b": Trace("all", 1, steps)})
+    lines = fig.axes[1].get_lines()
+    # 3 accepted over 5 verifications: 1.60, not the mean of the steps' 4, 1, 1 (2.00)
+    assert lines[0].get_label() == "a: per step (mean 1.60)"
+    assert lines[1].get_linestyle() != lines[3].get_linestyle()  # the two formula lines
+    assert lines[1].get_marker() != lines[3].get_marker() and lines[1].get_markerfacecolor() == "white"
 
 
 def test_plot_presets(runs):

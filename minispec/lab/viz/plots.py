@@ -231,9 +231,15 @@ def expected_tokens_per_forward(alpha: float, k: int) -> float:
     return float(k + 1) if alpha == 1 else (1 - alpha ** (k + 1)) / (1 - alpha)
 
 
+FORMULA_STYLES = ["--", ":", "-."]  # with a hollow marker: formula lines differ by more than colour
+
+
 def plot_acceptance(traces: dict[str, Trace]) -> Figure:
     """Per scheduler step and run (preset, or k): acceptance (accepted / drafted),
-    and tokens per target forward against (1 - α^(k+1)) / (1 - α) at the run's α."""
+    and acceptance length (tokens emitted per verification, 1 + accepted / verifying
+    requests) against (1 - α^(k+1)) / (1 - α) at the run's α. The legend's mean is
+    over the whole run, (accepted + verifications) / verifications, as vLLM's
+    "Mean acceptance length" (v0.9.2 ``vllm/v1/spec_decode/metrics.py``)."""
     fig = Figure(figsize=(10, 4.6))
     ax_rate, ax_tpf = fig.subplots(1, 2)
     for i, (name, trace) in enumerate(traces.items()):
@@ -242,25 +248,30 @@ def plot_acceptance(traces: dict[str, Trace]) -> Figure:
         style = dict(color=SERIES[i % len(SERIES)], marker=MARKERS[i % len(MARKERS)], linewidth=0.8,
                      markersize=4)
         ax_rate.plot(steps, [a / d for _, d, a, _ in rows], label=name, **style)
-        measured = [1 + a / n for _, _, a, n in rows]
-        mean = sum(measured) / len(measured) if measured else 0.0
-        ax_tpf.plot(steps, measured, label=f"{name}: measured (mean {mean:.2f})", **style)
+        verifications = sum(n for *_, n in rows)
+        mean = 1 + sum(a for _, _, a, _ in rows) / verifications if verifications else 0.0
+        ax_tpf.plot(steps, [1 + a / n for _, _, a, n in rows], label=f"{name}: per step (mean {mean:.2f})",
+                    **style)
         alpha, k = alpha_estimate(trace)
-        ax_tpf.axhline(expected_tokens_per_forward(alpha, k), color=style["color"], linestyle="--", linewidth=1.2,
-                       label=f"{name}: formula {expected_tokens_per_forward(alpha, k):.2f} (α={alpha:.2f}, k={k})")
+        formula = expected_tokens_per_forward(alpha, k)
+        # the run's own marker, hollow, every few steps: lines close together stay apart
+        ax_tpf.plot(steps, [formula] * len(steps), color=style["color"], marker=style["marker"], markersize=6,
+                    markerfacecolor="white", markevery=(i, 4), linestyle=FORMULA_STYLES[i % len(FORMULA_STYLES)],
+                    linewidth=1.4, label=f"{name}: formula {formula:.2f} (α={alpha:.2f}, k={k})")
     ax_rate.set_ylim(-0.05, 1.05)
     ax_rate.set_title("acceptance per step", fontsize=10)
     ax_rate.set_ylabel("accepted drafts / drafted")
-    ax_tpf.set_title(r"tokens per target forward vs $(1-\alpha^{k+1})\,/\,(1-\alpha)$", fontsize=10)
-    ax_tpf.set_ylabel("tokens emitted per request per forward")
+    ax_tpf.set_title(r"acceptance length vs $(1-\alpha^{k+1})\,/\,(1-\alpha)$", fontsize=10)
+    ax_tpf.set_ylabel("tokens emitted per verification")
     ax_tpf.set_ylim(0.8, max(4.2, ax_tpf.get_ylim()[1]))
     for ax in (ax_rate, ax_tpf):
         ax.set_xlabel("scheduler step")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1 if ax is ax_tpf else 3,
                   frameon=False)
-    fig.text(0.5, 0.01, "α: chance a draft is accepted when the ones before it were "
-             "(accepted / (accepted + rejections)), over the whole run", ha="center", fontsize=7, color="#444444")
+    fig.text(0.5, 0.01, "verification: one request's forward that checks drafts.  α: chance a draft is accepted "
+             "when the ones before it were (accepted / (accepted + rejections)), over the whole run",
+             ha="center", fontsize=7, color="#444444")
     fig.subplots_adjust(left=0.07, right=0.98, top=0.92, bottom=0.38, wspace=0.25)
     return fig
 
