@@ -15,7 +15,7 @@ from minispec.lab.viz.plots import (
     acceptance_per_step, alpha_estimate, expected_tokens_per_forward, fit_label, plot_acceptance, plot_presets,
     plot_stage_rows, plot_step_rows, plot_strip_diff,
 )
-from minispec.lab.viz.stepper import move, nearest_stop, stepper_view, stops, thread_runs
+from minispec.lab.viz.stepper import move, nearest_stop, stepper_view, stop_position, stops, thread_runs
 from minispec.lab.viz.strip import diff_cells, stage_view
 from minispec.lab.viz.text import (
     char_decoder, first_divergence, output_step, render_comparison, render_event, render_step,
@@ -207,6 +207,9 @@ def test_stepper_state(runs, decode):
     view = stepper_view(runs, "vllm-0.9.2", 2, 0, decode)
     assert view.label == "vllm-0.9.2 · step 2 · stage 0 · batch_0 = {A, B}"
     assert view.highlight == (2, 0) and view.index == 4
+    n = len(stops(runs["vllm-0.9.2"].trace))  # every step through both stages: the fifth stop is step 2
+    assert view.position == f"event 5 of {n} ({n // 2} steps × 2 stages)"
+    assert stop_position([(0, 0), (0, 1), (1, 1)], 2) == "event 3 of 3"  # not a full grid: no product
     assert "A decode +4 drafts [ st]" in view.text and "invariant 2 (draft agreement)" in view.text
     assert "no invariant violated at step 2, stage 0" in stepper_view(runs, "all", 2, 0, decode).text
     assert stepper_view(runs, "all", 3, 1).label == "all · step 3 · stage 1 (last) · batch_1 = {C, D}"

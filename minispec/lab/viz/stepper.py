@@ -65,6 +65,7 @@ class StepperView:
     index: int  # position among the stops
     count: int
     label: str  # "vllm-0.9.2 · step 2 · stage 0 · batch_0 = {A, B}"
+    position: str  # "event 5 of 64 (32 steps × 2 stages)": where the stop sits in the run
     text: str  # the scheduler output, what update_from_output accepted, violations here
     highlight: tuple[int, int]  # (step, stage) for the Gantt
 
@@ -92,5 +93,14 @@ def stepper_view(runs: dict[str, Run], preset: str, step: int, stage: int, decod
         lines.append(f"update_from_output (after the last stage): accepted drafts {accepted}")
     found = violations_at(check_trace(trace) if violations is None else violations, step, stage)
     lines += [v.headline + " (see the strip)" for v in found] or [f"no invariant violated at step {step}, stage {stage}"]
-    return StepperView(preset, step, stage, all_stops.index((step, stage)), len(all_stops), label,
+    index = all_stops.index((step, stage))
+    return StepperView(preset, step, stage, index, len(all_stops), label, stop_position(all_stops, index),
                        "\n".join(lines), (step, stage))
+
+
+def stop_position(all_stops: list[tuple[int, int]], index: int) -> str:
+    """"event 5 of 64 (32 steps × 2 stages)": a stop is one stage working on one step,
+    so the count is not the step the slider shows."""
+    n_steps, n_stages = len({s for s, _ in all_stops}), len({st for _, st in all_stops})
+    grid = f" ({n_steps} steps × {n_stages} stages)" if n_steps * n_stages == len(all_stops) else ""
+    return f"event {index + 1} of {len(all_stops)}{grid}"

@@ -137,7 +137,7 @@ class TraceStepper:
             self.play.max, self.play.value = view.count - 1, view.index
         finally:
             self._busy = False
-        self.label.value = f"<b>{html.escape(view.label)}</b> &nbsp; (stop {view.index + 1} of {view.count})"
+        self.label.value = f"<b>{html.escape(view.label)}</b> &nbsp;— {html.escape(view.position)}"
         self.text.value = f"<pre style='margin:0; white-space:pre-wrap'>{html.escape(view.text)}</pre>"
         key = (view.preset, view.step, view.stage)
         if key not in self._pngs:  # revisiting a stop (prev, replay) costs nothing
