@@ -41,7 +41,7 @@ def test_acceptance_counts_on_a_hand_worked_trace():
     assert (s["drafted"], s["accepted"], s["verifications"]) == (9, 4, 3)
     assert s["accepted_per_drafted"] == pytest.approx(4 / 9)
     assert s["conditional_alpha"] == pytest.approx(4 / 6)  # examined: 3 + (1 + 1) + (0 + 1)
-    assert s["tokens_per_forward"] == pytest.approx(7 / 3)
+    assert s["mean_acceptance_length"] == pytest.approx(7 / 3)
     assert alpha_by_position(trace) == pytest.approx([2 / 3, 1 / 2, 1.0])
     with pytest.raises(ValueError, match="no verification steps"):
         acceptance_summary(hand_trace([{"A": (0, 0)}]))
@@ -53,10 +53,14 @@ def test_counts_agree_with_the_engine():
     s, stats = acceptance_summary(llm.trace), llm.stats()
     assert (s["drafted"], s["accepted"]) == (stats["draft_tokens"], stats["accepted_tokens"])
     assert s["conditional_alpha"] > s["accepted_per_drafted"] > 0
+    # the engine's tokens per target forward counts each request's prefill pass too (one token each);
+    # the mean acceptance length counts verifications only
+    assert stats["tokens_per_forward"] == pytest.approx(stats["generated_tokens"] / (s["verifications"] + 2))
+    assert s["mean_acceptance_length"] == pytest.approx(1 + s["accepted"] / s["verifications"])
     # every verification had k drafts here, so the per-position product is exact
     assert {d for d, _ in verifications(llm.trace)} == {3}
     alphas = alpha_by_position(llm.trace)
-    assert sum(np.prod(alphas[:i]) for i in range(4)) == pytest.approx(s["tokens_per_forward"])
+    assert sum(np.prod(alphas[:i]) for i in range(4)) == pytest.approx(s["mean_acceptance_length"])
 
 
 def test_chi_square_pools_small_bins_and_detects_a_wrong_distribution():
@@ -70,7 +74,7 @@ def test_chi_square_pools_small_bins_and_detects_a_wrong_distribution():
 
 
 def test_table_and_acceptance_figure():
-    rows = [{"k": k, "accepted_per_drafted": 0.8 - 0.05 * k, "conditional_alpha": 0.8, "tokens_per_forward": 1 + k / 2}
+    rows = [{"k": k, "accepted_per_drafted": 0.8 - 0.05 * k, "conditional_alpha": 0.8, "mean_acceptance_length": 1 + k / 2}
             for k in (1, 2, 3)]
     table = render_acceptance_table(rows).splitlines()
     assert len(table) == 4 and table[1].split()[:4] == ["1", "0.750", "0.800", "1.50"]
