@@ -74,12 +74,12 @@ def alpha_by_position(trace: Trace) -> list[float]:
 
 def render_acceptance_table(rows: list[dict]) -> str:
     """One line per k: rows are ``acceptance_summary`` dicts with a ``k`` key."""
-    lines = [f"{'k':>2} {'accepted/drafted':>17} {'cond. alpha':>12} {'acc. len':>8} "
+    lines = [f"{'k':>2} {'accepted/drafted':>17} {'cond. alpha':>12} {'acc. len':>9} "
              f"{'formula(acc/dr)':>16} {'formula(cond.)':>15}"]
     for r in rows:
         lines.append(
             f"{r['k']:>2} {r['accepted_per_drafted']:>17.3f} {r['conditional_alpha']:>12.3f} "
-            f"{r['mean_acceptance_length']:>8.2f} {expected_tokens_per_forward(r['accepted_per_drafted'], r['k']):>16.2f} "
+            f"{r['mean_acceptance_length']:>9.2f} {expected_tokens_per_forward(r['accepted_per_drafted'], r['k']):>16.2f} "
             f"{expected_tokens_per_forward(r['conditional_alpha'], r['k']):>15.2f}"
         )
     return "\n".join(lines)
