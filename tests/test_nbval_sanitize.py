@@ -33,7 +33,7 @@ def test_what_the_lessons_check_is_left_alone():
         "step 2: A decode +4 drafts [ st]; B decode +4 drafts [s t]",
         "    row 0 A re-added computed=10  no_spec=11  history=[A list is a] draft slots=[tem]",
         "vllm-0.9.2                       2.4%     1.07       32  1/4 (A@12)",
-        "1 stage, drafts k=3   tok/fwd 2.40  acceptance  63%  'is a sequence types that'",
+        "1 stage, drafts k=3      2.40      2.89         63%  'is a sequence types that'",
         "2 stages, 3 steps, 0x1 = 1",
     ]
     assert [sanitize(line) for line in lines] == lines
