@@ -213,6 +213,12 @@ def test_wrong_acceptance_and_fault_2_answers():
     assert report.lines[0].startswith("not yet: invariant, stage wrong")
 
 
+def test_typed_slips_are_not_wrong_answers():
+    assert ex.check_fault2({"invariant": "3", "step": "4", "stage": "0", "request": "a"}).passed
+    report = ex.check_acceptance({"vllm-0.9.2": 2, "vllm-0.14": 5, "all": 49})
+    assert not report.passed and report.lines[0].startswith("rates run from 0 to 1")
+
+
 def test_stubs_wait_for_the_learner_unless_solutions_are_plugged(monkeypatch):
     def write_spec_tokens(runner, row, spec_token_ids):
         ...  # your code here

@@ -164,6 +164,9 @@ def check_acceptance(prediction) -> Report:
     if (not isinstance(prediction, dict) or set(prediction) != set(presets)
             or not all(isinstance(v, numbers.Real) for v in prediction.values())):
         return Report(False, [f"expected a dict with one rate (0 to 1) per preset {list(presets)}, got {prediction!r}"])
+    if any(v > 1 for v in prediction.values()):
+        return Report(False, [f"rates run from 0 to 1 (accepted / proposed), got {prediction!r}: "
+                              "for 45% write 0.45"])
     measured = {p: thread_trace(p).stats["acceptance_rate"] for p in presets}
     off = [p for p in presets if abs(float(prediction[p]) - measured[p]) > ACCEPTANCE_TOLERANCE]
     head = (f"all three within {ACCEPTANCE_TOLERANCE:.0%} points" if not off
@@ -183,7 +186,7 @@ def _locate(answer: dict, truth, what: str) -> Report:
     if not isinstance(answer, dict) or set(answer) != set(keys):
         return Report(False, [f"expected a dict with keys {list(keys)}, got {answer!r}"])
     actual = {"invariant": truth.invariant, "step": truth.step, "stage": truth.stage, "request": truth.req_id}
-    wrong = [k for k in keys if answer[k] != actual[k]]
+    wrong = [k for k in keys if _loose(answer[k]) != _loose(actual[k])]
     if wrong:
         hints = {"invariant": "which rule does check_trace(trace)[0] name?",
                  "step": "the first step at which any stage breaks it",
@@ -191,6 +194,11 @@ def _locate(answer: dict, truth, what: str) -> Report:
         return Report(False, [f"not yet: {', '.join(wrong)} wrong ({'; '.join(hints[k] for k in wrong)})"])
     return Report(True, [f"right: {what} first breaks invariant {truth.invariant} ({NAMES[truth.invariant]}) at "
                          f"step {truth.step}, stage {truth.stage}, request {truth.req_id}"])
+
+
+def _loose(value) -> str:
+    """A typed slip is not a wrong answer: 3 and "3" name the same step, "a" and "A" the same request."""
+    return str(value).strip().lower()
 
 
 def check_fault2(answer) -> Report:
