@@ -174,7 +174,7 @@ def test_reference_solutions_pass(check, solution):
 def test_reference_condense_is_noticed_by_draft_agreement():
     report = ex.check_condense(solutions.move_row_dropping_drafts, solutions.condense)
     assert report.passed, str(report)
-    assert report.lines[0] == ("right: your condense first breaks invariant 2 (draft agreement) at step 15, "
+    assert report.lines[0] == ("correct: your condense first breaks invariant 2 (draft agreement) at step 15, "
                                "stage 0, request C")
     assert "(row 1, moved)" in report.lines[1]
 
@@ -210,7 +210,7 @@ def test_wrong_acceptance_and_fault_2_answers():
     report = ex.check_acceptance({"vllm-0.9.2": 0.02, "vllm-0.14": 0.45, "all": 0.5})
     assert report.lines[0] == "1 of 3 off by more than 10% points: vllm-0.14"
     report = ex.check_fault2({"invariant": 2, "step": 4, "stage": 1, "request": "A"})
-    assert report.lines[0].startswith("not yet: invariant, stage wrong")
+    assert report.lines[0].startswith("not quite: invariant, stage wrong")
 
 
 def test_typed_slips_are_not_wrong_answers():

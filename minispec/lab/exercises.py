@@ -138,7 +138,7 @@ def check_draft_slots(prediction) -> Report:
     first = row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts
     where = f"A's draft slots {first}–{first + row.num_drafts - 1} on stage 0 at step {THREAD_FIRST_DECODE}"
     if prediction == held:
-        lines = [f"right: {where} hold `{held}`, while the scheduler sent `{sent}`",
+        lines = [f"correct: {where} hold `{held}`, while the scheduler sent `{sent}`",
                  f"`{held}` is what C's prompt left in row {row.row} (C[{first}:{first + 3}]); add_request copied "
                  "only A's prompt and output, so the draft slots kept it"]
     elif prediction == sent:
@@ -191,8 +191,8 @@ def _locate(answer: dict, truth, what: str) -> Report:
         hints = {"invariant": "which rule does check_trace(trace)[0] name?",
                  "step": "the first step at which any stage breaks it",
                  "stage": "the stage whose buffers disagree", "request": "the request whose row is wrong"}
-        return Report(False, [f"not yet: {', '.join(wrong)} wrong ({'; '.join(hints[k] for k in wrong)})"])
-    return Report(True, [f"right: {what} first breaks invariant {truth.invariant} ({NAMES[truth.invariant]}) at "
+        return Report(False, [f"not quite: {', '.join(wrong)} wrong ({'; '.join(hints[k] for k in wrong)})"])
+    return Report(True, [f"correct: {what} first breaks invariant {truth.invariant} ({NAMES[truth.invariant]}) at "
                          f"step {truth.step}, stage {truth.stage}, request {truth.req_id}"])
 
 
