@@ -22,6 +22,7 @@ import torch
 
 from minispec import LLM, SamplingParams
 from minispec.instruments.timeline import Timeline
+from minispec.lab.exercise_runs import one_thread
 
 HEAVY = dict(vocab_size=2048, hidden_size=640, intermediate_size=1792, num_hidden_layers=10,
              num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=1024,
@@ -53,14 +54,14 @@ def random_prompts(n: int, vocab_size: int, length: int = 12) -> list[list[int]]
 
 @contextmanager
 def one_thread_per_stage():
-    """Each stage one thread: this process (stage 0) now, the spawned stages through the environment."""
-    threads, env = torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
-    torch.set_num_threads(1)
+    """Each stage one thread: this process (stage 0) with ``one_thread``, the spawned
+    stages through the environment they inherit."""
+    env = os.environ.get("OMP_NUM_THREADS")
     os.environ["OMP_NUM_THREADS"] = "1"
     try:
-        yield
+        with one_thread():
+            yield
     finally:
-        torch.set_num_threads(threads)
         if env is None:
             del os.environ["OMP_NUM_THREADS"]
         else:

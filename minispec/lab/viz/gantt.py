@@ -69,20 +69,23 @@ def _scale(timeline: Timeline) -> float:
     return 1e3 if timeline.clock == "seconds" else 1.0  # seconds are drawn in ms
 
 
+def _origin(spans: list[StageSpan]) -> float:
+    """Time zero of a drawing: the first wait or bar."""
+    return min((s.start - s.wait for s in spans), default=0.0)
+
+
 def _extent(timeline: Timeline, spans: list[StageSpan]) -> float:
-    origin = min((s.start - s.wait for s in spans), default=0.0)
-    return (max((s.end for s in spans), default=1.0) - origin) * _scale(timeline) or 1.0
+    return (max((s.end for s in spans), default=1.0) - _origin(spans)) * _scale(timeline) or 1.0
 
 
 def _draw(ax, timeline: Timeline, spans: list[StageSpan], extent: float, width: float, title: str | None,
           highlight: tuple[int, int] | None) -> None:
     """``extent`` is the axis's length; the idle track ends where this run's bars do."""
-    n, scale = timeline.num_stages, _scale(timeline)
-    origin = min((s.start - s.wait for s in spans), default=0.0)
+    n, scale, origin, own = timeline.num_stages, _scale(timeline), _origin(spans), _extent(timeline, spans)
     per_char = extent * 4.8 / (width * 0.89 * 72)  # data units per 7.5-pt character (~4.8 pt wide)
     for stage in range(n):
         y = n - 1 - stage
-        ax.add_patch(Rectangle((0, y + 0.1), _extent(timeline, spans), 0.8, facecolor=IDLE, hatch="..", edgecolor="#bbbbbb",
+        ax.add_patch(Rectangle((0, y + 0.1), own, 0.8, facecolor=IDLE, hatch="..", edgecolor="#bbbbbb",
                                linewidth=0))
     for span in spans:
         y = n - 1 - span.stage

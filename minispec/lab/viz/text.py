@@ -44,8 +44,9 @@ def render_stage(stage: StageRecord, step: StepRecord, decode=None) -> str:
     lines = [f"  stage {stage.stage}{' (last)' if stage.is_last else ''}"]
     for row in stage.rows:
         expected = s.scheduled_spec_decode_tokens.get(row.req_id, [])
-        mark = "" if not expected else ("  ok" if row.draft_slots == expected else "  STALE")
-        roles = [c.role for c in row_view(row, step).cells]
+        view = row_view(row, step)
+        roles = [c.role for c in view.cells]
+        mark = "" if not expected else ("  STALE" if view.stale else "  ok")
         if "draft shifted" in roles:  # fault 2: some slots hold a scheduled draft, in the wrong place
             counts = [f"{roles.count(r)} {name}" for r, name in (("draft shifted", "SHIFTED"), ("draft stale", "STALE"))]
             mark = "  " + ", ".join(c for c in counts if not c.startswith("0 "))
