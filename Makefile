@@ -1,4 +1,5 @@
-# Every target sets up .venv itself, so a fresh clone needs only Python 3.11 and pip.
+# Every target sets up .venv itself, so a fresh clone needs only Python 3.11-3.13 and pip.
+# Another Python: make lab PYTHON=python3.12 (or a full path, e.g. PYTHON=/usr/bin/python3).
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
@@ -6,41 +7,69 @@ BIN := $(VENV)/bin
 # here); elsewhere set TORCH_INDEX to PyTorch's CPU index to avoid the CUDA build.
 TORCH := torch==2.13.0
 TORCH_INDEX ?=
-STAMP := $(VENV)/.installed
+# Two installs: what a learner needs (the lab extra), and the test suite on top (dev).
+LAB_STAMP := $(VENV)/.installed-lab
+DEV_STAMP := $(VENV)/.installed-dev
+# Learner copies of the notebooks (tools/workshop.py), which `make lab` opens;
+# make lab LAB_DIR=notebooks opens the committed notebooks, outputs and all.
+WORKSHOP := workshop
+LAB_DIR ?= $(WORKSHOP)
+# JupyterLab reads default settings from its application folder's overrides.json.
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 # Jupyter refuses to start as root unless told to (containers, CI machines).
 LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
+# The fast tier: no notebooks (only tests/ is collected), no browser, no torchrun.
+FAST := -m "not browser and not torchrun and not slow"
 
-.PHONY: venv demo test lab bench train clean notebooks
+.PHONY: venv demo check test test-fast lab workshop bench train clean notebooks
 
-venv: $(STAMP)
+venv: $(DEV_STAMP)
 
-$(STAMP): pyproject.toml
+$(LAB_STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found: pass a Python 3.11, 3.12 or 3.13 you have, e.g. make $(MAKECMDGOALS) PYTHON=python3.12"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
-	touch $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[lab]"
+	touch $(LAB_STAMP)
 
-demo: $(STAMP)
+$(DEV_STAMP): $(LAB_STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(DEV_STAMP)
+
+$(LAB_OVERRIDES): tools/jupyterlab/overrides.json $(LAB_STAMP)
+	mkdir -p $(dir $@) && cp $< $@
+
+demo: $(LAB_STAMP)
 	$(BIN)/python -m minispec demo
 
-test: $(STAMP)
+# The homework: proves the install works, prints no answer.
+check: $(LAB_STAMP)
+	$(BIN)/python -m minispec check
+
+test: $(DEV_STAMP)
 	$(BIN)/python -m pytest
 
-lab: $(STAMP)
-	$(BIN)/jupyter lab $(LAB_FLAGS) notebooks
+test-fast: $(DEV_STAMP)
+	$(BIN)/python -m pytest tests $(FAST)
 
-bench: $(STAMP)
+workshop: $(LAB_STAMP)
+	$(BIN)/python tools/workshop.py notebooks/*.ipynb --out $(WORKSHOP)
+
+lab: $(LAB_OVERRIDES) $(if $(filter $(WORKSHOP),$(LAB_DIR)),workshop)
+	$(BIN)/jupyter lab $(LAB_FLAGS) $(LAB_DIR)
+
+bench: $(LAB_STAMP)
 	$(BIN)/python benchmarks/bench_spec_decode.py
 	$(BIN)/python benchmarks/bench_messages.py
 	$(BIN)/python benchmarks/bench_pipeline.py
 
-train: $(STAMP)
+train: $(LAB_STAMP)
 	$(BIN)/python -m minispec.training.train --out minispec/checkpoints
 
 clean:
 	rm -rf $(VENV) *.egg-info
 
 # Re-run every notebook in place, so the stored outputs (what nbval compares) match the code.
-notebooks: $(STAMP)
+notebooks: $(LAB_STAMP)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/*.ipynb

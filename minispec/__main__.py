@@ -1,4 +1,4 @@
-"""Command line: ``python -m minispec {demo,generate,replay}`` (vLLM's own is the
+"""Command line: ``python -m minispec {check,demo,generate,replay}`` (vLLM's own is the
 ``vllm`` command, ``vllm/entrypoints/cli/main.py``; only ``generate`` has a
 counterpart there, as offline ``LLM.generate``).
 
@@ -6,6 +6,10 @@ counterpart there, as offline ``LLM.generate``).
   at batch_0's first decode, the presets against plain greedy decoding, the same
   figures as PNG files; then the shipped target, greedy, without and with the
   shipped draft model (both texts, tokens per target forward, time taken).
+* ``check``: the set-up check a learner runs before a workshop. It proves the install
+  works (greedy generation, alone and with 2 stages and drafts, equal to a stored
+  reference; a figure saved; JupyterLab and its widgets importable) and prints no
+  exercise answer: no draft tokens, no acceptance rates.
 * ``generate``: one or more prompts with any engine option.
 * ``replay``: the forum thread's scenario under a preset, buffers step by step.
 """
@@ -19,6 +23,11 @@ import time
 from pathlib import Path
 
 FIRST_DECODE = 2  # the thread's step where batch_0 decodes for the first time
+# `check`'s reference: the shipped target's greedy tokens for this prompt (one stage, no
+# drafts), recorded with torch 2.13.0 on CPU; the test suite proves the engine's greedy
+# tokens equal transformers'. Speculative decoding must give the same tokens.
+CHECK_PROMPT, CHECK_TOKENS = "The import statement ", [
+    74, 84, 3, 66, 3, 84, 70, 82, 86, 70, 79, 68, 70, 3, 85, 90, 81, 70, 84, 3, 85, 73, 66, 85]
 DEMO_PROMPTS = ["The for statement ", "A class definition ", "Exceptions are ", "The import statement "]
 
 
@@ -89,6 +98,64 @@ def demo(args) -> None:
     print("greedy output identical with and without drafts:", "yes" if plain == drafted else "NO")
 
 
+def _check_generate() -> str | None:
+    import torch
+
+    from minispec import LLM, SamplingParams
+    from minispec.lab.viz.text import first_divergence
+
+    params = SamplingParams(temperature=0, max_tokens=len(CHECK_TOKENS))
+    engines = {"1 stage": {}, "2 stages with draft tokens": {
+        "pipeline_parallel_size": 2, "speculative_config": {"method": "draft_model", "num_speculative_tokens": 3}}}
+    for name, kwargs in engines.items():
+        tokens = LLM(**kwargs).generate([CHECK_PROMPT], params)[0].outputs[0].token_ids
+        if (position := first_divergence(tokens, CHECK_TOKENS)) is not None:
+            return f"{name}: token {position} differs from the reference (torch {torch.__version__})"
+    return None
+
+
+def _check_figure(folder: Path) -> str | None:
+    from minispec.lab.viz.map import render_map
+
+    folder.mkdir(parents=True, exist_ok=True)
+    render_map(2).savefig(folder / "map.png", dpi=80)
+    return None
+
+
+def _check_import(module: str) -> str | None:
+    try:
+        __import__(module)
+    except ImportError as e:
+        return f"{e}; install the notebooks' packages: make lab in a clone, else pip install 'minispec[lab]'"
+    return None
+
+
+def check(args) -> None:
+    """Each part prints one line, ok or what failed; the exit status is 1 if any failed."""
+    import torch
+
+    torch.set_num_threads(1)  # as in demo: one thread is faster for the tiny models
+    out = Path(args.out)
+    parts = [
+        ("greedy generate equals the stored reference (1 stage; 2 stages with drafts)", _check_generate),
+        (f"a figure saved ({out / 'map.png'})", lambda: _check_figure(out)),
+        ("JupyterLab importable", lambda: _check_import("jupyterlab")),
+        ("notebook widgets importable", lambda: _check_import("ipywidgets")),
+    ]
+    failed = 0
+    for title, run in parts:
+        try:
+            problem = run()
+        except Exception as e:  # a broken install fails in ways no one can list: say which part
+            problem = f"{type(e).__name__}: {e}"
+        failed += problem is not None
+        print(f"{'ok  ' if problem is None else 'FAIL'} {title}" + ("" if problem is None else f": {problem}"))
+    print("set-up check passed: you are ready for the workshop" if not failed
+          else f"set-up check: {failed} of {len(parts)} failed")
+    if failed:
+        sys.exit(1)
+
+
 def generate(args) -> None:
     from minispec import LLM, SamplingParams
 
@@ -144,6 +211,10 @@ def main(argv=None) -> None:
     parser = _Parser(prog="python -m minispec", description=__doc__,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("check", help="the set-up check before a workshop (prints no answer)")
+    p.add_argument("--out", default="minispec-check", help="folder for the figure it saves")
+    p.set_defaults(func=check)
+
     p = sub.add_parser("demo", help="the forum thread before/after; target alone vs. target + draft model")
     p.add_argument("--out", default="minispec-demo", help="folder for the PNG figures")
     p.add_argument("--max-tokens", type=_int_from(1), default=64)

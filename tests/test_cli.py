@@ -68,3 +68,28 @@ def test_demo_shows_the_thread_before_and_after_and_saves_its_figures(tmp_path):
     assert "step2-vllm-0.9.2-vs-all-stage0.png" in pngs and "step2-all.png" in pngs and "presets-accepted-drafts.png" in pngs and len(pngs) == 5
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in tmp_path.glob("*.png"))
     assert str(tmp_path) in out
+
+
+def test_check_proves_the_install_and_prints_no_answer(tmp_path):
+    out = run("check", "--out", str(tmp_path))
+    lines = out.splitlines()
+    assert [line[:4] for line in lines[:4]] == ["ok  "] * 4 and lines[-1].startswith("set-up check passed")
+    assert (tmp_path / "map.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # What the workshop asks learners to predict: A's stale slots and the acceptance rates.
+    for spoiler in ("tem", "%", "acceptance", "accepted", "STALE", "vllm-0.9.2"):
+        assert spoiler not in out
+
+
+def test_check_names_what_failed_and_exits_1(tmp_path, monkeypatch, capsys):
+    import minispec.__main__ as cli
+
+    monkeypatch.setattr(cli, "CHECK_TOKENS", cli.CHECK_TOKENS[:5] + [0] + cli.CHECK_TOKENS[6:])
+    monkeypatch.setattr(cli, "_check_import", lambda module: None if module == "jupyterlab" else f"no {module}")
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["check", "--out", str(tmp_path)])
+    lines = capsys.readouterr().out.splitlines()
+    assert exit_.value.code == 1
+    assert lines[0].startswith("FAIL greedy generate") and lines[0].endswith(
+        ": 1 stage: token 5 differs from the reference (torch " + __import__("torch").__version__ + ")")
+    assert lines[1].startswith("ok   a figure saved") and lines[2].startswith("ok   JupyterLab")
+    assert lines[3] == "FAIL notebook widgets importable: no ipywidgets" and lines[4] == "set-up check: 2 of 4 failed"

@@ -7,7 +7,7 @@ from pathlib import Path
 from nbval.plugin import get_sanitize_patterns
 
 ROOT = Path(__file__).resolve().parents[1]
-CFG = ROOT / "notebooks" / "nbval_sanitize.cfg"
+CFG = ROOT / "tests" / "nbval_sanitize.cfg"
 
 
 def sanitize(text: str) -> str:

@@ -17,6 +17,8 @@ import torch
 
 from minispec.config import DEFAULT_TARGET
 
+pytestmark = pytest.mark.torchrun
+
 PROMPT_IDS = [[5, 17, 33, 2, 9], [40, 41, 7]]
 MAX_TOKENS = 12
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,0 +1,173 @@
+"""Learner copies of the notebooks, and the visible-word count of each.
+
+    python tools/workshop.py notebooks/*.ipynb --out workshop [--force]
+
+A learner copy is the notebook with every answer taken off the screen: the outputs of
+code cells tagged ``prediction``, ``reveal`` or ``answer`` are cleared, and a markdown
+cell tagged ``answer`` is folded behind a "Answer" ``<details>`` block, so nothing
+answers a question before the learner has run the cell that asks it. The committed
+notebooks keep every output (nbval compares them, the docs site shows them).
+
+A copy the learner has worked in (its cells differ from what this tool wrote, which the
+copy's metadata records as a digest) is kept unless ``--force``; any other copy is
+rewritten, so a pulled change to a notebook reaches the room.
+Each notebook's *visible words* (the workshop path a room reads, as issue 13 defines
+it) are printed beside the copy: whitespace-separated words of the markdown cells not
+tagged ``deeper``, after removing every ``<details>...</details>`` block and HTML tag.
+
+No vLLM twin: this is workshop tooling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import re
+import sys
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+import nbformat
+
+
+class Tag(str, Enum):
+    """The notebook cell tags (``metadata.tags``) this tool reads."""
+
+    PREDICTION = "prediction"
+    REVEAL = "reveal"
+    ANSWER = "answer"
+    DEEPER = "deeper"
+
+
+SPOILERS = frozenset({Tag.PREDICTION, Tag.REVEAL, Tag.ANSWER})
+ANSWER_SUMMARY = "<b>Answer:</b> open it once you have tried"
+# The innermost <details> block: its body holds no further <details> opening tag, so
+# removing innermost blocks first, until none is left, handles nested folds too.
+_INNERMOST_DETAILS = re.compile(r"<details\b[^>]*>(?:(?!<details\b).)*?</details\s*>", re.I | re.S)
+_HTML_TAG = re.compile(r"<[^>]+>")
+# The workshop path's word budget per notebook (by its number): about 60 visible words
+# per minute of the agenda in docs/workshop.md. tests/test_workshop.py holds them to it.
+BUDGETS = {"00": 350, "01": 750, "02": 500, "03": 500, "04": 450, "05": 350, "06": 300, "07": 400, "08": 1000}
+DIGEST_KEY = "minispec_learner_copy"  # notebook metadata: the digest of the cells as written
+_FIRST_LINE = "# Run this cell first, and again after any kernel restart."
+
+
+def tags(cell) -> set[str]:
+    return set(cell.get("metadata", {}).get("tags", []))
+
+
+def visible_text(markdown: str) -> str:
+    """A markdown cell's text without its folds and HTML tags."""
+    previous = None
+    while previous != markdown:
+        previous, markdown = markdown, _INNERMOST_DETAILS.sub(" ", markdown)
+    return _HTML_TAG.sub(" ", markdown)
+
+
+def visible_words(nb) -> int:
+    """Words of the workshop path: markdown cells not tagged ``deeper``, folds and tags removed."""
+    return sum(len(visible_text(cell.source).split()) for cell in nb.cells
+               if cell.cell_type == "markdown" and Tag.DEEPER.value not in tags(cell))
+
+
+def first_code_line(nb) -> str | None:
+    """The first line of the notebook's first code cell (None without code cells)."""
+    code = next((cell for cell in nb.cells if cell.cell_type == "code"), None)
+    return None if code is None else (code.source.splitlines() or [""])[0]
+
+
+def starts_with_run_first(nb) -> bool:
+    return first_code_line(nb) == _FIRST_LINE
+
+
+def _is_spoiler(cell) -> bool:
+    return bool(tags(cell) & {t.value for t in SPOILERS})
+
+
+def learner_copy(nb):
+    """A copy of ``nb`` with its spoilers off the screen (``nb`` itself is left as it was)."""
+    learner = copy.deepcopy(nb)
+    for cell in learner.cells:
+        if not _is_spoiler(cell):
+            continue
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        elif cell.cell_type == "markdown" and Tag.ANSWER.value in tags(cell):
+            cell.source = f"<details>\n<summary>{ANSWER_SUMMARY}</summary>\n\n{cell.source}\n\n</details>"
+    learner.metadata[DIGEST_KEY] = {"digest": digest(learner)}
+    return learner
+
+
+def digest(nb) -> str:
+    """A digest of what a learner can change: each cell's type, source and outputs."""
+    cells = [(c.cell_type, c.source, c.get("outputs", [])) for c in nb.cells]
+    return hashlib.sha256(json.dumps(cells, sort_keys=True).encode()).hexdigest()
+
+
+def worked_in(copy_path: Path) -> bool:
+    """Whether the learner changed the copy at ``copy_path`` since this tool wrote it."""
+    nb = nbformat.read(copy_path, as_version=4)
+    return nb.metadata.get(DIGEST_KEY, {}).get("digest") != digest(nb)
+
+
+def cleared_cells(nb) -> int:
+    return sum(1 for cell in nb.cells if _is_spoiler(cell))
+
+
+@dataclass(frozen=True)
+class Written:
+    """What happened to one notebook: its copy, whether it was (re)written, its counts."""
+
+    source: Path
+    copy: Path
+    written: bool
+    spoilers: int
+    words: int
+
+
+def write_copy(source: Path, out: Path, force: bool = False) -> Written:
+    """Write ``out/<name>`` from ``source`` unless the learner has worked in the copy there."""
+    nb = nbformat.read(source, as_version=4)
+    target = out / source.name
+    keep = target.exists() and not force and worked_in(target)
+    if not keep:
+        out.mkdir(parents=True, exist_ok=True)
+        nbformat.write(learner_copy(nb), target)
+    return Written(source, target, not keep, cleared_cells(nb), visible_words(nb))
+
+
+def budget(path: Path) -> int | None:
+    """The visible-word budget of a notebook named ``NN_...`` (None for others, e.g. the glossary)."""
+    return BUDGETS.get(path.name.split("_")[0])
+
+
+def report(rows: list[Written]) -> str:
+    lines = [f"{'notebook':<34} {'visible words':>13} {'budget':>6} {'spoiler cells':>13}  copy"]
+    for row in rows:
+        state = "written" if row.written else "kept: you have worked in it (--force to rewrite)"
+        limit = budget(row.source)
+        lines.append(f"{row.source.name:<34} {row.words:>13} {'-' if limit is None else limit:>6} "
+                     f"{row.spoilers:>13}  {row.copy} {state}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, default=Path("workshop"), help="folder for the learner copies")
+    parser.add_argument("--force", action="store_true", help="rewrite copies the learner has changed")
+    args = parser.parse_args(argv)
+    missing = [str(p) for p in args.notebooks if not p.is_file()]
+    if missing:
+        parser.error(f"no such notebook: {', '.join(missing)}")
+    if any(p.resolve().parent == args.out.resolve() for p in args.notebooks):
+        parser.error(f"--out {args.out} is where the notebooks are: choose another folder")
+    print(report([write_copy(p, args.out, args.force) for p in args.notebooks]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
