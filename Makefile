@@ -7,6 +7,9 @@ BIN := $(VENV)/bin
 # here); elsewhere set TORCH_INDEX to PyTorch's CPU index to avoid the CUDA build.
 TORCH := torch==2.13.0
 TORCH_INDEX ?=
+# setuptools announces every editable install in a 10-line banner that reads like a
+# failure; it is information only (this filter matches its first words, nothing else).
+QUIET_PIP := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet
 # Two installs: what a learner needs (the lab extra), and the test suite on top (dev).
 LAB_STAMP := $(VENV)/.installed-lab
 DEV_STAMP := $(VENV)/.installed-dev
@@ -30,11 +33,11 @@ $(LAB_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(BIN)/python -m pip install --quiet -e ".[lab]"
+	$(QUIET_PIP) -e ".[lab]"
 	touch $(LAB_STAMP)
 
 $(DEV_STAMP): $(LAB_STAMP)
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(QUIET_PIP) -e ".[dev]"
 	touch $(DEV_STAMP)
 
 $(LAB_OVERRIDES): tools/jupyterlab/overrides.json $(LAB_STAMP)

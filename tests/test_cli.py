@@ -56,6 +56,7 @@ def test_an_engine_error_is_one_line_from_the_shell_too():
                             capture_output=True, text=True, timeout=120)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == "minispec: error: pipeline_parallel_size=9: expected an integer from 1 to the model's 4 layers\n"
+@pytest.mark.slow
 def test_demo_shows_the_thread_before_and_after_and_saves_its_figures(tmp_path):
     out = run("demo", "--max-tokens", "8", "--out", str(tmp_path))
     before, after = out.split("-- after")[0], out.split("-- after")[1].split("==")[0]
@@ -70,6 +71,7 @@ def test_demo_shows_the_thread_before_and_after_and_saves_its_figures(tmp_path):
     assert str(tmp_path) in out
 
 
+@pytest.mark.slow
 def test_check_proves_the_install_and_prints_no_answer(tmp_path):
     out = run("check", "--out", str(tmp_path))
     lines = out.splitlines()

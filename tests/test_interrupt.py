@@ -137,6 +137,7 @@ def sweep(preset: str, n: int, backend: str = "uni", check: bool = False, offset
 SWEEP = {"all": (14, 0.5), "vllm-0.14": (8, 0.25), "vllm-0.9.2": (8, 0.75)}  # points, where in each interval
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", SWEEP)
 def test_interrupt_sweep_in_process(preset):
     n, offset = SWEEP[preset]
@@ -145,6 +146,7 @@ def test_interrupt_sweep_in_process(preset):
     assert [o for o in outcomes if o.kind != "ok"] == []
 
 
+@pytest.mark.slow
 def test_interrupt_multiproc(monkeypatch):
     """In "mp" the abort stops the workers and the next call starts them again. One
     point, injected at an engine event (the third update, batches in the workers),

@@ -7,6 +7,8 @@ import pytest
 from minispec import LLM, SamplingParams
 from minispec.v1.executor.multiproc_executor import WorkerError
 
+pytestmark = pytest.mark.slow
+
 PROMPTS = ["The for statement ", "A class ", "Exceptions are raised ", "x = ", "The import ", "Strings ", "If ", "def "]
 PARAMS = SamplingParams(temperature=0, max_tokens=24)
 ARRIVALS = [i // 2 for i in range(len(PROMPTS))]

@@ -4,6 +4,7 @@ benchmark's, too slow to make in a test)."""
 
 import os
 
+import pytest
 import torch
 
 from minispec.config import DEFAULT_TARGET
@@ -17,6 +18,7 @@ def overlapped(timeline) -> int:
                and any(other.step < s.step and other.end > s.start for other in last.values()))
 
 
+@pytest.mark.slow
 def test_stages_overlap_with_two_in_flight_and_never_with_one():
     prompts = random_prompts(4, 64)
     two, one = (measure_in_flight(DEFAULT_TARGET, n, prompts, max_tokens=8, repeat=2) for n in (2, 1))

@@ -6,6 +6,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 from minispec.config import CHECKPOINT_DIR, DEFAULT_DRAFT, DEFAULT_TARGET
@@ -68,6 +69,7 @@ def test_jupyterlab_settings_turn_the_news_off():
     assert {"const": "false", "title": "Never"} in schema["properties"]["fetchNews"]["oneOf"]
 
 
+@pytest.mark.slow
 def test_checkpoints_load_offline_with_transformers(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from transformers import AutoModelForCausalLM, AutoTokenizer

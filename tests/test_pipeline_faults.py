@@ -18,6 +18,8 @@ from minispec import LLM, SamplingParams
 from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.executor.multiproc_executor import WorkerError
 
+pytestmark = pytest.mark.slow
+
 PROMPTS = ["The for statement ", "A class ", "x = "]
 PARAMS = SamplingParams(temperature=0, max_tokens=16)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -37,6 +37,7 @@ def test_max_concurrent_batches_is_validated(bad):
         LLM(max_concurrent_batches=bad)
 
 
+@pytest.mark.slow
 def test_mp_timeline_is_measured_and_causal():
     with LLM(pipeline_parallel_size=3, distributed_executor_backend="mp") as llm:
         llm.generate(PROMPTS, PARAMS, arrival_steps=STAGGERED)

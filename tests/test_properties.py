@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 
+import pytest
 from hypothesis import event, example, given, strategies as st
 
 from minispec import LLM, SamplingParams
@@ -114,6 +115,7 @@ def _forum_like(fixes: str) -> tuple[dict, list[dict]]:
     return engine, requests
 
 
+@pytest.mark.slow
 @given(configurations())
 @example(_forum_like("vllm-0.9.2"))
 @example(_forum_like("vllm-0.14"))

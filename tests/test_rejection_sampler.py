@@ -51,6 +51,7 @@ def one_thread():
     torch.set_num_threads(before)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("proposer", ["ngram", "draft_model"])
 def test_random_sampling_keeps_target_distribution(proposer, one_thread):
     """The first emitted token must follow p0 whatever the drafts are. n-gram

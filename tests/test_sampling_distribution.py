@@ -6,9 +6,12 @@ prompt are compared with a chi-square test of homogeneity."""
 
 from collections import Counter
 
+import pytest
 from scipy.stats import chi2_contingency
 
 from minispec import LLM, SamplingParams
+
+pytestmark = pytest.mark.slow
 
 N = 2000
 PARAMS = SamplingParams(temperature=0.9, top_p=0.95, max_tokens=3)

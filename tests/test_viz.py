@@ -220,6 +220,7 @@ def test_stepper_state(runs, decode):
         stepper_view(runs, "nope", 0, 0)
 
 
+@pytest.mark.slow
 def test_stepper_widget(runs, decode):
     from minispec.lab.viz.widgets import TraceStepper, trace_stepper
 

@@ -1,7 +1,6 @@
 """Learner copies (tools/workshop.py): spoilers off the screen, words counted as issue 13 defines them."""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -93,27 +92,25 @@ def test_a_copy_the_learner_worked_in_is_kept_unless_forced(tmp_path):
     assert nbformat.read(out / source.name, as_version=4).cells[0].source == "check()"
 
 
-def test_command_line_writes_copies_and_prints_words_and_budgets(tmp_path):
+def test_command_line_writes_copies_and_prints_words_and_budgets(tmp_path, capsys):
     a = write(tmp_path / "00_map.ipynb", markdown("three short words"), code("x", "reveal"))
     b = write(tmp_path / "glossary.ipynb", markdown("term: meaning"))
     out = tmp_path / "workshop"
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "workshop.py"), str(a), str(b), "--out", str(out)],
-                            capture_output=True, text=True, check=True)
-    rows = {line.split()[0]: line.split()[1:4] for line in result.stdout.splitlines()[1:]}
+    assert workshop.main([str(a), str(b), "--out", str(out)]) == 0
+    rows = {line.split()[0]: line.split()[1:4] for line in capsys.readouterr().out.splitlines()[1:]}
     assert rows == {"00_map.ipynb": ["3", "350", "1"], "glossary.ipynb": ["2", "-", "0"]}
     assert json.loads((out / "00_map.ipynb").read_text())["cells"][1]["outputs"] == []
 
 
 @pytest.mark.parametrize("args,message", [
-    (["missing.ipynb"], "no such notebook: missing.ipynb"),
-    (["{nb}", "--out", "{dir}"], "is where the notebooks are"),
+    (["{dir}/missing.ipynb"], "no such notebook: {dir}/missing.ipynb"),
+    (["{nb}", "--out", "{dir}"], "--out {dir} is where the notebooks are: choose another folder"),
 ])
-def test_command_line_refuses_bad_input(tmp_path, args, message):
+def test_command_line_refuses_bad_input(tmp_path, capsys, args, message):
     nb = write(tmp_path / "01_x.ipynb", markdown("x"))
-    args = [a.format(nb=nb, dir=tmp_path) for a in args]
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "workshop.py"), *args],
-                            capture_output=True, text=True, cwd=tmp_path)
-    assert result.returncode == 2 and message in result.stderr
+    with pytest.raises(SystemExit) as exit_:
+        workshop.main([a.format(nb=nb, dir=tmp_path) for a in args])
+    assert exit_.value.code == 2 and capsys.readouterr().err.strip().endswith(message.format(dir=tmp_path))
     assert nbformat.read(nb, as_version=4).cells[0].source == "x"
 
 
