@@ -72,3 +72,12 @@ def test_jupyterlab_settings_turn_the_news_off_and_free_closed_kernels():
         for key, value in settings.items():
             allowed = [choice["const"] for choice in properties[key].get("oneOf", [])]
             assert value in allowed if allowed else isinstance(value, bool), (plugin, key)
+
+
+def test_the_prose_links_only_to_known_hosts():
+    """No package registry is named by its host in the README or the guides (say "PyPI",
+    "PyTorch's CPU index"): every address written there is on this short list."""
+    allowed = {"discuss.vllm.ai", "github.com"}
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    hosts = {m for page in pages for m in re.findall(r"\b[a-z][a-z0-9+.-]*://([^/\s)\"'>]+)", page.read_text())}
+    assert hosts <= allowed, hosts - allowed
