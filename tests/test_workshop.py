@@ -1,6 +1,7 @@
 """Learner copies (tools/workshop.py): spoilers off the screen, words counted as issue 13 defines them."""
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -132,3 +133,18 @@ def test_visible_words_within_the_agenda_budget(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_first_code_cell_says_run_me_first(path):
     assert workshop.starts_with_run_first(nbformat.read(path, as_version=4))
+
+
+@pytest.mark.slow
+def test_nbval_plugs_the_solutions_into_notebook_kernels_only(tmp_path):
+    """tests/nbval_solutions.py sets MINISPEC_PLUG_SOLUTIONS=1 for a notebook's kernel, and
+    a test that runs after the notebook in the same session does not see it."""
+    cell = code("# NBVAL_CHECK_OUTPUT\nimport os\nprint(os.environ.get('MINISPEC_PLUG_SOLUTIONS'))", text="1\n")
+    write(tmp_path / "plugged.ipynb", cell)
+    (tmp_path / "test_after.py").write_text(
+        "import os\n\ndef test_env():\n    assert 'MINISPEC_PLUG_SOLUTIONS' not in os.environ\n")
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT),
+                             str(tmp_path / "plugged.ipynb"), str(tmp_path / "test_after.py")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "2 passed" in result.stdout, result.stdout[-2000:]
