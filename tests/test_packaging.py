@@ -52,7 +52,9 @@ def test_license_is_an_spdx_string_and_the_pythons_are_declared():
 
 
 def test_the_notebook_folder_holds_only_notebooks():
-    assert {p.suffix for p in (ROOT / "notebooks").iterdir() if not p.name.startswith(".")} == {".ipynb"}
+    """What JupyterLab's file browser shows there (it hides dot-files and __pycache__)."""
+    shown = [p for p in (ROOT / "notebooks").iterdir() if not p.name.startswith(".") and p.name != "__pycache__"]
+    assert {p.suffix for p in shown} == {".ipynb"}
 
 
 def test_jupyterlab_settings_turn_the_news_off_and_free_closed_kernels():

@@ -50,6 +50,11 @@ def test_the_answer_fold_hides_its_words_from_the_count():
     assert workshop.visible_words(nb) == 3 and workshop.visible_words(workshop.learner_copy(nb)) == 0
 
 
+def test_an_answer_folded_already_is_not_folded_twice():
+    folded = "<details>\n<summary><b>Going deeper:</b> the answers</summary>\n\nfix 1 writes...\n\n</details>"
+    assert workshop.learner_copy(new_notebook(cells=[markdown(folded, "answer")])).cells[0].source == folded
+
+
 @pytest.mark.parametrize("source,words", [
     ("Two words", 2),
     ("  spaced\n\nout\tacross   lines ", 4),

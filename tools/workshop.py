@@ -4,9 +4,10 @@
 
 A learner copy is the notebook with every answer taken off the screen: the outputs of
 code cells tagged ``prediction``, ``reveal`` or ``answer`` are cleared, and a markdown
-cell tagged ``answer`` is folded behind a "Answer" ``<details>`` block, so nothing
-answers a question before the learner has run the cell that asks it. The committed
-notebooks keep every output (nbval compares them, the docs site shows them).
+cell tagged ``answer`` is folded behind an "Answer" ``<details>`` block (unless all of it is
+folded already), so nothing answers a question before the learner has run the cell that
+asks it. The committed notebooks keep every output (nbval compares them, the docs site
+shows them).
 
 A copy the learner has worked in (its cells differ from what this tool wrote, which the
 copy's metadata records as a digest) is kept unless ``--force``; any other copy is
@@ -95,7 +96,7 @@ def learner_copy(nb):
             continue
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-        elif cell.cell_type == "markdown" and Tag.ANSWER.value in tags(cell):
+        elif cell.cell_type == "markdown" and Tag.ANSWER.value in tags(cell) and visible_text(cell.source).split():
             cell.source = f"<details>\n<summary>{ANSWER_SUMMARY}</summary>\n\n{cell.source}\n\n</details>"
     learner.metadata[DIGEST_KEY] = {"digest": digest(learner)}
     return learner
