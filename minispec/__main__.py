@@ -7,9 +7,9 @@ counterpart there, as offline ``LLM.generate``).
   figures as PNG files; then the shipped target, greedy, without and with the
   shipped draft model (both texts, tokens per target forward, time taken).
 * ``check``: the set-up check a learner runs before a workshop. It proves the install
-  works (greedy generation, alone and with 2 stages and drafts, equal to a stored
-  reference; a figure saved; JupyterLab and its widgets importable) and prints no
-  exercise answer: no draft tokens, no acceptance rates.
+  works (greedy generation with 2 stages and drafts equal to 1 stage, and both to a
+  stored reference; a figure saved; JupyterLab and its widgets importable) and prints
+  no exercise answer: no draft tokens, no acceptance rates.
 * ``generate``: one or more prompts with any engine option.
 * ``replay``: the forum thread's scenario under a preset, buffers step by step.
 """
@@ -17,9 +17,11 @@ counterpart there, as offline ``LLM.generate``).
 from __future__ import annotations
 
 import argparse
+import enum
 import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 FIRST_DECODE = 2  # the thread's step where batch_0 decodes for the first time
@@ -98,46 +100,65 @@ def demo(args) -> None:
     print("greedy output identical with and without drafts:", "yes" if plain == drafted else "NO")
 
 
-def _check_generate() -> str | None:
+class Verdict(enum.Enum):
+    OK = "ok  "
+    NOTE = "note"  # works, but differs from the reference machine in a way worth telling
+    FAIL = "FAIL"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    verdict: Verdict
+    detail: str = ""
+
+
+OK = Outcome(Verdict.OK)
+
+
+def _check_generate() -> Outcome:
     import torch
 
     from minispec import LLM, SamplingParams
     from minispec.lab.viz.text import first_divergence
 
     params = SamplingParams(temperature=0, max_tokens=len(CHECK_TOKENS))
-    engines = {"1 stage": {}, "2 stages with draft tokens": {
-        "pipeline_parallel_size": 2, "speculative_config": {"method": "draft_model", "num_speculative_tokens": 3}}}
-    for name, kwargs in engines.items():
-        tokens = LLM(**kwargs).generate([CHECK_PROMPT], params)[0].outputs[0].token_ids
-        if (position := first_divergence(tokens, CHECK_TOKENS)) is not None:
-            return f"{name}: token {position} differs from the reference (torch {torch.__version__})"
-    return None
+    drafting = {"pipeline_parallel_size": 2, "speculative_config": {"method": "draft_model", "num_speculative_tokens": 3}}
+    plain, drafted = (LLM(**kwargs).generate([CHECK_PROMPT], params)[0].outputs[0].token_ids for kwargs in ({}, drafting))
+    if (position := first_divergence(drafted, plain)) is not None:
+        return Outcome(Verdict.FAIL, f"2 stages with draft tokens differ from 1 stage at token {position}")
+    if (position := first_divergence(plain, CHECK_TOKENS)) is not None:
+        # Both engines agree, so the install works; another PyTorch build can round the
+        # tiny model's logits differently (seen: a CUDA build of the same release on CPU).
+        return Outcome(Verdict.NOTE, f"token {position} differs from the reference machine's (torch "
+                       f"{torch.__version__}): printed numbers in the notebooks may differ a little")
+    return OK
 
 
-def _check_figure(folder: Path) -> str | None:
+def _check_figure(folder: Path) -> Outcome:
     from minispec.lab.viz.map import render_map
 
     folder.mkdir(parents=True, exist_ok=True)
     render_map(2).savefig(folder / "map.png", dpi=80)
-    return None
+    return OK
 
 
-def _check_import(module: str) -> str | None:
+def _check_import(module: str) -> Outcome:
     try:
         __import__(module)
     except ImportError as e:
-        return f"{e}; install the notebooks' packages: make lab in a clone, else pip install 'minispec[lab]'"
-    return None
+        return Outcome(Verdict.FAIL, f"{e}; install the notebooks' packages: make lab in a clone, "
+                       "else pip install 'minispec[lab]'")
+    return OK
 
 
 def check(args) -> None:
-    """Each part prints one line, ok or what failed; the exit status is 1 if any failed."""
+    """Each part prints one line, ok, a note or what failed; the exit status is 1 if any failed."""
     import torch
 
     torch.set_num_threads(1)  # as in demo: one thread is faster for the tiny models
     out = Path(args.out)
     parts = [
-        ("greedy generate equals the stored reference (1 stage; 2 stages with drafts)", _check_generate),
+        ("greedy generate: 1 stage, and 2 stages with draft tokens, equal to the stored reference", _check_generate),
         (f"a figure saved ({out / 'map.png'})", lambda: _check_figure(out)),
         ("JupyterLab importable", lambda: _check_import("jupyterlab")),
         ("notebook widgets importable", lambda: _check_import("ipywidgets")),
@@ -145,11 +166,11 @@ def check(args) -> None:
     failed = 0
     for title, run in parts:
         try:
-            problem = run()
+            outcome = run()
         except Exception as e:  # a broken install fails in ways no one can list: say which part
-            problem = f"{type(e).__name__}: {e}"
-        failed += problem is not None
-        print(f"{'ok  ' if problem is None else 'FAIL'} {title}" + ("" if problem is None else f": {problem}"))
+            outcome = Outcome(Verdict.FAIL, f"{type(e).__name__}: {e}")
+        failed += outcome.verdict is Verdict.FAIL
+        print(f"{outcome.verdict.value} {title}" + (f": {outcome.detail}" if outcome.detail else ""))
     print("set-up check passed: you are ready for the workshop" if not failed
           else f"set-up check: {failed} of {len(parts)} failed")
     if failed:
