@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from minispec.lab.viz.map import components, flow, render_map
+from minispec.lab.viz.map import FULL, WORKSHOP, components, flow, render_map
 
 PKG = Path(__file__).resolve().parents[1] / "minispec"
 VLLM_092 = Path("/work/vllm-src/0.9.2")  # unpacked vLLM sources, where this machine has them
@@ -20,7 +20,7 @@ def test_one_runner_and_input_batch_per_stage_and_only_the_last_proposes(pp):
 
 
 def test_every_box_names_a_minispec_module_and_vllm_file_that_exist():
-    for box in components(3):
+    for box in components(3, FULL):
         assert (PKG / box.minispec).is_file(), box
         assert box.vllm.startswith("vllm/v1/") or box.vllm == "vllm/entrypoints/llm.py", box
         if VLLM_092.is_dir():
@@ -49,20 +49,62 @@ def test_the_flow_is_one_engine_step_in_order(pp):
     assert {b for a, b, label in edges if label == "_update_states"} == {n for n in names if n.endswith("InputBatch")}
 
 
-@pytest.mark.parametrize("pp", [1, 2, 3])
-def test_every_label_fits_inside_its_box(pp):
-    fig = render_map(pp)
+def _drawn(pp, layout):
+    fig = render_map(pp, layout)
     renderer = FigureCanvasAgg(fig).get_renderer()
     ax = fig.axes[0]
-    patches = {p.get_gid(): p for p in ax.patches if p.get_gid()}
-    texts = [t for t in ax.texts if t.get_gid()]
+    boxes = {p.get_gid(): p.get_window_extent(renderer) for p in ax.patches if (p.get_gid() or "").startswith("box:")}
+    return fig, ax, renderer, boxes
+
+
+@pytest.mark.parametrize("layout", [WORKSHOP, FULL], ids=["workshop", "full"])
+@pytest.mark.parametrize("pp", [1, 2, 3])
+def test_every_label_fits_inside_its_box(pp, layout):
+    fig, ax, renderer, boxes = _drawn(pp, layout)
+    texts = [t for t in ax.texts if (t.get_gid() or "").startswith(("name:", "text:"))]
     assert len(texts) == 2 * len(components(pp))
     for text in texts:
-        box = patches["box:" + text.get_gid().split(":", 1)[1]].get_window_extent(renderer)
+        box = boxes["box:" + text.get_gid().split(":", 1)[1]]
         inner = text.get_window_extent(renderer)
         assert box.x0 <= inner.x0 and inner.x1 <= box.x1 and box.y0 <= inner.y0 and inner.y1 <= box.y1, text.get_text()
     shown = "\n".join(t.get_text() for t in ax.texts)
-    assert "minispec/v1/worker/gpu_input_batch.py" in shown and "vLLM: vllm/v1/engine/core.py" in shown
+    paths = "minispec/v1/worker/gpu_input_batch.py" in shown and "vLLM: vllm/v1/engine/core.py" in shown
+    assert paths == layout.paths
+
+
+@pytest.mark.parametrize("layout", [WORKSHOP, FULL], ids=["workshop", "full"])
+@pytest.mark.parametrize("pp", [1, 2, 3])
+def test_arrow_labels_and_title_stay_in_the_figure_and_off_the_boxes(pp, layout):
+    fig, ax, renderer, boxes = _drawn(pp, layout)
+    frame = fig.bbox
+    labels = [t for t in ax.texts if (t.get_gid() or "").startswith(("label:", "title"))]
+    assert len(labels) == len(flow(pp)) - max(pp - 2, 0) + 1  # bars to the middle stages share one label
+    for text in labels:
+        extent = text.get_window_extent(renderer)
+        assert frame.x0 <= extent.x0 and extent.x1 <= frame.x1 and frame.y0 <= extent.y0 and extent.y1 <= frame.y1, text.get_text()
+        overlapping = [gid for gid, box in boxes.items() if box.overlaps(extent)]
+        assert not overlapping, (text.get_text(), overlapping)
+
+
+def _px_per_point(fig, shown_px=1100, dpi=100):
+    """Screen pixels per point of type: the inline PNG has ``dpi`` pixels per inch and JupyterLab shrinks
+    it to ``shown_px`` when it is wider."""
+    width_in = fig.get_size_inches()[0]
+    return min(shown_px, width_in * dpi) / (width_in * 72)
+
+
+def test_the_workshop_map_reads_on_a_1280x720_projector():
+    # JupyterLab at 1280x720 shows an output image at most about 1100 px wide (the side bar closed), and
+    # its own prose is 14 px: no box text on the map may be smaller than that, and the whole map must fit
+    # the screen's height under the browser's and JupyterLab's bars (about 560 px).
+    fig = render_map(2, WORKSHOP)
+    scale = _px_per_point(fig)
+    sizes = [t.get_fontsize() for t in fig.axes[0].texts if (t.get_gid() or "").startswith(("name:", "text:"))]
+    assert min(sizes) * scale >= 14, (min(sizes), scale)
+    assert fig.get_size_inches()[1] * 72 * scale <= 560
+    full = render_map(2, FULL)
+    full_sizes = [t.get_fontsize() for t in full.axes[0].texts if (t.get_gid() or "").startswith("text:")]
+    assert min(full_sizes) * _px_per_point(full) < 14  # why the workshop needs a layout of its own
 
 
 @pytest.mark.parametrize("pp", [1, 2, 3])

@@ -1,13 +1,16 @@
 """The map of vLLM v1 that minispec mirrors, as one matplotlib figure (pure:
-``render_map(...) -> Figure``).
+``render_map(...) -> Figure``). No vLLM twin: vLLM has no such drawing.
 
-One box per component a request passes through, each naming its minispec module
-and the vLLM v0.9.2 file it mirrors; arrows carry what one hands to the next. The
-executor sends the same ``SchedulerOutput`` to every stage (v0.9.2's
+One box per component a request passes through; arrows carry what one hands to
+the next. The executor sends the same ``SchedulerOutput`` to every stage (v0.9.2's
 ``MultiprocExecutor.execute_model`` is a ``collective_rpc`` to all workers), so
-each stage updates its own ``InputBatch`` from it.
-The left column is the engine's loop, one ``ModelRunner`` per pipeline stage
-runs to the right, each with its own ``InputBatch`` below it.
+each stage updates its own ``InputBatch`` from it. The left column is the
+engine's loop, one ``ModelRunner`` per pipeline stage runs to the right, each with
+its own ``InputBatch`` below it.
+
+Two layouts: ``WORKSHOP`` (the default) has large type and a few words per box,
+so it can be read on a 1280×720 projector; ``FULL`` adds to every box the
+minispec module and the vLLM v0.9.2 file it mirrors, for reading at a desk.
 """
 
 from __future__ import annotations
@@ -21,13 +24,43 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 # hatching and outline (hatch, line style), so colour is never the only cue.
 LAYERS = {"API": "#E69F00", "engine": "#56B4E9", "worker": "#009E73"}
 LAYER_STYLE = {"API": ("..", "--"), "engine": (None, "-"), "worker": ("//", "-")}
-ENGINE_W, STAGE_W, GAP, BOX_H = 3.7, 3.7, 0.9, 1.15  # boxes share a width, so columns align  # inches = data units
-ROWS = (7.0, 5.35, 3.7, 2.05, 0.3)  # box bottoms, top row first
-HEIGHT = 8.5
 
 
-def figure_width(pipeline_parallel_size: int) -> float:
-    return 0.2 + ENGINE_W + pipeline_parallel_size * (GAP + STAGE_W) + 0.2
+@dataclass(frozen=True)
+class Layout:
+    """Geometry (inches, which are also the axes' data units) and type sizes (points)."""
+    box_w: float  # every box has this width, so the columns align
+    box_h: float
+    gap: float  # between columns
+    rows: tuple[float, ...]  # box bottoms, top row first
+    height: float
+    name_size: float
+    role_size: float
+    label_size: float
+    title_size: float
+    paths: bool  # show the minispec module and vLLM file in each box
+
+
+WORKSHOP = Layout(box_w=3.0, box_h=0.85, gap=1.35, rows=(4.55, 3.5, 2.45, 1.4, 0.2), height=5.85,
+                  name_size=15, role_size=13, label_size=12, title_size=16, paths=False)
+FULL = Layout(box_w=3.7, box_h=1.15, gap=0.9, rows=(7.0, 5.35, 3.7, 2.05, 0.3), height=8.5,
+              name_size=10, role_size=8.5, label_size=8, title_size=12, paths=True)
+
+# box -> (a few words for the projector, the fuller description)
+ROLES = {
+    "LLM.generate": ("adds requests, steps", "queues prompts, steps the engine"),
+    "EngineCore": ("PP batches in flight", "step_with_batch_queue:\nup to PP batches in flight"),
+    "Scheduler.schedule": ("who runs, tokens, drafts", "who runs, how many tokens,\nwhich drafts"),
+    "Executor": ("one input for all stages", "sends each SchedulerOutput\nto every stage"),
+    "runner": ("runs its layers", "forward of its layers,\nsend hidden states"),
+    "last runner": ("sample, verify, propose", "forward, sample, verify drafts,\npropose new drafts"),
+    "InputBatch": ("rows: token_ids_cpu", "persistent rows: token_ids_cpu,\nreq_id_to_index"),
+    "Scheduler.update_from_output": ("appends accepted tokens", "accept drafts, append tokens,\nfinish requests"),
+}
+
+
+def figure_width(pipeline_parallel_size: int, layout: Layout = WORKSHOP) -> float:
+    return 0.2 + layout.box_w + pipeline_parallel_size * (layout.gap + layout.box_w) + 0.2
 
 
 @dataclass(frozen=True)
@@ -39,33 +72,34 @@ class Box:
     layer: str
     x: float
     y: float
-    w: float = ENGINE_W
-    h: float = BOX_H
+    w: float
+    h: float
 
 
-def components(pipeline_parallel_size: int = 2) -> list[Box]:
+def components(pipeline_parallel_size: int = 2, layout: Layout = WORKSHOP) -> list[Box]:
     """The engine's loop down the left column; the stages along the bottom rows."""
+    rows, full = layout.rows, int(layout.paths)
+
+    def box(name: str, role: str, minispec: str, vllm: str, layer: str, x: float, y: float) -> Box:
+        return Box(name, ROLES[role][full], minispec, vllm, layer, x, y, layout.box_w, layout.box_h)
+
     boxes = [
-        Box("LLM.generate", "queues prompts, steps the engine", "entrypoints/llm.py",
-            "vllm/entrypoints/llm.py", "API", 0.2, ROWS[0]),
-        Box("EngineCore", "step_with_batch_queue:\nup to PP batches in flight",
-            "v1/engine/core.py", "vllm/v1/engine/core.py", "engine", 0.2, ROWS[1]),
-        Box("Scheduler.schedule", "who runs, how many tokens,\nwhich drafts",
-            "v1/core/sched/scheduler.py", "vllm/v1/core/sched/scheduler.py", "engine", 0.2, ROWS[2]),
-        Box("Executor", "sends each SchedulerOutput\nto every stage", "v1/executor/inproc_executor.py",
-            "vllm/v1/executor/multiproc_executor.py", "engine", 0.2, ROWS[3]),
+        box("LLM.generate", "LLM.generate", "entrypoints/llm.py", "vllm/entrypoints/llm.py", "API", 0.2, rows[0]),
+        box("EngineCore", "EngineCore", "v1/engine/core.py", "vllm/v1/engine/core.py", "engine", 0.2, rows[1]),
+        box("Scheduler.schedule", "Scheduler.schedule", "v1/core/sched/scheduler.py",
+            "vllm/v1/core/sched/scheduler.py", "engine", 0.2, rows[2]),
+        box("Executor", "Executor", "v1/executor/inproc_executor.py", "vllm/v1/executor/multiproc_executor.py",
+            "engine", 0.2, rows[3]),
     ]
     for stage in range(pipeline_parallel_size):
-        x = 0.2 + ENGINE_W + GAP + stage * (GAP + STAGE_W)
-        last = stage == pipeline_parallel_size - 1
-        role = "forward, sample, verify drafts,\npropose new drafts" if last else "forward of its layers,\nsend hidden states"
-        boxes.append(Box(f"stage {stage}: ModelRunner", role, "v1/worker/gpu_model_runner.py",
-                         "vllm/v1/worker/gpu_model_runner.py", "worker", x, ROWS[3]))
-        boxes.append(Box(f"stage {stage}: InputBatch", "persistent rows: token_ids_cpu,\nreq_id_to_index",
-                         "v1/worker/gpu_input_batch.py", "vllm/v1/worker/gpu_input_batch.py", "worker",
-                         x, ROWS[4]))
-    boxes.append(Box("Scheduler.update_from_output", "accept drafts, append tokens,\nfinish requests",
-                     "v1/core/sched/scheduler.py", "vllm/v1/core/sched/scheduler.py", "engine", x, ROWS[1]))
+        x = 0.2 + layout.box_w + layout.gap + stage * (layout.gap + layout.box_w)
+        role = "last runner" if stage == pipeline_parallel_size - 1 else "runner"
+        boxes.append(box(f"stage {stage}: ModelRunner", role, "v1/worker/gpu_model_runner.py",
+                         "vllm/v1/worker/gpu_model_runner.py", "worker", x, rows[3]))
+        boxes.append(box(f"stage {stage}: InputBatch", "InputBatch", "v1/worker/gpu_input_batch.py",
+                         "vllm/v1/worker/gpu_input_batch.py", "worker", x, rows[4]))
+    boxes.append(box("Scheduler.update_from_output", "Scheduler.update_from_output", "v1/core/sched/scheduler.py",
+                     "vllm/v1/core/sched/scheduler.py", "engine", x, rows[1]))
     return boxes
 
 
@@ -95,48 +129,69 @@ def _ends(a: Box, b: Box) -> tuple[tuple[float, float], tuple[float, float]]:
     return ((x, a.y), (x, b.y + b.h)) if a.y > b.y else ((x, a.y + a.h), (x, b.y))
 
 
-def _bar_route(a: Box, b: Box) -> tuple[tuple[float, float], tuple[float, float], str]:
-    """Top of ``a`` to top of ``b`` over the boxes between them (same row)."""
-    return (a.x + a.w - 0.4, a.y + a.h), (b.x + 0.5, b.y + b.h), f"bar,fraction={-0.25 / (b.x + 0.9 - a.x - a.w)}"
+def _bar_route(a: Box, b: Box, rise: float) -> tuple[tuple[float, float], tuple[float, float], str]:
+    """Top of ``a`` to top of ``b``, ``rise`` inches over the boxes between them (same row)."""
+    start, end = (a.x + a.w - 0.12, a.y + a.h), (b.x + 0.5, b.y + b.h)
+    return start, end, f"bar,fraction={-rise / (end[0] - start[0])}"
 
 
-def render_map(pipeline_parallel_size: int = 2) -> Figure:
-    boxes = {b.name: b for b in components(pipeline_parallel_size)}
-    width = figure_width(pipeline_parallel_size)
-    fig = Figure(figsize=(width, HEIGHT))
+def _fit(size: float, text: str, room: float, em: float) -> float:
+    """``size``, or smaller, so that ``text`` fits ``room`` inches (``em``: mean character width in ems)."""
+    return min(size, room * 72 / (em * len(text)))
+
+
+def _draw_box(ax, b: Box, layout: Layout) -> None:
+    hatch, linestyle = LAYER_STYLE[b.layer]
+    ax.add_patch(FancyBboxPatch((b.x, b.y), b.w, b.h, boxstyle="round,pad=0,rounding_size=0.08",
+                                facecolor=LAYERS[b.layer] + "40", edgecolor=LAYERS[b.layer], hatch=hatch,
+                                linestyle=linestyle, linewidth=1.5, gid=f"box:{b.name}"))
+    cx = b.x + b.w / 2
+    name_y = b.y + b.h - (0.17 if layout.paths else 0.25)
+    # a long name shrinks to its box rather than spill out of it
+    ax.text(cx, name_y, b.name, ha="center", va="center", fontsize=_fit(layout.name_size, b.name, 0.92 * b.w, 0.62),
+            weight="bold",
+            gid=f"name:{b.name}")
+    lines = f"{b.role}\nminispec/{b.minispec}\nvLLM: {b.vllm}" if layout.paths else b.role
+    ax.text(cx, b.y + (0.45 if layout.paths else 0.27), lines, ha="center", va="center", fontsize=layout.role_size,
+            family="monospace" if layout.paths else None, linespacing=1.3, gid=f"text:{b.name}",
+            bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1))
+
+
+def render_map(pipeline_parallel_size: int = 2, layout: Layout = WORKSHOP) -> Figure:
+    boxes = {b.name: b for b in components(pipeline_parallel_size, layout)}
+    width = figure_width(pipeline_parallel_size, layout)
+    fig = Figure(figsize=(width, layout.height))
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, width)
-    ax.set_ylim(0, HEIGHT)
+    ax.set_ylim(0, layout.height)
     ax.axis("off")
     for b in boxes.values():
-        hatch, linestyle = LAYER_STYLE[b.layer]
-        ax.add_patch(FancyBboxPatch((b.x, b.y), b.w, b.h, boxstyle="round,pad=0,rounding_size=0.08",
-                                    facecolor=LAYERS[b.layer] + "40", edgecolor=LAYERS[b.layer], hatch=hatch,
-                                    linestyle=linestyle, linewidth=1.5, gid=f"box:{b.name}"))
-        cx = b.x + b.w / 2
-        ax.text(cx, b.y + b.h - 0.17, b.name, ha="center", va="center", fontsize=10, weight="bold",
-                gid=f"name:{b.name}")
-        lines = f"{b.role}\nminispec/{b.minispec}\nvLLM: {b.vllm}"
-        ax.text(cx, b.y + 0.45, lines, ha="center", va="center", fontsize=8.5, family="monospace",
-                linespacing=1.3, gid=f"text:{b.name}",
-                bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1))
+        _draw_box(ax, b, layout)
+    last_runner = f"stage {pipeline_parallel_size - 1}: ModelRunner"
+    rise = (layout.rows[2] - layout.rows[3] - layout.box_h) / 2  # the bar runs half-way up to the next row
     for source, target, label in flow(pipeline_parallel_size):
         a, b = boxes[source], boxes[target]
-        over = a.y == b.y and b.x - a.x - a.w > GAP + 0.01  # boxes in between: go over them
-        (start, end, route) = _bar_route(a, b) if over else (*_ends(a, b), "arc3")
+        over = a.y == b.y and b.x - a.x - a.w > layout.gap + 0.01  # boxes in between: go over them
+        (start, end, route) = _bar_route(a, b, rise) if over else (*_ends(a, b), "arc3")
         ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14, linewidth=1.3,
                                      color="#333333", shrinkA=2, shrinkB=2, connectionstyle=route,
                                      gid=f"arrow:{source}->{target}"))
-        if over and target != f"stage {pipeline_parallel_size - 1}: ModelRunner":
+        if over and target != last_runner:
             continue  # the bars to the stages in between share one line: one label, on the longest
-        mid = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2 + (0.25 if over else 0))
-        vertical = start[0] == end[0]  # labels beside vertical arrows, above horizontal ones
-        ax.text(mid[0] + (0.08 if vertical else 0), mid[1] + (0 if vertical else 0.08), label, fontsize=8,
-                style="italic", ha="left" if vertical else "center", va="center" if vertical else "bottom")
-    ax.text(width / 2, HEIGHT - 0.25, f"vLLM v1 as minispec mirrors it: one step of the engine, "
-            f"{pipeline_parallel_size} pipeline stage{'s' if pipeline_parallel_size > 1 else ''}", ha="center", va="center", fontsize=12, weight="bold")
+        mid = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2 + (rise if over else 0))
+        # labels left of vertical arrows (the bar to the later stages rises on their right), above
+        # horizontal ones
+        vertical = start[0] == end[0]
+        room = mid[0] - 0.1 if vertical else abs(end[0] - start[0]) - 0.1
+        ax.text(mid[0] - (0.08 if vertical else 0), mid[1] + (0 if vertical else 0.08), label,
+                fontsize=_fit(layout.label_size, label, room, 0.55), style="italic", ha="right" if vertical else "center",
+                va="center" if vertical else "bottom", gid=f"label:{source}->{target}")
+    stages = f"{pipeline_parallel_size} pipeline stage{'s' if pipeline_parallel_size > 1 else ''}"
+    title = f"vLLM v1 as minispec mirrors it: one engine step, {stages}"
+    ax.text(width / 2, layout.height - 0.25, title, ha="center", va="center",
+            fontsize=_fit(layout.title_size, title, width - 0.4, 0.62), weight="bold", gid="title")
     ax.legend(handles=[FancyBboxPatch((0, 0), 1, 1, facecolor=c + "40", edgecolor=c, hatch=LAYER_STYLE[k][0],
                                       linestyle=LAYER_STYLE[k][1], label=f"{k} layer")
                        for k, c in LAYERS.items()],
-              loc="lower left", bbox_to_anchor=(0.01, 0.02), fontsize=8, frameon=False)
+              loc="lower left", bbox_to_anchor=(0.01, 0.02), fontsize=layout.label_size, frameon=False)
     return fig
