@@ -82,7 +82,7 @@ def greedy_reference(prompts: tuple[tuple[str, str], ...], max_tokens: int) -> d
     """Plain greedy decoding: one stage, no drafts (the tests prove it equals transformers)."""
     from minispec import LLM, SamplingParams
 
-    with one_thread():
+    with intra_op_threads():
         outs = LLM().generate([p for _, p in prompts], SamplingParams(temperature=0, max_tokens=max_tokens))
     return {r: o.outputs[0].token_ids for (r, _), o in zip(prompts, outs)}
 
@@ -242,14 +242,15 @@ class Attempt:
 
 
 @contextlib.contextmanager
-def one_thread():
-    """Torch on one thread: these models are so small that, on a laptop's two busy cores,
-    threads handing work to each other cost more than the arithmetic (measured: 5 to 15 times
-    slower with two threads while other processes competed for the cores)."""
+def intra_op_threads(n: int = 1):
+    """Torch on ``n`` threads in this process (one unless told). These models are so small
+    that, on a laptop's two busy cores, threads handing work to each other cost more than
+    the arithmetic (measured: 5 to 15 times slower with two threads while other processes
+    competed for the cores)."""
     import torch
 
     before = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(n)
     try:
         yield
     finally:
@@ -262,7 +263,7 @@ def run_attempt(schedule: Schedule, make_fixes, fn, contract) -> Attempt:
     plugged = contract(attempt, fn) if contract else fn
     attempt.llm = schedule.build(make_fixes(plugged))
     try:
-        with one_thread():
+        with intra_op_threads():
             attempt.llm.engine.run()
     except InvariantViolation as exc:
         attempt.violation = exc.violation

@@ -36,7 +36,7 @@ from minispec.lab.exercise_runs import (
     fix1_contract,
     fix2_contract,
     learner_error,
-    one_thread,
+    intra_op_threads,
     random_schedule,
     run_attempt,
     stopped_line,
@@ -133,7 +133,7 @@ def _not_yet(what: str, solution: str) -> Report:
 @functools.cache
 def thread_trace(fixes: str):
     """The thread scenario under a preset, run once per session."""
-    with one_thread():
+    with intra_op_threads():
         return scenarios.forum_thread(fixes)
 
 
