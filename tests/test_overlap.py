@@ -49,8 +49,9 @@ def test_the_verdict_says_slower_below_one_and_why():
     fast = comparison(one=1.55, two=1.0, load=0.3)
     assert fast.lines()[0] == ("the batch queue finished the same work 1.55x faster than one batch in flight "
                                "(ideal 2.0; best of 2 runs each; load 0.3 on 2 cores before the run)")
-    assert fast.lines()[1] == f"on a quiet machine: {QUIET_MACHINE}"
-    assert "measured ahead of time (2026-11-30" in fast.lines()[1]
+    assert fast.lines()[1:3] == ["  2 in flight: best 1.00 s (runs 1.00, 1.10)", "  1 in flight: best 1.55 s (runs 1.55, 1.86)"]
+    assert fast.lines()[-1] == f"on a quiet machine: {QUIET_MACHINE}"
+    assert "measured ahead of time (2026-11-30" in fast.lines()[-1]
 
 
 MEASURE_UNTIL_INTERRUPTED = """

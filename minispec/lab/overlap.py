@@ -131,7 +131,19 @@ class Comparison:
         if self.stopped:
             return [f"stopped: {self.stopped}; the worker process was shut down and nothing was measured.",
                     "Run the cell again to measure (about 20 s)."]
-        return [self.verdict(), f"on a quiet machine: {QUIET_MACHINE}"]
+        return [self.verdict()] + [self.run_line(run) for run in self.runs.values()] + [
+            f"on a quiet machine: {QUIET_MACHINE}"]
+
+    @staticmethod
+    def run_line(run: OverlapRun) -> str:
+        """One setting: its times, and from its last round each stage's idle share and mean bar."""
+        line = f"  {run.in_flight} in flight: best {min(run.seconds):.2f} s (runs {', '.join(f'{t:.2f}' for t in run.seconds)})"
+        if run.timeline is None or not run.timeline.spans:
+            return line
+        spans = run.timeline.spans
+        bar_ms = 1e3 * sum(s.end - s.start for s in spans) / len(spans)
+        idle = ", ".join(f"stage {s} {run.timeline.idle_fraction(s):.0%}" for s in (0, 1))
+        return line + f"; idle {idle}; mean bar {bar_ms:.1f} ms"
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
