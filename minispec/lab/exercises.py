@@ -160,6 +160,17 @@ def _same(said: str, truth: str) -> bool:
     return said == truth or (said.strip() == truth.strip() != "")
 
 
+def _whose(said: str, stage, step) -> str | None:
+    """When a prediction names another request's slots or drafts on this stage: whose, in words."""
+    for r in stage.rows:
+        if r.req_id != "A" and _same(said, text(r.draft_slots)):
+            return f"what {r.req_id}'s draft slots hold, in row {r.row} (left there by {r.prev_req_id})"
+    for r in stage.rows:
+        if r.req_id != "A" and _same(said, text(step.schedule.scheduled_spec_decode_tokens.get(r.req_id, []))):
+            return f"the drafts the scheduler sent for {r.req_id}, in row {r.row}"
+    return None
+
+
 @interruptible
 def check_draft_slots(prediction) -> Report:
     """Predict A's three stage-0 draft slots at batch_0's first decode under "vllm-0.9.2"."""
@@ -176,10 +187,7 @@ def check_draft_slots(prediction) -> Report:
     held, sent = text(row.draft_slots), text(step.schedule.scheduled_spec_decode_tokens["A"])
     first = row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts
     where = f"A's draft slots {first}–{first + row.num_drafts - 1} on stage 0 at step {THREAD_FIRST_DECODE}"
-    others = [r for r in stage.rows if r.req_id != "A"]
-    theirs = next((r for r in others if _same(said, text(r.draft_slots))), None)
-    theirs_sent = next((r for r in others
-                        if _same(said, text(step.schedule.scheduled_spec_decode_tokens.get(r.req_id, [])))), None)
+    whose = _whose(said, stage, step)
     if _same(said, held):
         lines = [f"correct: {where} hold `{held}`, while the scheduler sent `{sent}`",
                  f"`{held}` is what C's prompt left in row {row.row} (C[{first}:{first + 3}]); add_request copied "
@@ -188,11 +196,8 @@ def check_draft_slots(prediction) -> Report:
         lines = [f"not quite: `{sent}` is what the scheduler sent, and what the slots would hold if add_request "
                  "copied drafts (the chatbot's claim in the thread); it does not",
                  f"{where} hold `{held}`: whatever the row's previous occupant left there"]
-    elif theirs is not None or theirs_sent is not None:
-        other = theirs or theirs_sent
-        what = (f"what {other.req_id}'s draft slots hold, in row {other.row} (left there by {other.prev_req_id})"
-                if theirs is not None else f"the drafts the scheduler sent for {other.req_id}, in row {other.row}")
-        lines = [f"not quite: `{said}` is {what}; {where}, in row {row.row}, hold `{held}`",
+    elif whose is not None:
+        lines = [f"not quite: `{said}` is {whose}; {where}, in row {row.row}, hold `{held}`",
                  f"A was re-added into row {row.row}, which C had just used: the slots keep C's prompt characters"]
     else:
         lines = [f"not quite: you said `{said}`; {where} hold `{held}` (the scheduler sent `{sent}`)",
