@@ -95,6 +95,18 @@ QUIET_MACHINE = StoredResult(1.70, "2026-11-30", "minispec's 2-core Linux develo
                              "x 64 tokens, median of 5 runs", "python benchmarks/bench_pipeline.py --repeat 5")
 
 
+# Why one intra-op thread per stage is the default (``threads_per_stage``). Measured on
+# 2026-12-01 on minispec's 2-core development machine in the notebooks' real conditions:
+# JupyterLab in Chromium with notebook 01's kernel open, the measurement in a second kernel,
+# and other work on the machine (1-minute load average 10-11 throughout).
+THREADS_MEASURED = (
+    "measure_overlap(max_tokens=8, rounds=2): 1 thread per stage, best 6.05 s with 2 in flight and 5.81 s "
+    "with 1; 2 threads per stage, first round 149 s and 78 s, stopped at 300 s",
+    "in process, 16 requests x 128 tokens, k = 3 draft-model drafts: 1 thread 2.56-3.04 s per run (6 runs); "
+    "2 threads did not finish the warm-up and 3 runs in 300 s",
+)
+
+
 def machine_load() -> tuple[float, int]:
     """The 1-minute load average (runnable processes, averaged) and the cores this process may use."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
