@@ -186,6 +186,13 @@ def test_reference_condense_is_noticed_by_draft_agreement():
     assert "(row 1, moved)" in report.lines[1]
 
 
+def test_a_wrong_condense_answer_says_which_parts_are_wrong():
+    report = ex.check_condense(solutions.move_row_dropping_drafts,
+                               {"invariant": 3, "step": 15, "stage": 1, "request": "C"})
+    assert report.lines == ["not quite: the invariant and the stage are wrong (which rule does check_trace(trace)[0] "
+                            "name?; the stage whose buffers disagree)"]
+
+
 def test_an_unbroken_condense_is_noticed_by_nothing():
     from minispec.v1.worker.gpu_input_batch import InputBatch
 
