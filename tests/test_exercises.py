@@ -296,7 +296,8 @@ def test_counts_take_singular_and_plural():
     assert (plural(1, "token"), plural(0, "token")) == ("1 token", "0 tokens")
 
 
-def test_every_verdict_starts_with_one_of_three_words():
+def test_every_verdict_starts_with_one_of_three_words(monkeypatch):
+    monkeypatch.delenv(ex.PLUG_ENV, raising=False)  # the notebooks' conftest sets it for the whole session
     first_lines = [ex.check_draft_slots("xyz"), ex.check_draft_slots("tem"), ex.check_acceptance({}),
                    ex.check_fix1(42), ex.check_fault2(...), ex.check_recovered(solutions.recovered_distribution)]
     assert [r.lines[0].split(":")[0] for r in first_lines] == [
