@@ -9,16 +9,18 @@ one thread (``OMP_NUM_THREADS=1``, inherited by the worker), so the two stages
 are two cores' worth of work at most.
 
 Requests arrive as in the forum thread, half one engine step later, so decode
-batches alternate between the halves (``minispec.lab.overlap.measure_in_flight``
+batches alternate between the halves (``minispec.lab.overlap.compare_in_flight``
 says why, and why the token budget is half the requests; ``--together`` shows
-what happens when they all arrive at once).
+what happens when they all arrive at once). The two settings run alternately on
+one pipeline, so a load that comes and goes hits both alike.
 
 Printed, for a random-weight Llama of a few tens of millions of parameters
 (made now, in a temporary directory) and for the shipped tiny target: the
-best wall time of each setting, the ratio (best and spread over ``--repeat``
-runs), and each stage's idle fraction from the measured timeline; then the
-paths of the Gantt PNGs. ``--throughput`` adds tokens/s for 64 requests x 256
-tokens, PP=2 "mp" against PP=1 in process.
+machine's load before the run, the best wall time of each setting, the ratio
+(best and spread over ``--repeat`` runs), and each stage's idle fraction from
+the measured timeline; then the paths of the Gantt PNGs. ``--threads N`` gives
+each stage N intra-op threads instead of one. ``--throughput`` adds tokens/s for
+64 requests x 256 tokens, PP=2 "mp" against PP=1 in process.
 """
 
 from __future__ import annotations
@@ -38,21 +40,25 @@ import torch  # noqa: E402
 from minispec import LLM, SamplingParams  # noqa: E402
 from minispec.config import DEFAULT_TARGET  # noqa: E402
 from minispec.lab.overlap import (  # noqa: E402
-    HEAVY, first_batches, measure_in_flight, num_params, random_llama, random_prompts)
+    HEAVY, Comparison, compare_in_flight, first_batches, num_params, random_llama, random_prompts)
 
 
-def compare(model: Path, vocab: int, args) -> dict:
+def compare(model: Path, vocab: int, args) -> Comparison:
     """Every repeat's wall time and the last timeline, for 2 and for 1 batch in flight."""
     ids = random_prompts(args.requests, vocab)
-    return {n: measure_in_flight(model, n, ids, args.max_tokens, args.repeat, args.together) for n in (2, 1)}
+    threads = getattr(args, "threads", 1)  # callers from before --threads pass no such field
+    result = compare_in_flight(model, ids, args.max_tokens, args.repeat, args.together, threads)
+    if result.stopped:
+        raise SystemExit(str(result))
+    return result
 
 
-def report(name: str, result: dict, out_dir: Path) -> list[Path]:
+def report(name: str, result: Comparison, out_dir: Path) -> list[Path]:
     from minispec.lab.viz.gantt import plot_gantt
 
-    (t2, tl2), (t1, tl1) = ((result[n].seconds, result[n].timeline) for n in (2, 1))
+    (t2, tl2), (t1, tl1) = ((result.runs[n].seconds, result.runs[n].timeline) for n in (2, 1))
     ratios = [a / b for a, b in zip(t1, t2)]
-    print(f"\n{name}")
+    print(f"\n{name} (load {result.load_before:.1f} on {result.cores} cores before the run)")
     print(f"  1 batch in flight : best {min(t1):.3f} s   2 in flight: best {min(t2):.3f} s")
     print(f"  ratio (1 / 2 in flight; ideal 2.0, target >= 1.6): best-of-runs {min(t1) / min(t2):.2f}, "
           f"per run {', '.join(f'{r:.2f}' for r in ratios)} (spread {max(ratios) - min(ratios):.2f}, "
@@ -92,13 +98,14 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--together", action="store_true", help="all requests arrive at step 0")
+    parser.add_argument("--threads", type=int, default=1, help="intra-op threads per stage")
     parser.add_argument("--throughput", action="store_true", help="also 64 x 256 tokens, PP=2 mp vs PP=1")
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "minispec-bench-pipeline")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"PP=2 'mp', {args.requests} requests x {args.max_tokens} tokens, "
           f"{'all arriving at step 0' if args.together else 'half arriving one step later'}, "
-          f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, {args.repeat} runs each")
+          f"{args.threads} intra-op thread{'s' * (args.threads != 1)} per stage, {args.repeat} runs each, alternating")
     with tempfile.TemporaryDirectory() as tmp:
         heavy = random_llama(Path(tmp))
         name = f"heavy random Llama ({num_params(heavy) / 1e6:.0f}M parameters)"

@@ -83,6 +83,11 @@ def fix2_returns_nothing(state, num_computed_tokens, new_token_ids):
     state.spec_token_ids[: num_computed_tokens - state.num_tokens] + new_token_ids
 
 
+def fix2_natural(state, num_computed_tokens, new_token_ids):
+    # right whenever drafts were accepted; a resumed request relays a recompute chunk instead
+    return state.spec_token_ids[: num_computed_tokens - state.num_tokens] + new_token_ids
+
+
 # -- the recovered distribution: recovered_distribution(p, q) ------------------------
 
 
@@ -105,37 +110,39 @@ def recovered_flipped(p, q):
 
 GALLERY = [
     (ex.check_fix1, fix1_written_at_num_tokens,
-     'step 2, stage 0, request A: your draft slots 11–13 hold `tem`, the scheduler sent ` st` — the drafts were written at num_tokens (14), which already counts them; write at num_tokens_no_spec (11)'),
+     'not quite: step 2, stage 0, request A: your draft slots 11–13 hold `tem`, the scheduler sent ` st` — the drafts were written at num_tokens (14), which already counts them; write at num_tokens_no_spec (11)'),
     (ex.check_fix1, fix1_num_tokens_not_advanced,
-     "step 2, stage 0, request A: the draft slots are right, but num_tokens[0] is still 11, not 14: the row does not own its drafts (condense moves only num_tokens slots, as vLLM's does); advance it by len(spec_token_ids)"),
+     "not quite: step 2, stage 0, request A: the draft slots are right, but num_tokens[0] is still 11, not 14: the row does not own its drafts (condense moves only num_tokens slots, as vLLM's does); advance it by len(spec_token_ids)"),
     (ex.check_fix1, fix1_only_last_stage,
-     'step 2, stage 0, request A: your draft slots 11–13 hold `tem`, the scheduler sent ` st` — your function wrote nothing into this row; every stage needs the drafts: stage 0 embeds them, the last stage verifies them'),
+     'not quite: step 2, stage 0, request A: your draft slots 11–13 hold `tem`, the scheduler sent ` st` — your function wrote nothing into this row; every stage needs the drafts: stage 0 embeds them, the last stage verifies them'),
     (ex.check_fix1, fix1_written_at_num_computed,
-     'step 2, stage 0, request A: you overwrote position 10 of the history (`a` → ` `): the drafts go after it, from num_tokens_no_spec = 11'),
+     'not quite: step 2, stage 0, request A: you overwrote position 10 of the history (`a` → ` `): the drafts go after it, from num_tokens_no_spec = 11'),
     (ex.check_fix1, fix1_advances_no_spec,
-     'step 2, stage 0, request A: you changed num_tokens_no_spec[0] from 11 to 14: drafts are not history (they may be rejected); leave it and advance num_tokens'),
+     'not quite: step 2, stage 0, request A: you changed num_tokens_no_spec[0] from 11 to 14: drafts are not history (they may be rejected); leave it and advance num_tokens'),
     (ex.check_fix1, fix1_after_computed_plus_one,
-     'correct on the thread scenario, but on random schedule 0 (PP 2, ngram drafts, 4 preemptions): step 33, stage 0, request B: num_tokens[1] is 1 after your call; expected 30 (num_tokens_no_spec + drafts) — this row got no drafts: it is recomputing after a preemption (num_computed_tokens 0, history up to 30); count from num_tokens_no_spec, not num_computed_tokens'),
+     'not quite: right on the thread scenario, but on random schedule 0 (PP 2, ngram drafts, 4 preemptions): step 33, stage 0, request B: num_tokens[1] is 1 after your call; expected 30 (num_tokens_no_spec + drafts) — this row got no drafts: it is recomputing after a preemption (num_computed_tokens 0, history up to 30); count from num_tokens_no_spec, not num_computed_tokens'),
     (ex.check_fix1, fix1_typo,
-     "step 2, stage 0, request A: your fix1_typo raised AttributeError: 'InputBatch' object has no attribute 'token_ids'"),
+     "not quite: step 2, stage 0, request A: your fix1_typo raised AttributeError: 'InputBatch' object has no attribute 'token_ids'"),
     (ex.check_fix2, fix2_all_drafts,
-     "step 4, stage 0, request A: you appended ` ste` (4 tokens); the scheduler's history has ` se` (3 tokens) at positions 11–13 — you took all 3 drafts, but only 2 were accepted (num_computed_tokens 13 − num_tokens 11): take the first 2"),
+     "not quite: step 4, stage 0, request A: you appended ` ste` (4 tokens); the scheduler's history has ` se` (3 tokens) at positions 11–13 — you took all 3 drafts, but only 2 were accepted (num_computed_tokens 13 − num_tokens 11): take the first 2"),
     (ex.check_fix2, fix2_relayed_only,
-     "step 4, stage 0, request A: you appended `e` (1 token); the scheduler's history has ` se` (3 tokens) at positions 11–13 — the stage was 3 tokens behind (num_computed_tokens 13 + 1 relayed − num_tokens 11): the 2 tokens accepted last step are missing; they are the first drafts in state.spec_token_ids"),
+     "not quite: step 4, stage 0, request A: you appended `e` (1 token); the scheduler's history has ` se` (3 tokens) at positions 11–13 — the stage was 3 tokens behind (num_computed_tokens 13 + 1 relayed − num_tokens 11): the 2 tokens accepted last step are missing; they are the first drafts in state.spec_token_ids"),
     (ex.check_fix2, fix2_last_drafts,
-     "step 4, stage 0, request A: you appended `ste` (3 tokens); the scheduler's history has ` se` (3 tokens) at positions 11–13 — you took the last 2 drafts; the accepted ones are a prefix: take the first 2"),
+     "not quite: step 4, stage 0, request A: you appended `ste` (3 tokens); the scheduler's history has ` se` (3 tokens) at positions 11–13 — you took the last 2 drafts; the accepted ones are a prefix: take the first 2"),
     (ex.check_fix2, fix2_appends_itself,
-     'step 2, stage 0, request A: you changed state.output_token_ids yourself: return the tokens instead; the runner appends them'),
+     'not quite: step 2, stage 0, request A: you changed state.output_token_ids yourself: return the tokens instead; the runner appends them'),
     (ex.check_fix2, fix2_returns_nothing,
-     'step 2, stage 0, request A: your function returned None: return the list of token ids to append'),
+     'not quite: step 2, stage 0, request A: your function returned None: return the list of token ids to append'),
+    (ex.check_fix2, fix2_natural,
+     "not quite: right on the thread scenario, but on random schedule 0 (PP 2, ngram drafts, 1 preemption): step 33, stage 0, request B: you appended `The return statement is a sequ` (30 tokens); the scheduler's history has `u` (1 token) at positions 29–29 — this request was resumed after a preemption: the scheduler is recomputing it, so new_token_ids is a recompute chunk, the 30 tokens at positions 0–29, and the stage already holds 29 (num_computed_tokens − num_tokens is −29: nothing was accepted); compare where the chunk ends, num_computed_tokens + len(new_token_ids) = 30, with state.num_tokens = 29, and append only what lies past it, new_token_ids[-1:]"),
     (ex.check_recovered, recovered_not_normalised,
-     'case 1 of 3: your distribution sums to 0.632, not 1: divide max(0, p − q) by its sum'),
+     'not quite: case 1 of 3: your distribution sums to 0.632, not 1: divide max(0, p − q) by its sum'),
     (ex.check_recovered, recovered_from_p,
-     'case 1 of 3: you resample from p itself: tokens the draft already proposes too often then come out too often; after a rejection only the part of p the draft did not cover may be drawn, max(0, p − q)'),
+     'not quite: case 1 of 3: you resample from p itself: tokens the draft already proposes too often then come out too often; after a rejection only the part of p the draft did not cover may be drawn, max(0, p − q)'),
     (ex.check_recovered, recovered_not_clamped,
-     'case 1 of 3: your distribution has negative entries: p − q is negative where the draft likes a token more than the target does; clamp it at 0, max(0, p − q)'),
+     'not quite: case 1 of 3: your distribution has negative entries: p − q is negative where the draft likes a token more than the target does; clamp it at 0, max(0, p − q)'),
     (ex.check_recovered, recovered_flipped,
-     'case 1 of 3: you normalised max(0, q − p): the residual is the target minus the draft, max(0, p − q)'),
+     'not quite: case 1 of 3: you normalised max(0, q − p): the residual is the target minus the draft, max(0, p − q)'),
 ]
 
 
@@ -168,7 +175,7 @@ def test_a_failing_fix_draws_the_failing_step():
 def test_reference_solutions_pass(check, solution):
     report = check(solution)
     assert report.passed, str(report)
-    assert report.lines[0].startswith(("correct", "right", "all three"))
+    assert report.lines[0].startswith("correct: ")
 
 
 def test_reference_condense_is_noticed_by_draft_agreement():
@@ -179,12 +186,19 @@ def test_reference_condense_is_noticed_by_draft_agreement():
     assert "(row 1, moved)" in report.lines[1]
 
 
+def test_a_wrong_condense_answer_says_which_parts_are_wrong():
+    report = ex.check_condense(solutions.move_row_dropping_drafts,
+                               {"invariant": 3, "step": 15, "stage": 1, "request": "C"})
+    assert report.lines == ["not quite: the invariant and the stage are wrong (which rule does check_trace(trace)[0] "
+                            "name?; the stage whose buffers disagree)"]
+
+
 def test_an_unbroken_condense_is_noticed_by_nothing():
     from minispec.v1.worker.gpu_input_batch import InputBatch
 
     report = ex.check_condense(InputBatch._move_row, solutions.condense)
     assert not report.passed
-    assert report.lines[0].startswith("nothing noticed: on random schedule 0 (PP 1, draft_model drafts) every invariant held")
+    assert report.lines[0].startswith("not quite: nothing noticed: on random schedule 0 (PP 1, draft_model drafts) every invariant held")
 
 
 def test_fix_1_must_also_hold_on_the_schedules():
@@ -200,23 +214,94 @@ def test_fix_1_must_also_hold_on_the_schedules():
 @pytest.mark.parametrize("prediction,first_line", [
     (" st", "not quite: ` st` is what the scheduler sent, and what the slots would hold if add_request copied drafts "
             "(the chatbot's claim in the thread); it does not"),
-    ("e r", "not quite: you said `e r`; A's draft slots 11–13 on stage 0 at step 2 hold `tem` (the scheduler sent ` st`)"),
+    ("e r", "not quite: `e r` is what B's draft slots hold, in row 1 (left there by D); A's draft slots 11–13 on "
+            "stage 0 at step 2, in row 0, hold `tem`"),
+    ("s t", "not quite: `s t` is the drafts the scheduler sent for B, in row 1; A's draft slots 11–13 on stage 0 at "
+            "step 2, in row 0, hold `tem`"),
+    ("xyz", "not quite: you said `xyz`; A's draft slots 11–13 on stage 0 at step 2 hold `tem` (the scheduler sent ` st`)"),
+    (3, 'not yet: expected three characters as a string, e.g. "abc", got 3'),
 ])
 def test_wrong_predictions(prediction, first_line):
-    assert ex.check_draft_slots(prediction).lines[0] == first_line
+    report = ex.check_draft_slots(prediction)
+    assert not report.passed and report.lines[0] == first_line
 
 
 def test_wrong_acceptance_and_fault_2_answers():
     report = ex.check_acceptance({"vllm-0.9.2": 0.02, "vllm-0.14": 0.45, "all": 0.5})
-    assert report.lines[0] == "1 of 3 off by more than 10% points: vllm-0.14"
+    assert report.lines[0] == "not quite: 1 of 3 off by more than 10% points: vllm-0.14"
+    report = ex.check_acceptance({"vllm-0.9.2": 0.02, "vllm-0.14": 0.05})
+    assert report.lines[0].startswith("not yet: expected a dict with one rate (0 to 1) per preset")
     report = ex.check_fault2({"invariant": 2, "step": 4, "stage": 1, "request": "A"})
-    assert report.lines[0].startswith("not quite: invariant, stage wrong")
+    assert report.lines == ["not quite: the stage is wrong (the stage whose buffers disagree)"]
+    report = ex.check_fault2({"invariant": 5, "step": 3, "stage": 1, "request": "A"})
+    assert report.lines[0] == ("not quite: the invariant, the step and the stage are wrong (which rule does "
+                               "check_trace(trace)[0] name?; the first step at which any stage breaks it; the stage "
+                               "whose buffers disagree)")
 
 
-def test_typed_slips_are_not_wrong_answers():
+def test_fault_2_accepts_the_draft_invariant_and_names_the_root():
+    """At step 4, stage 0, A's history is 2 tokens short (invariant 3) and, because fix 1 writes
+    the drafts right after that history, the slots the model reads are misplaced (invariant 2)."""
+    report = ex.check_fault2({"invariant": 2, "step": 4, "stage": 0, "request": "A"})
+    assert report.passed
+    assert report.lines[0] == ("correct: fix 1 alone breaks invariant 2 (draft agreement) at step 4, stage 0, "
+                               "request A, and invariant 3 (token history) there too, which is the root")
+    assert report.lines[1].startswith("the drafts are misplaced because the history is short")
+    trace = ex.thread_trace("vllm-0.14")
+    row = trace.step(4).stages[0].row_of("A")
+    assert (row.num_tokens_no_spec, len(trace.step(4).schedule.all_token_ids["A"])) == (12, 14)
+    drafts = trace.step(4).schedule.scheduled_spec_decode_tokens["A"]
+    assert row.token_ids[12:15] == drafts and row.draft_slots[0] == drafts[-1]  # written 2 early, read shifted
+    report = ex.check_fault2({"invariant": 3, "step": 4, "stage": 0, "request": "A"})
+    assert report.lines[0] == ("correct: fix 1 alone first breaks invariant 3 (token history) at step 4, stage 0, "
+                               "request A")
+
+
+@pytest.mark.parametrize("prediction", ["tem ", " tem", ["t", "e", "m"], ("t", "e", "m")])
+def test_typed_slips_are_not_wrong_answers(prediction):
+    report = ex.check_draft_slots(prediction)
+    assert report.passed and report.lines[0].startswith("correct: A's draft slots 11–13")
+
+
+def test_typed_slips_in_locations_and_rates():
     assert ex.check_fault2({"invariant": "3", "step": "4", "stage": "0", "request": "a"}).passed
-    report = ex.check_acceptance({"vllm-0.9.2": 2, "vllm-0.14": 5, "all": 49})
-    assert not report.passed and report.lines[0].startswith("rates run from 0 to 1")
+    assert ex.check_fault2({"Invariant": 3, "step": 4, "stage": 0, "request": "A "}).passed
+    report = ex.check_acceptance({"vllm-0.9.2": 2, "vllm-0.14": 5, "All": 49})
+    assert report.passed and report.lines[0] == "correct: all three within 10% points"
+    assert "(numbers above 1 read as percentages: rates run from 0 to 1, 45% is 0.45)" in report.lines
+
+
+def test_token_ids_are_read_as_characters():
+    from minispec.lab.exercise_runs import decoder
+
+    ids = {decoder()(i): i for i in range(256)}
+    assert [ids[c] for c in "tem"] == [85, 70, 78]  # what a learner reads off row.draft_slots
+    assert ex.check_draft_slots([85, 70, 78]).passed
+
+
+def test_counts_take_singular_and_plural():
+    from minispec.lab.exercise_runs import plural
+
+    class Stats:
+        def __init__(self, n):
+            self.n = n
+
+        def stats(self):
+            return {"preemptions": self.n}
+
+    schedule = ex.SCHEDULES[0]
+    assert schedule.describe(Stats(1)) == "random schedule 0 (PP 2, ngram drafts, 1 preemption)"
+    assert schedule.describe(Stats(2)) == "random schedule 0 (PP 2, ngram drafts, 2 preemptions)"
+    assert schedule.describe(Stats(0)) == "random schedule 0 (PP 2, ngram drafts)"
+    assert (plural(1, "token"), plural(0, "token")) == ("1 token", "0 tokens")
+
+
+def test_every_verdict_starts_with_one_of_three_words(monkeypatch):
+    monkeypatch.delenv(ex.PLUG_ENV, raising=False)  # the notebooks' conftest sets it for the whole session
+    first_lines = [ex.check_draft_slots("xyz"), ex.check_draft_slots("tem"), ex.check_acceptance({}),
+                   ex.check_fix1(42), ex.check_fault2(...), ex.check_recovered(solutions.recovered_distribution)]
+    assert [r.lines[0].split(":")[0] for r in first_lines] == [
+        "not quite", "correct", "not yet", "not yet", "not yet", "correct"]
 
 
 def test_stubs_wait_for_the_learner_unless_solutions_are_plugged(monkeypatch):
@@ -235,8 +320,9 @@ def test_stubs_wait_for_the_learner_unless_solutions_are_plugged(monkeypatch):
 
 
 def test_show_solution_prints_the_source(capsys):
-    assert ex.show_solution("take_relayed_tokens") is solutions.take_relayed_tokens
-    assert "def take_relayed_tokens" in capsys.readouterr().out
+    assert ex.show_solution("take_relayed_tokens") is None  # a notebook then shows no <function ...> echo
+    out = capsys.readouterr().out
+    assert out.startswith("def take_relayed_tokens") and "<function" not in out
     with pytest.raises(ValueError, match="show_solution\\('fix3'\\): expected one of"):
         ex.show_solution("fix3")
 
@@ -248,3 +334,85 @@ def test_the_notebook_does_not_import_the_solutions():
     notebook = json.loads((Path(__file__).parents[1] / "notebooks" / "08_exercises.ipynb").read_text())
     sources = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
     assert not any("solutions" in src and "import" in src for src in sources)
+
+
+# -- code that never returns, and Interrupt Kernel -----------------------------------
+
+
+def fix1_never_returns(runner, row, spec_token_ids):
+    while True:
+        pass
+
+
+def fix2_swallows_everything(state, num_computed_tokens, new_token_ids):
+    while True:
+        try:
+            sum(range(1000))
+        except Exception:  # the limit is not an Exception: this cannot keep the learner's loop alive
+            pass
+
+
+def recovered_never_returns(p, q):
+    while True:
+        pass
+
+
+def move_row_never_returns(batch, src, tgt):
+    while True:
+        pass
+
+
+def fix2_interrupted(state, num_computed_tokens, new_token_ids):
+    raise KeyboardInterrupt  # what Interrupt Kernel raises in the code running at that moment
+
+
+@pytest.fixture
+def short_limit(monkeypatch):
+    from minispec.lab import exercise_runs
+
+    monkeypatch.setattr(exercise_runs, "LEARNER_LIMIT_S", 0.5)
+
+
+@pytest.mark.parametrize("check,wrong,first_line", [
+    (ex.check_fix1, fix1_never_returns, "not quite: your fix1_never_returns did not return within 0.5 s (called for "
+     "step 2, stage 0, request A), so the checker stopped it: is there a loop that never ends?"),
+    (ex.check_fix2, fix2_swallows_everything, "not quite: your fix2_swallows_everything did not return within 0.5 s "
+     "(called for step 2, stage 0, request A), so the checker stopped it: is there a loop that never ends?"),
+    (ex.check_recovered, recovered_never_returns, "not quite: your recovered_never_returns did not return within "
+     "0.5 s (called for case 1 of 3), so the checker stopped it: is there a loop that never ends?"),
+    (ex.check_fix2, fix2_interrupted, "not yet: you interrupted check_fix2 while your fix2_interrupted ran (called "
+     "for step 2, stage 0, request A); run the cell again when ready"),
+], ids=["fix1", "fix2", "recovered", "interrupt"])
+def test_code_that_never_returns_is_stopped_in_one_line(short_limit, check, wrong, first_line):
+    import time
+
+    start = time.monotonic()
+    report = check(wrong)
+    assert report.lines == [first_line]
+    assert time.monotonic() - start < 8
+    assert check(getattr(solutions, check.__name__.replace("check_fix1", "write_spec_tokens")
+                         .replace("check_fix2", "take_relayed_tokens")
+                         .replace("check_recovered", "recovered_distribution"))).passed  # no timer left behind
+
+
+def test_a_condense_that_never_returns_is_stopped(short_limit):
+    report = ex.check_condense(move_row_never_returns, solutions.condense)
+    assert report.lines == ["not quite: your move_row_never_returns did not return within 0.5 s (called for step 13, "
+                            "stage 0, request B), so the checker stopped it: is there a loop that never ends?"]
+
+
+def test_interrupt_kernel_during_a_check_gives_one_line():
+    """A real SIGINT (what Interrupt Kernel sends) lands wherever the check is: the engine,
+    the learner's code, the greedy reference. Whichever, one line and no traceback."""
+    import os
+    import signal
+    import threading
+
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        report = ex.check_fix1(solutions.write_spec_tokens)
+    finally:
+        timer.cancel()
+    assert len(report.lines) == 1 and report.lines[0].startswith("not yet: you interrupted check_fix1")
+    assert ex.check_fix1(solutions.write_spec_tokens).passed  # and the next run is whole

@@ -1,14 +1,16 @@
-"""What the overlap benchmark and notebook 04 measure with: one PP=2 "mp" run
-per in-flight setting, on the shipped target (the random 52M model is the
-benchmark's, too slow to make in a test)."""
+"""What the overlap benchmark and notebook 04 measure with: one PP=2 "mp" pipeline,
+two batches in flight and one alternately, on the shipped target (the random 52M
+model is the benchmark's, too slow to make in a test)."""
 
 import os
+import signal
 
 import pytest
 import torch
 
 from minispec.config import DEFAULT_TARGET
-from minispec.lab.overlap import first_batches, measure_in_flight, one_thread_per_stage, random_prompts
+from minispec.lab.overlap import (
+    QUIET_MACHINE, Comparison, OverlapRun, compare_in_flight, first_batches, random_prompts, threads_per_stage)
 
 
 def overlapped(timeline) -> int:
@@ -20,10 +22,11 @@ def overlapped(timeline) -> int:
 
 @pytest.mark.slow
 def test_stages_overlap_with_two_in_flight_and_never_with_one():
-    prompts = random_prompts(4, 64)
-    two, one = (measure_in_flight(DEFAULT_TARGET, n, prompts, max_tokens=8, repeat=2) for n in (2, 1))
-    assert two.in_flight == 2 and len(two.seconds) == 2 and all(s > 0 for s in two.seconds)
-    for run in (two, one):  # the timeline holds the last repeat only, both stages, in seconds
+    result = compare_in_flight(DEFAULT_TARGET, random_prompts(4, 64), max_tokens=8, rounds=2)
+    assert result.stopped is None and result.cores >= 1 and result.load_before >= 0
+    two, one = result.runs[2], result.runs[1]
+    assert len(two.seconds) == len(one.seconds) == 2 and all(s > 0 for s in two.seconds + one.seconds)
+    for run in (two, one):  # the timeline holds the last round only, both stages, in seconds
         tl = run.timeline
         assert tl.clock == "seconds" and {s.stage for s in tl.spans} == {0, 1}
         assert tl.makespan <= run.seconds[-1]
@@ -31,11 +34,67 @@ def test_stages_overlap_with_two_in_flight_and_never_with_one():
     assert overlapped(one.timeline) == 0
     steps = sorted({s.step for s in two.timeline.spans})
     assert first_batches(two.timeline, 3) == steps[2]
+    assert result.ratio == min(one.seconds) / min(two.seconds)
 
 
-def test_one_thread_per_stage_is_undone_afterwards(monkeypatch):
+def comparison(one: float, two: float, load: float = 2.7) -> Comparison:
+    return Comparison({2: OverlapRun(2, [two, two * 1.1]), 1: OverlapRun(1, [one, one * 1.2])}, load, 2, 1)
+
+
+def test_the_verdict_says_slower_below_one_and_why():
+    slow = comparison(one=0.87, two=1.0)
+    assert slow.lines()[0] == (
+        "the batch queue was 1.15x slower than one batch in flight (ratio 0.87; best of 2 runs each; load 2.7 on 2 "
+        "cores before the run): other work shares the cores, so the two stages could not run at the same time and "
+        "two batches only added handing over between them")
+    assert "faster" not in str(slow)
+    fast = comparison(one=1.55, two=1.0, load=0.3)
+    assert fast.lines()[0] == ("the batch queue finished the same work 1.55x faster than one batch in flight "
+                               "(ideal 2.0; best of 2 runs each; load 0.3 on 2 cores before the run)")
+    assert fast.lines()[1:3] == ["  2 in flight: best 1.00 s (runs 1.00, 1.10)", "  1 in flight: best 1.55 s (runs 1.55, 1.86)"]
+    assert fast.lines()[-1] == f"on a quiet machine: {QUIET_MACHINE}"
+    assert "measured ahead of time (2026-11-30" in fast.lines()[-1]
+
+
+MEASURE_UNTIL_INTERRUPTED = """
+from minispec.config import DEFAULT_TARGET
+from minispec.lab.overlap import compare_in_flight, random_prompts
+if __name__ == "__main__":
+    print("started", flush=True)
+    print(compare_in_flight(DEFAULT_TARGET, random_prompts(8, 64), max_tokens=64, rounds=100), flush=True)
+"""
+
+
+def test_interrupt_kernel_stops_the_measurement_in_a_few_lines(tmp_path):
+    """SIGINT to the whole process group, as Jupyter's Interrupt Kernel sends it to a kernel
+    (which runs in a session of its own): the worker ignores it, rank 0 aborts and shuts it
+    down, and all that is printed is what was stopped."""
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "measure.py"
+    script.write_text(MEASURE_UNTIL_INTERRUPTED)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    try:
+        assert proc.stdout.readline() == "started\n"
+        time.sleep(8)  # the worker started, warmed up, and rounds are running
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    lines = out.splitlines()
+    assert lines[0].startswith("stopped: Interrupt Kernel stopped the measurement in round "), out
+    assert len(lines) == 2 and "Traceback" not in out and "Process stage-1" not in out
+    assert proc.returncode == 0
+
+
+def test_threads_per_stage_is_undone_afterwards(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     before = torch.get_num_threads()
-    with one_thread_per_stage():
+    with threads_per_stage():
         assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
+    with threads_per_stage(2):
+        assert torch.get_num_threads() == 2 and os.environ["OMP_NUM_THREADS"] == "2"
     assert torch.get_num_threads() == before and "OMP_NUM_THREADS" not in os.environ

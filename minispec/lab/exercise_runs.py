@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import random
+import signal
+import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,7 +38,7 @@ class Schedule:
     def describe(self, llm=None) -> str:
         """The name, with what the run showed: how many preemptions it had."""
         preemptions = llm.stats()["preemptions"] if llm is not None else 0
-        details = self.details + (f", {preemptions} preemptions" if preemptions else "")
+        details = self.details + (f", {plural(preemptions, 'preemption')}" if preemptions else "")
         return f"{self.name} ({details})" if details else self.name
 
 
@@ -80,7 +82,7 @@ def greedy_reference(prompts: tuple[tuple[str, str], ...], max_tokens: int) -> d
     """Plain greedy decoding: one stage, no drafts (the tests prove it equals transformers)."""
     from minispec import LLM, SamplingParams
 
-    with one_thread():
+    with intra_op_threads():
         outs = LLM().generate([p for _, p in prompts], SamplingParams(temperature=0, max_tokens=max_tokens))
     return {r: o.outputs[0].token_ids for (r, _), o in zip(prompts, outs)}
 
@@ -100,6 +102,62 @@ def text(ids) -> str:
 
 
 # -- what the learner's code did ----------------------------------------------------
+LEARNER_LIMIT_S = 10.0  # one call of the learner's function; a check takes a few seconds in all
+
+
+class LearnerTimeout(BaseException):
+    """Raised inside the learner's function when it has run ``LEARNER_LIMIT_S``. A
+    ``BaseException``, like ``KeyboardInterrupt``, so that an ``except Exception`` in the
+    learner's own loop cannot swallow it."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None = None):
+    """Stop the code in this block after ``seconds`` (``LEARNER_LIMIT_S`` unless given). Only a signal can stop running
+    Python code (a thread cannot), and only the main thread receives signals: that
+    is where a Jupyter kernel runs a cell. Elsewhere the block runs unlimited."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(signum, frame):
+        raise LearnerTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, LEARNER_LIMIT_S if seconds is None else seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def call_learner(attempt: "Attempt", fn, *args):
+    """``fn(*args)`` within the time limit; if it is stopped, the attempt notes where it was called for."""
+    try:
+        with time_limit():
+            return fn(*args)
+    except (LearnerTimeout, KeyboardInterrupt):
+        attempt.stopped_at = attempt.where_text()
+        raise
+
+
+def stopped_line(how: type, fn, where: str | None, check: str) -> str:
+    """One line for a learner's function stopped by the time limit or by Interrupt Kernel."""
+    name = getattr(fn, "__name__", "function")
+    at = f" (called for {where})" if where else ""
+    if how is LearnerTimeout:
+        return (f"not quite: your {name} did not return within {LEARNER_LIMIT_S:g} s{at}, so the checker stopped it: "
+                "is there a loop that never ends?")
+    if where:
+        return f"not yet: you interrupted {check} while your {name} ran{at}; run the cell again when ready"
+    return f"not yet: you interrupted {check} before it finished; nothing was judged, run the cell again when ready"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + "s" * (n != 1)
+
+
 def learner_error(exc: BaseException, fn) -> list[str] | None:
     """The exception, with only the frames of the file the learner's function lives in."""
     filename = getattr(getattr(fn, "__code__", None), "co_filename", None)
@@ -120,6 +178,8 @@ class Attempt:
     violation: Violation | None = None
     error: BaseException | None = None
     diverged: tuple | None = None  # (request, position, got, expected)
+    stopped: type | None = None  # LearnerTimeout or KeyboardInterrupt
+    stopped_at: str | None = None  # the call of the learner's function that was stopped, if it was one
 
     @property
     def trace(self):
@@ -127,7 +187,10 @@ class Attempt:
 
     @property
     def passed(self) -> bool:
-        return not (self.bad_call or self.violation or self.error or self.diverged)
+        return not (self.bad_call or self.violation or self.error or self.diverged or self.stopped)
+
+    def where_text(self) -> str | None:
+        return "step {}, stage {}, request {}".format(*self.context) if self.context else None
 
     def where(self, runner, req_id: str) -> tuple[int, int, str]:
         """The step a stage is running for a request: the first scheduled one it has not recorded yet."""
@@ -136,7 +199,13 @@ class Attempt:
                     if req_id in s.schedule.num_scheduled_tokens and all(st.stage != stage for st in s.stages))
         return step, stage, req_id
 
-    def report_lines(self, text) -> list[str]:
+    def report_lines(self, text, check: str) -> list[str]:
+        """What went wrong, most precise first; the first line starts with the verdict."""
+        if self.stopped is not None:
+            return [stopped_line(self.stopped, self.fn, self.stopped_at, check)]
+        return ["not quite: " + line if i == 0 else line for i, line in enumerate(self._problem_lines(text))]
+
+    def _problem_lines(self, text) -> list[str]:
         prefix = "step {}, stage {}, request {}: ".format
         if self.error is not None:
             lines = learner_error(self.error, self.fn)
@@ -173,14 +242,15 @@ class Attempt:
 
 
 @contextlib.contextmanager
-def one_thread():
-    """Torch on one thread: these models are so small that, on a laptop's two busy cores,
-    threads handing work to each other cost more than the arithmetic (measured: 5 to 15 times
-    slower with two threads while other processes competed for the cores)."""
+def intra_op_threads(n: int = 1):
+    """Torch on ``n`` threads in this process (one unless told). These models are so small
+    that, on a laptop's two busy cores, threads handing work to each other cost more than
+    the arithmetic (measured: 5 to 15 times slower with two threads while other processes
+    competed for the cores)."""
     import torch
 
     before = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(n)
     try:
         yield
     finally:
@@ -193,10 +263,13 @@ def run_attempt(schedule: Schedule, make_fixes, fn, contract) -> Attempt:
     plugged = contract(attempt, fn) if contract else fn
     attempt.llm = schedule.build(make_fixes(plugged))
     try:
-        with one_thread():
+        with intra_op_threads():
             attempt.llm.engine.run()
     except InvariantViolation as exc:
         attempt.violation = exc.violation
+        return attempt
+    except (LearnerTimeout, KeyboardInterrupt) as exc:
+        attempt.stopped = type(exc)
         return attempt
     except Exception as exc:  # the learner's bug, reported, never raised
         attempt.error = exc
@@ -290,7 +363,7 @@ def fix1_contract(attempt: Attempt, fn):
         batch = runner.input_batch
         attempt.context = attempt.where(runner, batch._req_ids[row])
         before = _RowState.of(batch, row)
-        fn(runner, row, spec_token_ids)
+        call_learner(attempt, fn, runner, row, spec_token_ids)
         if attempt.bad_call is None:
             problem = fix1_problem(row, before, _RowState.of(batch, row), list(spec_token_ids), runner.is_last_rank,
                                    text)
@@ -311,22 +384,37 @@ def fix2_problem(state_len: int, num_computed: int, new: list[int], spec: list[i
     accepted = behind - len(new)
     said = (f"you appended `{text(result)}` ({_tokens(len(result))}); the scheduler's history has "
             f"`{text(expected)}` ({_tokens(len(expected))}) at positions {state_len}–{state_len + len(expected) - 1} — ")
+    if accepted < 0:
+        return said + resumed_problem(state_len, num_computed, new)
     if accepted > 0 and result == new:
         return said + (f"the stage was {_tokens(behind)} behind (num_computed_tokens {num_computed} + {len(new)} "
-                       f"relayed − num_tokens {state_len}): the {_tokens(accepted)} accepted last step are missing; "
-                       "they are the first drafts in state.spec_token_ids")
+                       f"relayed − num_tokens {state_len}): the {_tokens(accepted)} accepted last step "
+                       f"{'is' if accepted == 1 else 'are'} missing; they are the first drafts in state.spec_token_ids")
     if result == spec + new and accepted < len(spec):
-        return said + (f"you took all {len(spec)} drafts, but only {accepted} were accepted "
+        return said + (f"you took all {len(spec)} drafts, but only {accepted} {'was' if accepted == 1 else 'were'} accepted "
                        f"(num_computed_tokens {num_computed} − num_tokens {state_len}): take the first {accepted}")
     if accepted > 0 and result == spec[-accepted:] + new:
-        return said + f"you took the last {accepted} drafts; the accepted ones are a prefix: take the first {accepted}"
+        return said + (f"you took the last {plural(accepted, 'draft')}; the accepted ones are a prefix: "
+                       f"take the first {accepted}")
     if result == expected[: len(result)]:
         return said + "the relayed new_token_ids are missing at the end"
-    return said + "compare num_computed_tokens with state.num_tokens: the difference is what was accepted"
+    return said + (f"num_computed_tokens − state.num_tokens is {accepted}: that many of the drafts the stage was "
+                   "given (a prefix of state.spec_token_ids) were accepted, then come the relayed new_token_ids")
+
+
+def resumed_problem(state_len: int, num_computed: int, new: list[int]) -> str:
+    """A request resumed after preemption: the scheduler recomputes it from num_computed_tokens,
+    so new_token_ids is a recompute chunk, mostly tokens this stage already holds."""
+    end = num_computed + len(new)
+    return (f"this request was resumed after a preemption: the scheduler is recomputing it, so new_token_ids is a "
+            f"recompute chunk, the {_tokens(len(new))} at positions {num_computed}–{end - 1}, and the stage already "
+            f"holds {state_len} (num_computed_tokens − num_tokens is −{state_len - num_computed}: nothing was "
+            f"accepted); compare where the chunk ends, num_computed_tokens + len(new_token_ids) = {end}, with "
+            f"state.num_tokens = {state_len}, and append only what lies past it, new_token_ids[-{end - state_len}:]")
 
 
 def _tokens(n: int) -> str:
-    return f"{n} token" + "s" * (n != 1)
+    return plural(n, "token")
 
 
 def fix2_contract(attempt: Attempt, fn):
@@ -334,7 +422,7 @@ def fix2_contract(attempt: Attempt, fn):
         runner = next(r for r in attempt.llm.engine.executor.runners if r.requests.get(state.req_id) is state)
         attempt.context = attempt.where(runner, state.req_id)
         held, spec, n_out = state.num_tokens, list(state.spec_token_ids), len(state.output_token_ids)
-        result = fn(state, num_computed_tokens, list(new_token_ids))
+        result = call_learner(attempt, fn, state, num_computed_tokens, list(new_token_ids))
         if attempt.bad_call is None:
             expected = attempt.llm.scheduler.requests[state.req_id].all_token_ids[
                 held : num_computed_tokens + len(new_token_ids)]

@@ -29,15 +29,19 @@ from minispec.instruments.invariants import NAMES, check_trace
 from minispec.lab import scenarios
 from minispec.lab.exercise_runs import (
     THREAD,
+    LearnerTimeout,
+    call_learner,
     decoder,
     describe_violation,
     fix1_contract,
     fix2_contract,
     learner_error,
-    one_thread,
+    intra_op_threads,
     random_schedule,
     run_attempt,
+    stopped_line,
     text,
+    time_limit,
 )
 from minispec.lab.viz.text import render_stage
 
@@ -64,8 +68,9 @@ class Report:
 
 
 # -- solutions: out of sight unless asked for -----------------------------------
-def show_solution(name: str):
-    """Print the reference solution ``name`` (see ``minispec.lab.solutions``) and return it."""
+def show_solution(name: str) -> None:
+    """Print the reference solution ``name`` (see ``minispec.lab.solutions``); it returns
+    nothing, so a notebook shows the source and no ``<function …>`` after it."""
     import inspect
 
     from minispec.lab import solutions
@@ -74,7 +79,6 @@ def show_solution(name: str):
         raise ValueError(f"show_solution({name!r}): expected one of {solutions.__all__}")
     value = getattr(solutions, name)
     print(inspect.getsource(value) if callable(value) else f"{name} = {value!r}")
-    return value
 
 
 def is_stub(answer) -> bool:
@@ -107,6 +111,19 @@ def _finish(report: Report, plugged: bool) -> Report:
     return report
 
 
+def interruptible(check):
+    """Interrupt Kernel (or the time limit) inside a check gives one line, not a traceback
+    through minispec; the line names where the learner's code was, when it was running."""
+    @functools.wraps(check)
+    def guarded(*args, **kwargs):
+        try:
+            return check(*args, **kwargs)
+        except (KeyboardInterrupt, LearnerTimeout) as exc:
+            return Report(False, [stopped_line(type(exc), None, None, check.__name__)])
+
+    return guarded
+
+
 def _not_yet(what: str, solution: str) -> Report:
     return Report(False, [f"not yet: {what} is still the empty stub; fill it in and run the cell again",
                           f"(stuck? show_solution({solution!r}) prints the reference solution)"])
@@ -116,7 +133,7 @@ def _not_yet(what: str, solution: str) -> Report:
 @functools.cache
 def thread_trace(fixes: str):
     """The thread scenario under a preset, run once per session."""
-    with one_thread():
+    with intra_op_threads():
         return scenarios.forum_thread(fixes)
 
 
@@ -126,74 +143,138 @@ def _stage_figure(trace, step: int, stage: int):
     return plot_stage_rows(trace.step(step), stage, decoder(visible_spaces=True))
 
 
+def as_characters(prediction) -> str | None:
+    """A prediction of characters however it was typed: a string, a list of one-character
+    strings, or a list of token ids (one token per character); None if it is none of these."""
+    if isinstance(prediction, str):
+        return prediction
+    if isinstance(prediction, (list, tuple)) and all(isinstance(c, str) for c in prediction):
+        return "".join(prediction)
+    if isinstance(prediction, (list, tuple)) and all(isinstance(t, numbers.Integral) for t in prediction):
+        return text(prediction)
+    return None
+
+
+def _same(said: str, truth: str) -> bool:
+    """Equal, or equal but for spaces typed at either end (a slip, not a wrong answer)."""
+    return said == truth or (said.strip() == truth.strip() != "")
+
+
+def _whose(said: str, stage, step) -> str | None:
+    """When a prediction names another request's slots or drafts on this stage: whose, in words."""
+    for r in stage.rows:
+        if r.req_id != "A" and _same(said, text(r.draft_slots)):
+            return f"what {r.req_id}'s draft slots hold, in row {r.row} (left there by {r.prev_req_id})"
+    for r in stage.rows:
+        if r.req_id != "A" and _same(said, text(step.schedule.scheduled_spec_decode_tokens.get(r.req_id, []))):
+            return f"the drafts the scheduler sent for {r.req_id}, in row {r.row}"
+    return None
+
+
+@interruptible
 def check_draft_slots(prediction) -> Report:
     """Predict A's three stage-0 draft slots at batch_0's first decode under "vllm-0.9.2"."""
     prediction, plugged = _plug(prediction, "draft_slots")
     if is_stub(prediction):
         return _not_yet("your prediction", "draft_slots")
+    said = as_characters(prediction)
+    if said is None:
+        return Report(False, [f"not yet: expected three characters as a string, e.g. \"abc\", got {prediction!r}"])
     trace = thread_trace("vllm-0.9.2")
     step = trace.step(THREAD_FIRST_DECODE)
-    row = step.stages[0].row_of("A")
+    stage = step.stages[0]
+    row = stage.row_of("A")
     held, sent = text(row.draft_slots), text(step.schedule.scheduled_spec_decode_tokens["A"])
     first = row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts
     where = f"A's draft slots {first}–{first + row.num_drafts - 1} on stage 0 at step {THREAD_FIRST_DECODE}"
-    if prediction == held:
+    whose = _whose(said, stage, step)
+    if _same(said, held):
         lines = [f"correct: {where} hold `{held}`, while the scheduler sent `{sent}`",
                  f"`{held}` is what C's prompt left in row {row.row} (C[{first}:{first + 3}]); add_request copied "
                  "only A's prompt and output, so the draft slots kept it"]
-    elif prediction == sent:
+    elif _same(said, sent):
         lines = [f"not quite: `{sent}` is what the scheduler sent, and what the slots would hold if add_request "
                  "copied drafts (the chatbot's claim in the thread); it does not",
                  f"{where} hold `{held}`: whatever the row's previous occupant left there"]
-    else:
-        lines = [f"not quite: you said `{prediction}`; {where} hold `{held}` (the scheduler sent `{sent}`)",
+    elif whose is not None:
+        lines = [f"not quite: `{said}` is {whose}; {where}, in row {row.row}, hold `{held}`",
                  f"A was re-added into row {row.row}, which C had just used: the slots keep C's prompt characters"]
-    lines.append(render_stage(step.stages[0], step, decoder()))
-    return _finish(Report(prediction == held, lines, _stage_figure(trace, THREAD_FIRST_DECODE, 0)), plugged)
+    else:
+        lines = [f"not quite: you said `{said}`; {where} hold `{held}` (the scheduler sent `{sent}`)",
+                 f"A was re-added into row {row.row}, which C had just used: the slots keep C's prompt characters"]
+    lines.append(render_stage(stage, step, decoder()))
+    return _finish(Report(_same(said, held), lines, _stage_figure(trace, THREAD_FIRST_DECODE, 0)), plugged)
 
 
 ACCEPTANCE_TOLERANCE = 0.10
 
 
+PRESETS = ("vllm-0.9.2", "vllm-0.14", "all")
+
+
+def as_rates(prediction) -> dict | None:
+    """One rate per preset, with preset names typed loosely and percentages (any value
+    above 1, e.g. 45 for 45%) read as such; None if it is not a dict of numbers per preset."""
+    if not isinstance(prediction, dict) or not all(isinstance(v, numbers.Real) for v in prediction.values()):
+        return None
+    rates = {str(k).strip().lower(): float(v) for k, v in prediction.items()}
+    if set(rates) != set(PRESETS) or any(not 0 <= v <= 100 for v in rates.values()):
+        return None
+    return {p: v / 100 if v > 1 else v for p, v in rates.items()}
+
+
+@interruptible
 def check_acceptance(prediction) -> Report:
     """Predict the acceptance rate (accepted / proposed drafts) of the thread scenario under each preset."""
     prediction, plugged = _plug(prediction, "acceptance")
     if is_stub(prediction):
         return _not_yet("your prediction", "acceptance")
-    presets = ("vllm-0.9.2", "vllm-0.14", "all")
-    if (not isinstance(prediction, dict) or set(prediction) != set(presets)
-            or not all(isinstance(v, numbers.Real) for v in prediction.values())):
-        return Report(False, [f"expected a dict with one rate (0 to 1) per preset {list(presets)}, got {prediction!r}"])
-    if any(v > 1 for v in prediction.values()):
-        return Report(False, [f"rates run from 0 to 1 (accepted / proposed), got {prediction!r}: "
-                              "for 45% write 0.45"])
-    measured = {p: thread_trace(p).stats["acceptance_rate"] for p in presets}
-    off = [p for p in presets if abs(float(prediction[p]) - measured[p]) > ACCEPTANCE_TOLERANCE]
-    head = (f"all three within {ACCEPTANCE_TOLERANCE:.0%} points" if not off
-            else f"{len(off)} of 3 off by more than {ACCEPTANCE_TOLERANCE:.0%} points: {', '.join(off)}")
-    lines = [head] + [f"  {p:<11} you {float(prediction[p]):>5.0%}   measured {measured[p]:>5.1%}"
-                      for p in presets]
+    rates = as_rates(prediction)
+    if rates is None:
+        return Report(False, [f"not yet: expected a dict with one rate (0 to 1) per preset {list(PRESETS)}, "
+                              f"got {prediction!r}"])
+    measured = {p: thread_trace(p).stats["acceptance_rate"] for p in PRESETS}
+    off = [p for p in PRESETS if abs(rates[p] - measured[p]) > ACCEPTANCE_TOLERANCE]
+    head = (f"correct: all three within {ACCEPTANCE_TOLERANCE:.0%} points" if not off
+            else f"not quite: {len(off)} of 3 off by more than {ACCEPTANCE_TOLERANCE:.0%} points: {', '.join(off)}")
+    lines = [head] + [f"  {p:<11} you {rates[p]:>5.0%}   measured {measured[p]:>5.1%}" for p in PRESETS]
+    if any(float(v) > 1 for v in prediction.values()):
+        lines.append("(numbers above 1 read as percentages: rates run from 0 to 1, 45% is 0.45)")
     lines.append("fix 1 alone barely helps: from the first accepted draft on, stage 0's history misses the accepted "
                  "drafts, so the target computes on the wrong context and stops agreeing with drafts proposed from "
                  "the right one (the last stage's)")
     from minispec.lab.viz.plots import plot_presets
 
-    return _finish(Report(not off, lines, plot_presets({p: thread_trace(p) for p in presets})), plugged)
+    return _finish(Report(not off, lines, plot_presets({p: thread_trace(p) for p in PRESETS})), plugged)
 
 
-def _locate(answer: dict, truth, what: str) -> Report:
-    keys = ("invariant", "step", "stage", "request")
-    if not isinstance(answer, dict) or set(answer) != set(keys):
-        return Report(False, [f"expected a dict with keys {list(keys)}, got {answer!r}"])
-    actual = {"invariant": truth.invariant, "step": truth.step, "stage": truth.stage, "request": truth.req_id}
-    wrong = [k for k in keys if _loose(answer[k]) != _loose(actual[k])]
+LOCATION = ("invariant", "step", "stage", "request")
+HINTS = {"invariant": "which rule does check_trace(trace)[0] name?",
+         "step": "the first step at which any stage breaks it",
+         "stage": "the stage whose buffers disagree", "request": "the request whose row is wrong"}
+
+
+def _locate(answer, truths: list, what: str, symptoms: dict[int, str] | None = None) -> Report:
+    """Judge a located violation. ``truths`` are the violations at the first place anything
+    broke, the root cause first; naming another of them is right too, and ``symptoms``
+    says why it follows from the root."""
+    if not isinstance(answer, dict) or {_loose(k) for k in answer} != set(LOCATION):
+        return Report(False, [f"not yet: expected a dict with keys {list(LOCATION)}, got {answer!r}"])
+    answer = {_loose(k): v for k, v in answer.items()}
+    root = truths[0]
+    named = next((t for t in truths if _loose(answer["invariant"]) == _loose(t.invariant)), root)
+    actual = {"invariant": named.invariant, "step": named.step, "stage": named.stage, "request": named.req_id}
+    wrong = [k for k in LOCATION if _loose(answer[k]) != _loose(actual[k])]
     if wrong:
-        hints = {"invariant": "which rule does check_trace(trace)[0] name?",
-                 "step": "the first step at which any stage breaks it",
-                 "stage": "the stage whose buffers disagree", "request": "the request whose row is wrong"}
-        return Report(False, [f"not quite: {', '.join(wrong)} wrong ({'; '.join(hints[k] for k in wrong)})"])
-    return Report(True, [f"correct: {what} first breaks invariant {truth.invariant} ({NAMES[truth.invariant]}) at "
-                         f"step {truth.step}, stage {truth.stage}, request {truth.req_id}"])
+        listed = " and ".join(filter(None, [", ".join(f"the {k}" for k in wrong[:-1]), f"the {wrong[-1]}"]))
+        return Report(False, [f"not quite: {listed} {'is' if len(wrong) == 1 else 'are'} wrong "
+                              f"({'; '.join(HINTS[k] for k in wrong)})"])
+    at = f"at step {named.step}, stage {named.stage}, request {named.req_id}"
+    if named is root:
+        return Report(True, [f"correct: {what} first breaks invariant {root.invariant} ({NAMES[root.invariant]}) {at}"])
+    return Report(True, [f"correct: {what} breaks invariant {named.invariant} ({NAMES[named.invariant]}) {at}, "
+                         f"and invariant {root.invariant} ({NAMES[root.invariant]}) there too, which is the root",
+                         (symptoms or {}).get(named.invariant, "")])
 
 
 def _loose(value) -> str:
@@ -201,18 +282,33 @@ def _loose(value) -> str:
     return str(value).strip().lower()
 
 
+def first_place(violations: list) -> list:
+    """The violations at the first (step, stage, request) anything broke, in check_trace's order."""
+    first = violations[0]
+    return [v for v in violations if (v.step, v.stage, v.req_id) == (first.step, first.stage, first.req_id)]
+
+
+FAULT2_SYMPTOM = {2: ("the drafts are misplaced because the history is short: fix 1 writes them right after the "
+                      "history the stage holds (num_tokens_no_spec), which misses the drafts accepted last step, "
+                      "so they land that many positions early and the slots the model reads hold one shifted "
+                      "draft and stale characters; fix 2 repairs the history, and the drafts then land in place")}
+
+
+@interruptible
 def check_fault2(answer) -> Report:
-    """Name the invariant that "vllm-0.14" breaks first on the thread scenario, with step, stage and request."""
+    """Name the invariant that "vllm-0.14" breaks first on the thread scenario, with step,
+    stage and request. Two break at the same place; either is right, and the checker says
+    which is the root."""
     answer, plugged = _plug(answer, "fault2")
     if is_stub(answer):
         return _not_yet("your answer", "fault2")
     trace = thread_trace("vllm-0.14")
-    first = check_trace(trace)[0]
-    report = _locate(answer, first, "fix 1 alone")
+    truths = first_place(check_trace(trace))
+    report = _locate(answer, truths, "fix 1 alone", FAULT2_SYMPTOM)
     if report.passed:
-        report.lines.append(describe_violation(first, trace, text))
+        report.lines += [describe_violation(v, trace, text) for v in truths]
         report.lines.append("the scheduler relayed only the last token: the drafts stage 0 accepted never reached it")
-        report.figure = _stage_figure(trace, first.step, first.stage)
+        report.figure = _stage_figure(trace, truths[0].step, truths[0].stage)
     return _finish(report, plugged)
 
 
@@ -221,49 +317,67 @@ SCHEDULES = [random_schedule(seed, pp, method)
              for seed, (pp, method) in enumerate([(2, "ngram"), (3, "draft_model"), (2, "draft_model"), (3, "ngram")])]
 
 
-def _check_fix(fn, name: str, make_fixes, contract) -> Report:
+def _check_fix(fn, name: str, make_fixes, contract, check: str) -> Report:
     fn, plugged = _plug(fn, name)
     if is_stub(fn):
         return _not_yet("your function", name)
     if not callable(fn):
-        return Report(False, [f"expected a function, got {fn!r}"])
+        return Report(False, [f"not yet: expected a function, got {fn!r}"])
     for i, schedule in enumerate([THREAD] + SCHEDULES):
         attempt = run_attempt(schedule, make_fixes, fn, contract)
         if not attempt.passed:
-            report = attempt.report_lines(text)
-            if i:
-                report[0] = f"correct on the thread scenario, but on {schedule.describe(attempt.llm)}: {report[0]}"
+            report = attempt.report_lines(text, check)
+            if i and not attempt.stopped:
+                verdict, _, rest = report[0].partition(": ")
+                report[0] = f"{verdict}: right on the thread scenario, but on {schedule.describe(attempt.llm)}: {rest}"
             return _finish(Report(False, report, attempt.figure(decoder(visible_spaces=True))), plugged)
     lines = [f"correct: the thread scenario and {len(SCHEDULES)} schedules with preemption (PP 2 and 3, draft-model "
              "and n-gram drafts) keep every invariant and equal plain greedy decoding token for token"]
     return _finish(Report(True, lines), plugged)
 
 
+@interruptible
 def check_fix1(write_spec_tokens) -> Report:
     """Fix 1: ``write_spec_tokens(runner, row, spec_token_ids)``, called on every stage for
     each re-added row right after ``add_request``. Judged with the built-in fix 2."""
     return _check_fix(write_spec_tokens, "write_spec_tokens",
-                      lambda fn: RunnerFixes(readd_spec_tokens=fn, sync_accepted_tokens=True), fix1_contract)
+                      lambda fn: RunnerFixes(readd_spec_tokens=fn, sync_accepted_tokens=True), fix1_contract,
+                      "check_fix1")
 
 
+@interruptible
 def check_fix2(take_relayed_tokens) -> Report:
     """Fix 2: ``take_relayed_tokens(state, num_computed_tokens, new_token_ids) -> tokens to append``,
     called on non-last stages when they are behind. Judged with the built-in fix 1."""
     return _check_fix(take_relayed_tokens, "take_relayed_tokens",
-                      lambda fn: RunnerFixes(readd_spec_tokens=True, sync_accepted_tokens=fn), fix2_contract)
+                      lambda fn: RunnerFixes(readd_spec_tokens=True, sync_accepted_tokens=fn), fix2_contract,
+                      "check_fix2")
 
 
 # -- bonus: break condense -----------------------------------------------------------
 CONDENSE_SCHEDULE = random_schedule(0, 1, "draft_model")  # one stage: rows stay, and move when one finishes
 
 
+def move_row_contract(attempt, fn):
+    """Each call of the learner's move_row, timed and placed: one stage, so the runner is the only one."""
+    def move_row(batch, src, tgt):
+        attempt.context = attempt.where(attempt.llm.engine.executor.runners[0], batch._req_ids[src])
+        return call_learner(attempt, fn, batch, src, tgt)
+
+    return move_row
+
+
 def _run_with_move_row(move_row):
     from minispec.v1.worker.gpu_input_batch import InputBatch
 
     original = InputBatch._move_row
-    InputBatch._move_row = move_row
+
+    def installed(wrapped):
+        InputBatch._move_row = wrapped
+        return RunnerFixes()
+
     try:
-        return run_attempt(CONDENSE_SCHEDULE, lambda _: RunnerFixes(), move_row, None)
+        return run_attempt(CONDENSE_SCHEDULE, installed, move_row, move_row_contract)
     finally:
         InputBatch._move_row = original
 
@@ -278,6 +392,7 @@ def condense_trace(move_row):
     return _run_with_move_row(move_row).trace
 
 
+@interruptible
 def check_condense(move_row, answer) -> Report:
     """Bonus: with condense's row move replaced by ``move_row``, name the invariant that
     notices first, and its step, stage and request."""
@@ -287,12 +402,13 @@ def check_condense(move_row, answer) -> Report:
         return (_not_yet("your move_row", "move_row_dropping_drafts") if is_stub(move_row)
                 else _not_yet("your answer", "condense"))
     attempt = _run_with_move_row(move_row)
-    if attempt.error is not None:
-        return _finish(Report(False, attempt.report_lines(text)), plugged)
+    if attempt.error is not None or attempt.stopped is not None:
+        return _finish(Report(False, attempt.report_lines(text, "check_condense")), plugged)
     if attempt.violation is None:
-        return _finish(Report(False, [f"nothing noticed: on {CONDENSE_SCHEDULE.describe()} every invariant held — "
-                                      "does your move_row really leave the draft slots behind?"]), plugged)
-    report = _locate(answer, attempt.violation, "your condense")
+        return _finish(Report(False, [f"not quite: nothing noticed: on {CONDENSE_SCHEDULE.describe()} every "
+                                      "invariant held — does your move_row really leave the draft slots behind?"]),
+                       plugged)
+    report = _locate(answer, [attempt.violation], "your condense")
     if report.passed:
         report.lines.append(describe_violation(attempt.violation, attempt.trace, text))
         report.lines.append("condense moved a row that had stayed, drafts written; only num_tokens_no_spec slots "
@@ -368,6 +484,7 @@ def recovered_problem(p, q, r) -> str | None:
     return None
 
 
+@interruptible
 def check_recovered(recovered_distribution) -> Report:
     """Rejection sampling: ``recovered_distribution(p, q) -> probabilities`` for the token drawn
     after a rejection. Checked exactly, then by a chi-square test of 20,000 draws against p."""
@@ -379,9 +496,14 @@ def check_recovered(recovered_distribution) -> Report:
         return _not_yet("your function", "recovered_distribution")
     for i, (p, q) in enumerate(recovered_cases()):
         try:
-            r = torch.as_tensor(fn(p.clone(), q.clone()), dtype=torch.float64)
+            with time_limit():
+                r = torch.as_tensor(fn(p.clone(), q.clone()), dtype=torch.float64)
+        except (LearnerTimeout, KeyboardInterrupt) as exc:
+            return _finish(Report(False, [stopped_line(type(exc), fn, f"case {i + 1} of 3", "check_recovered")]),
+                           plugged)
         except Exception as exc:  # the learner's bug, reported, never raised
             lines = learner_error(exc, fn) or [f"your function raised {type(exc).__name__}: {exc}"]
+            lines[0] = "not quite: " + lines[0]
             return _finish(Report(False, lines), plugged)
         problem = recovered_problem(p, q, r)
         counts = simulate(p, q, r.clamp_min(0), RECOVERED_TRIALS, seed=1000 + i)
@@ -391,7 +513,8 @@ def check_recovered(recovered_distribution) -> Report:
         stats = (f"chi-square over {RECOVERED_TRIALS:,} draws against the target p: p-value {pvalue:.3g} ({verdict}); "
                  f"emitted {(counts / RECOVERED_TRIALS).numpy().round(3).tolist()}, target {p.numpy().round(3).tolist()}")
         if problem or pvalue <= RECOVERED_ALPHA:
-            lines = [f"case {i + 1} of 3: " + (problem or "the emitted tokens do not follow the target"), stats]
+            lines = [f"not quite: case {i + 1} of 3: " + (problem or "the emitted tokens do not follow the target"),
+                     stats]
             return _finish(Report(False, lines), plugged)
     return _finish(Report(True, ["correct: the sampler is lossless — accept with min(1, p/q), else draw from "
                                  "normalised max(0, p − q), and the emitted token follows p exactly", stats]), plugged)

@@ -22,7 +22,7 @@ import torch
 
 from minispec import LLM, SamplingParams
 from minispec.instruments.timeline import Timeline
-from minispec.lab.exercise_runs import one_thread
+from minispec.lab.exercise_runs import intra_op_threads
 
 HEAVY = dict(vocab_size=2048, hidden_size=640, intermediate_size=1792, num_hidden_layers=10,
              num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=1024,
@@ -53,13 +53,15 @@ def random_prompts(n: int, vocab_size: int, length: int = 12) -> list[list[int]]
 
 
 @contextmanager
-def one_thread_per_stage():
-    """Each stage one thread: this process (stage 0) with ``one_thread``, the spawned
-    stages through the environment they inherit."""
+def threads_per_stage(n: int = 1):
+    """Each stage ``n`` intra-op threads: this process (stage 0) through ``intra_op_threads``,
+    the spawned stages through the ``OMP_NUM_THREADS`` they inherit. One by default: on two
+    shared cores a second thread per stage slows these small forwards down (see
+    ``THREADS_MEASURED``)."""
     env = os.environ.get("OMP_NUM_THREADS")
-    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ["OMP_NUM_THREADS"] = str(n)
     try:
-        with one_thread():
+        with intra_op_threads(n):
             yield
     finally:
         if env is None:
@@ -71,13 +73,101 @@ def one_thread_per_stage():
 @dataclass
 class OverlapRun:
     in_flight: int
-    seconds: list[float]  # wall time of each repeat
-    timeline: Timeline  # the last repeat's
+    seconds: list[float]  # wall time of each round
+    timeline: Timeline | None = None  # the last round's
 
 
-def measure_in_flight(model: Path, in_flight: int, prompts: list[list[int]], max_tokens: int,
-                      repeat: int = 1, together: bool = False) -> OverlapRun:
-    """Generate ``prompts`` ``repeat`` times on PP=2 "mp" with ``in_flight`` batches in flight.
+@dataclass(frozen=True)
+class StoredResult:
+    """A result measured ahead of time, shown next to a live one and labelled as such."""
+
+    ratio: float
+    when: str
+    where: str
+    command: str
+
+    def __str__(self) -> str:
+        return f"{self.ratio:.2f}x, measured ahead of time ({self.when}, {self.where}: `{self.command}`)"
+
+
+# From the README's batch-queue table (commit e3446d6): nothing else was running.
+QUIET_MACHINE = StoredResult(1.70, "2026-11-30", "minispec's 2-core Linux development machine, idle, 16 requests "
+                             "x 64 tokens, median of 5 runs", "python benchmarks/bench_pipeline.py --repeat 5")
+
+
+# Why one intra-op thread per stage is the default (``threads_per_stage``). Measured on
+# 2026-12-01 on minispec's 2-core development machine in the notebooks' real conditions:
+# JupyterLab in Chromium with notebook 01's kernel open, the measurement in a second kernel,
+# and other work on the machine (1-minute load average 10-11 throughout).
+THREADS_MEASURED = (
+    "measure_overlap(max_tokens=8, rounds=2): 1 thread per stage, best 6.05 s with 2 in flight and 5.81 s "
+    "with 1; 2 threads per stage, first round 149 s and 78 s, stopped at 300 s",
+    "in process, 16 requests x 128 tokens, k = 3 draft-model drafts: 1 thread 2.56-3.04 s per run (6 runs); "
+    "2 threads did not finish the warm-up and 3 runs in 300 s",
+)
+
+
+def machine_load() -> tuple[float, int]:
+    """The 1-minute load average (runnable processes, averaged) and the cores this process may use."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return (os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")), cores
+
+
+@dataclass
+class Comparison:
+    """Two batches in flight against one, measured alternately on one pipeline."""
+
+    runs: dict[int, OverlapRun]
+    load_before: float
+    cores: int
+    threads: int
+    stopped: str | None = None  # what Interrupt Kernel stopped, if it did
+
+    @property
+    def ratio(self) -> float:
+        """Best time with one batch in flight over best time with two (ideal 2.0)."""
+        return min(self.runs[1].seconds) / min(self.runs[2].seconds)
+
+    def verdict(self) -> str:
+        """The result in words: "faster" only when it was, and why it may not be."""
+        load = f"load {self.load_before:.1f} on {self.cores} cores before the run"
+        best = f"best of {len(self.runs[2].seconds)} runs each"
+        if self.ratio >= 1:
+            return (f"the batch queue finished the same work {self.ratio:.2f}x faster than one batch in flight "
+                    f"(ideal 2.0; {best}; {load})")
+        return (f"the batch queue was {1 / self.ratio:.2f}x slower than one batch in flight (ratio {self.ratio:.2f}; "
+                f"{best}; {load}): other work shares the cores, so the two stages could not run at the same time "
+                "and two batches only added handing over between them")
+
+    def lines(self) -> list[str]:
+        if self.stopped:
+            return [f"stopped: {self.stopped}; the worker process was shut down and nothing was measured.",
+                    "Run the cell again to measure (about 20 s)."]
+        return [self.verdict()] + [self.run_line(run) for run in self.runs.values()] + [
+            f"on a quiet machine: {QUIET_MACHINE}"]
+
+    @staticmethod
+    def run_line(run: OverlapRun) -> str:
+        """One setting: its times, and from its last round each stage's idle share and mean bar."""
+        line = f"  {run.in_flight} in flight: best {min(run.seconds):.2f} s (runs {', '.join(f'{t:.2f}' for t in run.seconds)})"
+        if run.timeline is None or not run.timeline.spans:
+            return line
+        spans = run.timeline.spans
+        bar_ms = 1e3 * sum(s.end - s.start for s in spans) / len(spans)
+        idle = ", ".join(f"stage {s} {run.timeline.idle_fraction(s):.0%}" for s in (0, 1))
+        return line + f"; idle {idle}; mean bar {bar_ms:.1f} ms"
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def compare_in_flight(model: Path, prompts: list[list[int]], max_tokens: int, rounds: int = 3,
+                      together: bool = False, threads: int = 1) -> Comparison:
+    """Generate ``prompts`` on PP=2 "mp" ``rounds`` times with two batches in flight and
+    ``rounds`` times with one, alternating, on one pipeline (``engine.max_concurrent_batches``
+    switched between calls), so a load that comes and goes hits both settings alike; the
+    best time of each is the one least disturbed. Interrupt Kernel stops it cleanly: the
+    result says what was stopped.
 
     Half the requests arrive one engine step later, as in the forum thread, so
     decode batches alternate between the halves (``together`` puts them all at
@@ -86,19 +176,45 @@ def measure_in_flight(model: Path, in_flight: int, prompts: list[list[int]], max
     with one batch in flight as with two: on a CPU a small decode batch costs
     about the same whatever its size, and one batch of 16 against two of 8
     would measure batch size, not overlap."""
+    load, cores = machine_load()
+    result = Comparison({n: OverlapRun(n, []) for n in (2, 1)}, load, cores, threads)
     arrivals = [0 if together else i % 2 for i in range(len(prompts))]
     params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
-    with one_thread_per_stage(), LLM(model=model, pipeline_parallel_size=2, distributed_executor_backend="mp",
-                                     max_concurrent_batches=in_flight, max_num_seqs=len(prompts),
-                                     max_num_batched_tokens=max(1, len(prompts) // 2)) as llm:
-        llm.generate(prompts[:2], SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))  # warm-up
-        seconds = []
-        for _ in range(repeat):
-            llm.timeline().spans.clear()
-            start = time.perf_counter()
-            llm.generate(prompts, params, arrival_steps=arrivals)
-            seconds.append(time.perf_counter() - start)
-        return OverlapRun(in_flight, seconds, llm.timeline())
+    doing = "while the pipeline started"
+    try:
+        with threads_per_stage(threads), LLM(model=model, pipeline_parallel_size=2, distributed_executor_backend="mp",
+                                             max_num_seqs=len(prompts),
+                                             max_num_batched_tokens=max(1, len(prompts) // 2)) as llm:
+            llm.generate(prompts[:2], SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))  # warm-up
+            for i in range(rounds):
+                for n, run in result.runs.items():
+                    doing = f"in round {i + 1} of {rounds}, {n} in flight"
+                    llm.engine.max_concurrent_batches = n
+                    llm.timeline().spans.clear()
+                    start = time.perf_counter()
+                    llm.generate(prompts, params, arrival_steps=arrivals)
+                    run.seconds.append(time.perf_counter() - start)
+                    run.timeline = Timeline(2, clock="seconds", spans=list(llm.timeline().spans))
+    except KeyboardInterrupt:
+        result.stopped = f"Interrupt Kernel stopped the measurement {doing}"
+    return result
+
+
+def measure_overlap(requests: int = 16, max_tokens: int = 24, rounds: int = 3, threads: int = 1) -> Comparison:
+    """Notebook 04's measurement: a ``HEAVY`` random Llama made in a temporary directory
+    (200 MB, removed afterwards), then ``compare_in_flight`` on it. Interrupt Kernel at
+    any point gives a result that says what was stopped, not a traceback."""
+    import tempfile
+
+    load, cores = machine_load()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            heavy = random_llama(Path(tmp))
+            return compare_in_flight(heavy, random_prompts(requests, HEAVY["vocab_size"]), max_tokens, rounds,
+                                     threads=threads)
+    except KeyboardInterrupt:
+        return Comparison({n: OverlapRun(n, []) for n in (2, 1)}, load, cores, threads,
+                          stopped="Interrupt Kernel stopped the measurement while it made the model")
 
 
 def first_batches(timeline: Timeline, n: int) -> int:

@@ -36,6 +36,7 @@ import time
 import traceback
 import weakref
 from collections import deque
+from contextlib import contextmanager
 from typing import Iterator
 
 import torch
@@ -108,7 +109,35 @@ def share_cores(pp: int) -> None:
         torch.set_num_threads(max(1, cores // pp))
 
 
+def _ignore_interrupts() -> None:
+    """Interrupt Kernel signals the kernel's whole process group, this worker too. Rank 0
+    handles it (``generate`` aborts and shuts the workers down through ``_stop_workers``);
+    a worker that raised ``KeyboardInterrupt`` as well would print its own traceback into
+    the notebook ("Process stage-1: ...") and leave its peers mid-message. vLLM 0.9.2's
+    workers instead exit on SIGINT (``WorkerProc.worker_main``, ``multiproc_executor.py``
+    446-454): its engine runs in a server process, not a notebook, and a lost worker fails it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def _started_ignoring_interrupts():
+    """Start workers with SIGINT ignored from their first instruction: an ignored signal
+    stays ignored across exec, and Python then installs no KeyboardInterrupt handler,
+    so an interrupt during the seconds a worker spends importing torch prints nothing
+    either. (Only the main thread may change handlers; elsewhere ``_ignore_interrupts``
+    in the worker covers it from ``_worker_main`` on.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _worker_main(rank: int, config, port: int, timeout_s: float, reports) -> None:
+    _ignore_interrupts()
     _exit_with_parent()
     share_cores(config.pipeline_parallel_size)
     try:
@@ -181,8 +210,9 @@ class MultiprocPipelineExecutor:
         for rank in range(1, self.pp):
             args = (rank, config, store.port, self.timeout_s, self.reports)
             self.workers.append(ctx.Process(target=_worker_main, args=args, daemon=True, name=f"stage-{rank}"))
-        for w in self.workers:
-            w.start()
+        with _started_ignoring_interrupts():
+            for w in self.workers:
+                w.start()
         ready = 0
         while ready < len(self.workers):  # a stage that cannot load its model fails here, not at the rendezvous
             try:
