@@ -59,8 +59,11 @@ test-fast: $(DEV_STAMP)
 workshop: $(LAB_STAMP)
 	$(BIN)/python tools/workshop.py notebooks/*.ipynb --out $(WORKSHOP)
 
+# One intra-op thread per kernel unless told otherwise: the models are tiny, and on a
+# laptop whose cores the browser and other kernels share, a second thread mostly waits
+# (docs/workshop.md, section 2).
 lab: $(LAB_OVERRIDES) $(if $(filter $(WORKSHOP),$(LAB_DIR)),workshop)
-	$(BIN)/jupyter lab $(LAB_FLAGS) $(LAB_DIR)
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/jupyter lab $(LAB_FLAGS) $(LAB_DIR)
 
 bench: $(LAB_STAMP)
 	$(BIN)/python benchmarks/bench_spec_decode.py

@@ -46,8 +46,7 @@ from minispec.lab.overlap import (  # noqa: E402
 def compare(model: Path, vocab: int, args) -> Comparison:
     """Every repeat's wall time and the last timeline, for 2 and for 1 batch in flight."""
     ids = random_prompts(args.requests, vocab)
-    threads = getattr(args, "threads", 1)  # callers from before --threads pass no such field
-    result = compare_in_flight(model, ids, args.max_tokens, args.repeat, args.together, threads)
+    result = compare_in_flight(model, ids, args.max_tokens, args.repeat, args.together, args.threads)
     if result.stopped:
         raise SystemExit(str(result))
     return result

@@ -37,7 +37,7 @@ def test_bench_pipeline_reports_ratio_idle_fractions_and_gantt_files(tmp_path, c
     import bench_pipeline
     from minispec.config import DEFAULT_TARGET, LlamaArchitecture
 
-    args = argparse.Namespace(requests=4, max_tokens=4, repeat=2, together=False)
+    args = argparse.Namespace(requests=4, max_tokens=4, repeat=2, together=False, threads=1)
     vocab = LlamaArchitecture.from_pretrained(DEFAULT_TARGET).vocab_size
     paths = bench_pipeline.report("tiny check", bench_pipeline.compare(DEFAULT_TARGET, vocab, args), tmp_path)
     out = capsys.readouterr().out

@@ -85,7 +85,11 @@ def test_interrupt_kernel_stops_the_measurement_in_a_few_lines(tmp_path):
     finally:
         proc.kill()
     lines = out.splitlines()
-    assert lines[0].startswith("stopped: Interrupt Kernel stopped the measurement in round "), out
+    # Where the interrupt lands depends on the machine's load (still starting the worker, or
+    # in a round); either way it is one line saying what was stopped, then one about the worker.
+    stopped = ("stopped: Interrupt Kernel stopped the measurement in round ",
+               "stopped: Interrupt Kernel stopped the measurement while the pipeline started")
+    assert lines[0].startswith(stopped), out
     assert len(lines) == 2 and "Traceback" not in out and "Process stage-1" not in out
     assert proc.returncode == 0
 

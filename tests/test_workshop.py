@@ -124,17 +124,13 @@ def test_every_numbered_notebook_has_a_budget():
     assert [p.name[:2] for p in NOTEBOOKS] == sorted(workshop.BUDGETS)
 
 
-# The two tests below state issue 13's targets for the notebooks; the notebooks are being
-# trimmed and given their first line on other branches. xfail(strict=False) until they are
-# merged: the coordinator removes the marks then.
-@pytest.mark.xfail(strict=False, reason="notebooks not yet trimmed to the workshop path (issue 13)")
+# Issue 13's targets: each notebook's workshop path fits its agenda slot.
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_visible_words_within_the_agenda_budget(path):
     words = workshop.visible_words(nbformat.read(path, as_version=4))
     assert words <= workshop.budget(path), f"{path.name}: {words} visible words, budget {workshop.budget(path)}"
 
 
-@pytest.mark.xfail(strict=False, reason="first cells not yet given the restart line (issue 13)")
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_first_code_cell_says_run_me_first(path):
     assert workshop.starts_with_run_first(nbformat.read(path, as_version=4))

@@ -3,9 +3,10 @@
 Builds the engine -- an executor holding one ``ModelRunner`` per pipeline
 stage, a scheduler and an engine core -- and runs ``generate`` to completion. Arguments mirror vLLM's where they exist;
 ``fixes``, ``record``, ``check_invariants`` and ``arrival_steps`` are minispec's.
-So is ``max_concurrent_batches``, the number of batches in flight at once: vLLM's
-executor derives it from ``pipeline_parallel_size`` (``Executor.max_concurrent_batches``)
-and offers no setting; minispec defaults to the same and lets 1 turn the batch
+So is ``max_concurrent_batches``, the number of batches in flight at once: in vLLM
+0.9.2 the base ``Executor.max_concurrent_batches`` is 1 and the multiprocess and Ray
+executors override it with ``pipeline_parallel_size`` (``v1/executor/multiproc_executor.py``
+272-274, ``ray_distributed_executor.py`` 31-36), with no setting; minispec defaults to the same and lets 1 turn the batch
 queue off, to measure what it buys. ``distributed_executor_backend="torchrun"``
 is minispec's way across machines (vLLM's is Ray; see the README).
 Everything is validated before a single request is added, so a bad request
