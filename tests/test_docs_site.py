@@ -249,6 +249,8 @@ def test_site_in_chromium(served, request, tmp_path_factory):
         assert switched["preset"] == "all" and switched["label"].startswith("all · step 3 · stage 0")
         assert switched["images"] != moved["images"], "the preset changes the figures"
         stepper.screenshot(path=shots / "01_stepper_next2_all.png")
+        stepper.locator("button.ms-toggle", has_text=re.compile("^stage 1$")).click()
+        assert stepper_state(page)["label"].startswith("all · step 3 · stage 1 (last)")
         page.screenshot(path=shots / "01_viewport.png")
 
         page.goto(served + "notebooks/04_pipeline_and_batch_queue.html")

@@ -8,6 +8,8 @@
   output becomes the static stepper (``minispec.lab.viz.static_stepper``) with
   the frames ``tools/stepper_frames.py`` drew. A stored stepper whose stops differ
   from those frames is a warning: the notebook needs re-executing.
+- Notebook headings also get the ids JupyterLab gives them, which the notebooks'
+  links use (``glossary.ipynb#KV-cache``, ``#Going-deeper``).
 - ``docs/api.md`` gets one section per module, from its docstring, grouped by
   the layout rule (vLLM twins, then minispec's own folders).
 """
@@ -21,6 +23,7 @@ import shutil
 from pathlib import Path
 
 import nbformat
+from docutils import nodes
 from sphinx.util import logging
 
 from minispec.lab.viz.static_stepper import site_html
@@ -125,6 +128,19 @@ def always_read(app, env, added, changed, removed) -> list[str]:
     return [d for d in (app.config.root_doc, "docs/api", *steppers(app)) if d in env.found_docs]
 
 
+def jupyterlab_anchors(app, doctree) -> None:
+    """Give each notebook heading the id JupyterLab gives it too (its text, spaces
+    as '-', case kept: "Going-deeper", "KV-cache"), so the notebooks' own
+    fragment links work on the site as they do in JupyterLab."""
+    if not app.env.docname.startswith("notebooks/"):
+        return
+    for section in doctree.findall(nodes.section):
+        anchor = section[0].astext().replace(" ", "-")
+        if anchor not in doctree.ids:
+            section["ids"].append(anchor)
+            doctree.ids[anchor] = section
+
+
 def landing_page(app, error) -> None:
     """``index.html`` is the README's page, so the site's address opens it."""
     readme = Path(app.outdir) / f"{app.config.root_doc}.html"
@@ -136,5 +152,6 @@ def setup(app):
     app.add_config_value("minispec_frames", "build/docs-frames", "env")
     app.connect("source-read", on_source_read)
     app.connect("env-get-outdated", always_read)
+    app.connect("doctree-read", jupyterlab_anchors)
     app.connect("build-finished", landing_page)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

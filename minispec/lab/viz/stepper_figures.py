@@ -21,7 +21,7 @@ from minispec.lab.viz.stepper import Run, StepperView
 from minispec.lab.viz.strip import WINDOW
 
 DPI = 100
-PROJECTOR_DPI = 135  # type about a third larger; one stage's strip is then about 1180×560 px
+PROJECTOR_DPI = 130  # type 30% larger; one stage's strip is then 1136×386 px
 
 
 def figure_png(fig: Figure, dpi: int = DPI) -> bytes:

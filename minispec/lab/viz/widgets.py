@@ -90,9 +90,9 @@ class TraceStepper:
         self.prev = widgets.Button(description="◀ prev", layout=widgets.Layout(width="80px"))
         self.next = widgets.Button(description="next ▶", layout=widgets.Layout(width="80px"))
         self.label = widgets.HTML()
-        size = "font-size:17px; " if projector else ""
-        self._text_style = f"margin:0; white-space:pre-wrap; {size}"
-        self.text = widgets.HTML(layout=widgets.Layout(height="80px" if projector else "110px", overflow="auto",
+        # projector: larger type, three lines of it, so the whole stepper fits 1280×720
+        self._text_style = "margin:0; white-space:pre-wrap;" + (" font-size:16px;" if projector else "")
+        self.text = widgets.HTML(layout=widgets.Layout(height="72px" if projector else "110px", overflow="auto",
                                                        width="100%"))
         view = stepper_view(runs, first, step, stage, decode, self.violations[first])
         strip = self.figures.strip(view)
