@@ -6,8 +6,10 @@ runs the notebook makes (``SITE_STEPPERS``). For each, the frames go to
 ``_static/stepper/<id>/``) and the manifest, with the frames' sizes, to
 ``OUT/steppers.json`` ({page: manifest}), which the
 site's Sphinx extension (``docs/_ext/minispec_site.py``) puts on the page. Frames
-are drawn again only when minispec's code or shipped models changed (a digest is
-kept beside them), so an unchanged tree costs nothing.
+are drawn again only when the recorded runs or the renderers changed: when no
+source of minispec changed the runs are not even made (digests of both are kept
+beside the frames), so an unchanged tree costs nothing, and a change elsewhere in
+minispec costs the few seconds the runs take.
 
     python tools/stepper_frames.py --out build/docs-frames [--jobs 2]
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import pickle
 import shutil
 import sys
 import time
@@ -40,15 +43,29 @@ def thread_stepper():
 SITE_STEPPERS = {"notebooks/01_the_thread": thread_stepper}
 
 
+RENDERERS = ("gantt", "palette", "plots", "static_stepper", "stepper", "stepper_figures", "strip", "text")
+
+
+def digest(paths, extra: bytes = b"") -> str:
+    h = hashlib.sha256(extra)
+    for path in paths:
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def code_digest() -> str:
-    """minispec's sources and shipped models: the frames drawn by other code are drawn again."""
+    """minispec's sources and shipped models: if none changed, nothing can have."""
     package = Path(minispec.__file__).parent
-    digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(path.read_bytes())
-    for path in sorted((package / "checkpoints").rglob("*")):  # large: their names and sizes
-        digest.update(f"{path.relative_to(package)}:{path.stat().st_size}".encode())
-    return digest.hexdigest()[:16]
+    models = "".join(f"{p.relative_to(package)}:{p.stat().st_size};"  # large: names and sizes
+                     for p in sorted((package / "checkpoints").rglob("*")))
+    return digest(sorted(package.rglob("*.py")), models.encode())
+
+
+def frames_digest(runs) -> str:
+    """What the frames are drawn from: the recorded runs and the renderers' code."""
+    viz = Path(minispec.__file__).parent / "lab" / "viz"
+    recorded = pickle.dumps({name: (run.trace, run.timeline) for name, run in runs.items()})
+    return digest([viz / f"{name}.py" for name in RENDERERS], recorded)
 
 
 def build(out: Path, jobs: int) -> dict:
@@ -58,27 +75,34 @@ def build(out: Path, jobs: int) -> dict:
         stamp = out / "drawn" / f"{page.replace('/', '_')}.json"
         drawn = json.loads(stamp.read_text()) if stamp.exists() else {}
         folder = out / "static" / "stepper" / drawn.get("manifest", {}).get("id", "-")
-        if drawn.get("code") == code and folder.is_dir():  # same code, same runs, same frames
-            site[page] = drawn["manifest"]
-            print(f"{page}: stepper frames up to date in {folder}")
-            continue
-        runs, decode, start = recipe()
-        manifest = stepper_manifest(runs, decode, **start)
-        folder = out / "static" / "stepper" / manifest["id"]
-        shutil.rmtree(folder, ignore_errors=True)
-        start_time = time.perf_counter()
-        sized = render_frames(runs, decode, manifest, folder, jobs)
-        took = time.perf_counter() - start_time
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(json.dumps({"code": code, "manifest": sized, "seconds": round(took, 1)}, ensure_ascii=False))
-        site[page] = sized
-        print(f"{page}: stepper {manifest['id']}: {sized['files']} frames, {sized['bytes'] / 1e6:.1f} MB, "
-              f"drawn in {took:.0f} s with {jobs} processes, in {folder}")
+        if not (drawn.get("code") == code and folder.is_dir()):  # some code changed: did the runs?
+            runs, decode, start = recipe()
+            frames = frames_digest(runs)
+            if not (drawn.get("frames") == frames and folder.is_dir()):
+                drawn = draw(runs, decode, stepper_manifest(runs, decode, **start), out, jobs)
+                drawn["frames"] = frames
+            drawn["code"] = code
+            stamp.parent.mkdir(parents=True, exist_ok=True)
+            stamp.write_text(json.dumps(drawn, ensure_ascii=False))
+        site[page] = drawn["manifest"]
+        print(f"{page}: stepper {site[page]['id']}, {site[page]['files']} frames in "
+              f"{out / 'static' / 'stepper' / site[page]['id']}")
     for old in (out / "static" / "stepper").iterdir():  # frames of stops no page shows any more
         if old.name not in {m["id"] for m in site.values()}:
             shutil.rmtree(old)
     (out / "steppers.json").write_text(json.dumps(site, ensure_ascii=False))
     return site
+
+
+def draw(runs, decode, manifest: dict, out: Path, jobs: int) -> dict:
+    folder = out / "static" / "stepper" / manifest["id"]
+    shutil.rmtree(folder, ignore_errors=True)
+    start = time.perf_counter()
+    sized = render_frames(runs, decode, manifest, folder, jobs)
+    took = time.perf_counter() - start
+    print(f"stepper {manifest['id']}: drew {sized['files']} frames, {sized['bytes'] / 1e6:.1f} MB, in {took:.0f} s "
+          f"with {jobs} processes")
+    return {"manifest": sized, "seconds": round(took, 1)}
 
 
 def main(argv=None) -> None:
