@@ -248,7 +248,11 @@ def test_site_in_chromium(served, request, tmp_path_factory):
         switched = stepper_state(page)
         assert switched["preset"] == "all" and switched["label"].startswith("all · step 3 · stage 0")
         assert switched["images"] != moved["images"], "the preset changes the figures"
-        stepper.screenshot(path=shots / "01_stepper_next2_all.png")
+        # the whole stepper (about 800 px tall) as a reader with a taller screen sees it
+        page.set_viewport_size({"width": 1280, "height": 1000})
+        stepper.evaluate("e => e.scrollIntoView({block: 'start'})")
+        page.screenshot(path=shots / "01_stepper_next2_all.png")
+        page.set_viewport_size({"width": 1280, "height": 720})
         stepper.locator("button.ms-toggle", has_text=re.compile("^stage 1$")).click()
         assert stepper_state(page)["label"].startswith("all · step 3 · stage 1 (last)")
         page.screenshot(path=shots / "01_viewport.png")
