@@ -37,16 +37,22 @@ NBVAL = re.compile(r"^[ \t]*# NBVAL_\w+[^\n]*(\n|$)", re.MULTILINE)
 STEPPER_HTML = re.compile(r'class="minispec-stepper" data-stepper="(\w+)"')
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 OWN = ("minispec.instruments", "minispec.lab", "minispec.training")
-TOC = [("Walkthrough", ["notebooks/0*", "notebooks/glossary"]),
-       ("Workshop", ["docs/workshop", "docs/handout"]),
+# Pages in each caption: named pages in this order, then any other page a wildcard
+# finds (a new guide in docs/ appears without a change here).
+TOC = [("Walkthrough", ["notebooks/0*", "notebooks/glossary", "notebooks/*"]),
+       ("Workshop", ["docs/workshop", "docs/opening", "docs/handout", "docs/*"]),
        ("Reference", ["docs/api"])]
 
 
 def toctree(found: set[str]) -> str:
-    """The landing page's hidden toctree over the pages that exist."""
-    parts = []
+    """The landing page's hidden toctree over the pages that exist, each once."""
+    named = {p for _, patterns in TOC for p in patterns if "*" not in p}
+    seen, parts = set(), []
     for caption, patterns in TOC:
-        pages = [d for p in patterns for d in sorted(found) if Path(d).match(p) and "/" in d]
+        pages = [d for p in patterns for d in sorted(found) if "/" in d and Path(d).match(p)
+                 and ("*" not in p or d not in named)]
+        pages = [d for d in dict.fromkeys(pages) if d not in seen]
+        seen.update(pages)
         if pages:
             parts.append(f"\n\n```{{toctree}}\n:hidden:\n:caption: {caption}\n\n" + "\n".join(pages) + "\n```\n")
     return "".join(parts)
