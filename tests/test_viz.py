@@ -229,9 +229,11 @@ def test_stepper_widget(runs, decode):
     strip, gantt = stepper.strip.value, stepper.gantt.value
     for _ in range(4):
         stepper.next.click()
+    assert stepper.settle()  # the figures are drawn in the background
     assert "step 2 · stage 0 · batch_0 = {A, B}" in stepper.label.value and stepper.step.value == 2
     assert "invariant 2" in stepper.text.value and stepper.strip.value != strip and stepper.gantt.value != gantt
     stepper.preset.value = "all"
+    assert stepper.settle()
     assert stepper.label.value.startswith("<b>all · step 2 · stage 0") and "no invariant violated" in stepper.text.value
     stepper.stage.value = 1
     assert "step 2 · stage 1 (last)" in stepper.label.value and stepper.play.value == 5

@@ -97,7 +97,7 @@ def _draw_row(ax, view: RowView, y: float, end: int, ncols: int, decode, differs
     if view.prev_req_id:
         ax.text(-LABEL_COLS, y + 0.95, f"row held {view.prev_req_id} before", ha="left", va="center", fontsize=7,
                 color="#444444")
-    bad = view.status != "ok"
+    bad = view.stale or view.wrong_history  # "ok, no drafts" is a good row too
     ax.text(-LABEL_COLS, y + 1.4, ("✗ " if bad else "✓ ") + view.status, ha="left", va="center", fontsize=7,
             fontweight="bold" if bad else "normal")
 
