@@ -79,3 +79,13 @@ clean:
 # Re-run every notebook in place, so the stored outputs (what nbval compares) match the code.
 notebooks: $(LAB_STAMP)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/*.ipynb
+
+# vLLM's own code on minispec's schedules (minispec/lab/vllm_reference): on first use it
+# builds vLLM's environment in a cache outside the repository ($MINISPEC_VLLM_CACHE, else
+# $XDG_CACHE_HOME or ~/.cache, then minispec-vllm/); prints the table of equal stage-steps;
+# then runs the tests that need vLLM, which fail rather than skip here.
+VLLM_RANDOM ?= 200
+.PHONY: vllm-check
+vllm-check: $(STAMP)
+	TORCH_INDEX=$(TORCH_INDEX) $(BIN)/python -m minispec.lab.vllm_reference --random $(VLLM_RANDOM)
+	MINISPEC_REQUIRE_VLLM=1 $(BIN)/python -m pytest tests/test_vllm_reference.py -q
