@@ -7,7 +7,9 @@ outside the repository), unless ``MINISPEC_REQUIRE_VLLM=1`` (set by
 ``make vllm-check``) makes that a failure.
 """
 
+import json
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -223,3 +225,67 @@ def test_stored_artifact_is_what_vllm_produces_now(thread_check):
     """Rebuilt from this run; if this fails, vLLM's code, minispec or the
     artifact changed: rerun ``python -m minispec.lab.vllm_reference --write-artifact``."""
     assert artifact.dumps(artifact.build_artifact(thread_check)) == artifact.ARTIFACT.read_text()
+
+
+# -- departures, and the engine change the comparison brought ----------------
+
+def test_freed_blocks_return_tail_first_as_in_vllm():
+    """vLLM v0.9.2 frees a request's blocks in reverse (single_type_kv_cache_manager.py
+    lines 168-171), so the next request gets the tail block first; its Scheduler's
+    block ids matched minispec's only once minispec did the same."""
+    from minispec.sampling_params import SamplingParams
+    from minispec.v1.core.kv_cache_manager import KVCacheManager
+    from minispec.v1.request import Request
+
+    kv = KVCacheManager(num_blocks=4, block_size=2)
+    a, b = Request("a", [1, 2, 3, 4, 5], SamplingParams()), Request("b", [1, 2, 3], SamplingParams())
+    assert kv.allocate_slots(a, 5) == [0, 1, 2]
+    kv.free(a)
+    assert kv.allocate_slots(b, 3) == [3, 2]
+
+
+def test_no_recorded_run_resumes_a_request_that_still_holds_a_row():
+    """vLLM 0.14.0 evicts such a request first (gpu_model_runner.py line 878) and
+    minispec does not (gpu_model_runner.py docstring): a departure no run of
+    minispec's scheduler can reach, checked here on runs that do resume."""
+    from minispec.lab.vllm_reference.scenarios import run_reference_schedule
+
+    seeds = [s for s in range(60) if reference_schedule(s).config.num_gpu_blocks][:8]
+    resumed_rows = 0
+    with capturing() as captures:
+        for seed in seeds:
+            run_reference_schedule(reference_schedule(seed), "vllm-0.14")
+    for c in captures:
+        held: dict[int, set] = {}
+        for ss in c.stage_steps:
+            cached = c.schedules[ss.step]["cached"]
+            resumed = {r for r, flag in zip(cached["req_ids"], cached["resumed_from_preemption"]) if flag}
+            resumed_rows += len(resumed)
+            assert not resumed & held.get(ss.stage, set()), (ss.step, ss.stage, resumed)
+            held[ss.stage] = set(ss.buffers["req_ids"])
+    assert resumed_rows > 0  # the runs do resume requests
+
+
+def test_schedule_differences_are_named_by_departure():
+    from minispec.lab.vllm_reference.scheduler_check import ScheduleDifference, schedule_difference
+
+    d = ScheduleDifference("r", 3, "num_scheduled_tokens", "request x", None, 2)
+    assert d.kind == "undocumented"
+    assert replace(d, vllm_preempted=(("y", True),)).kind == "vLLM preempted a request in flight"
+    assert replace(d, vllm_preempted=(("x", False),), vllm_drafted=("x",)).kind == "vLLM kept a preempted request's drafts"
+    mine = {"new": [], "cached": {"req_ids": ["x"], "new_block_ids": [[1]]}, "num_scheduled_tokens": {"x": 1},
+            "scheduled_spec_decode_tokens": {}, "finished_req_ids": []}
+    theirs = json_copy(mine)
+    theirs["cached"]["new_block_ids"] = [[2]]
+    found = schedule_difference("r", 3, mine, theirs)
+    assert (found.field, found.where, found.minispec, found.vllm) == ("cached.new_block_ids", "row 0", [1], [2])
+    assert schedule_difference("r", 3, mine, json_copy(mine)) is None
+
+
+def json_copy(data):
+    return json.loads(json.dumps(data))
+
+
+def test_thread_schedules_equal_in_vllm_092s_own_scheduler(thread_check):
+    (row,) = [r for r in thread_check.scheduler_rows if r.scenario == "thread"]
+    assert (row.runs_equal, row.equal, row.total, row.differences) == (1, 33, 33, [])

@@ -45,6 +45,12 @@ def main(argv=None) -> int:
     print(report.render_table(result.rows))
     print(report.render_coverage(run.coverage(result.runs[(run.RANDOM, "vllm-0.9.2")])) if args.random else "")
     _print_first_differences(result, char_decoder(load_tokenizer(DEFAULT_TARGET)))
+    print("\n" + report.render_scheduler_table(result.scheduler_rows))
+    for row in result.scheduler_rows:
+        for kind in row.kinds:
+            print(f"  first {kind}: " + next(d.describe() for d in row.differences if d.kind == kind))
+        print(f"  {row.scenario}: vLLM put {row.dropped_finished} finished request ids in schedules its engine "
+              f"does not execute (empty ones), so no worker dropped them; minispec carries them to the next")
     for provenance in {r.pairing.release: r.provenance for r in result.rows}.values():
         print(report.render_provenance(provenance))
     if args.write_artifact:

@@ -18,7 +18,10 @@ if the stored one differs. vLLM twin: none.
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
+
+from minispec.lab.vllm_reference.report import render_provenance
 
 ARTIFACT = Path(__file__).with_name("artifacts") / "thread.json"
 COMMAND = "make vllm-check   (python -m minispec.lab.vllm_reference --write-artifact)"
@@ -92,11 +95,14 @@ def render_moment(m: dict, decode=None) -> str:
     return "\n".join(lines)
 
 
+def render_sources(artifact: dict) -> str:
+    """How the artifact was made: the vLLM code run, its file hashes, the command."""
+    blocks = [f"made by {artifact['made_by']}"]
+    blocks += [textwrap.indent(render_provenance(m["provenance"]), "  ") for m in artifact["moments"].values()]
+    blocks.append(f"  reproduce: {artifact['command']}")
+    return "\n".join(blocks)
+
+
 def render_artifact(artifact: dict, decode=None) -> str:
     """Both moments and where they came from: pure, artifact -> str."""
-    blocks = [render_moment(m, decode) for m in artifact["moments"].values()]
-    releases = {m["vllm_release"]: m["provenance"] for m in artifact["moments"].values()}
-    source = "; ".join(f"vLLM {r}: " + ", ".join(f"{n} ({w})" for n, w in p["executed"].items())
-                       for r, p in releases.items())
-    blocks.append(f"made by {artifact['made_by']}\n  {source}\n  reproduce: {artifact['command']}")
-    return "\n\n".join(blocks)
+    return "\n\n".join([render_moment(m, decode) for m in artifact["moments"].values()] + [render_sources(artifact)])

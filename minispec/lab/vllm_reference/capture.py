@@ -113,7 +113,7 @@ def _runner_output_data(output) -> dict:
 
 class CapturingRecorder(TraceRecorder):
     """A ``TraceRecorder`` that also fills a ``Capture``; ``scheduler_logs`` holds
-    each scheduler's calls (by ``id``), recorded by ``capturing``'s wrappers."""
+    each scheduler's calls, recorded by ``capturing``'s wrappers."""
 
     def __init__(self, *args, scheduler_logs: dict, **kwargs):
         super().__init__(*args, **kwargs)
@@ -125,7 +125,7 @@ class CapturingRecorder(TraceRecorder):
         self.capture.schedules[out.step] = scheduler_output_data(out, scheduler)
         self.capture.config.setdefault("max_num_batched_tokens", scheduler.config.max_num_batched_tokens)
         if not self.capture.scheduler_config:
-            self.capture.scheduler_events = self.scheduler_logs.setdefault(id(scheduler), [])
+            self.capture.scheduler_events = self.scheduler_logs.setdefault(scheduler, [])
             c, kv = scheduler.config, scheduler.kv_cache_manager
             self.capture.scheduler_config = {
                 "max_num_seqs": c.max_num_seqs, "max_num_batched_tokens": c.max_num_batched_tokens,
@@ -147,7 +147,7 @@ def _logging(logs: dict, method, event):
 
     def wrapper(scheduler, *args):
         result = method(scheduler, *args)
-        logs.setdefault(id(scheduler), []).append(event(scheduler, result, *args))
+        logs.setdefault(scheduler, []).append(event(scheduler, result, *args))
         return result
 
     return wrapper
@@ -158,7 +158,9 @@ def capturing():
     """Every ``LLM`` that records, built inside, also captures; yields the list of
     their ``Capture``s, in the order the engines were built."""
     captures: list[Capture] = []
-    logs: dict[int, list[dict]] = {}
+    # keyed by the scheduler itself, which keeps it alive: an id() could be
+    # reused by the next run's scheduler once this one is collected
+    logs: dict[Scheduler, list[dict]] = {}
 
     def make(*args, **kwargs):
         recorder = CapturingRecorder(*args, scheduler_logs=logs, **kwargs)

@@ -35,7 +35,9 @@ CONSTRAINTS = HERE / "constraints.txt"
 # What the shared environment installs; constraints.txt pins them and everything they pull in.
 TOP_LEVEL = ("numpy", "msgspec", "cachetools", "cloudpickle", "psutil", "pyzmq", "blake3", "pillow", "pybase64",
              "gguf", "py-cpuinfo", "aiohttp", "pydantic", "huggingface_hub", "safetensors", "regex", "pyyaml",
-             "requests", "tqdm", "cbor2")
+             "requests", "tqdm", "cbor2",
+             # for 0.9.2's Scheduler (vllm/v1/spec_decode/metrics.py, vllm/entrypoints/openai/protocol.py)
+             "prometheus_client", "fastapi", "openai")
 
 
 def cache_dir() -> Path:

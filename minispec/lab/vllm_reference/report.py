@@ -52,6 +52,14 @@ def render_first_difference(release: str, difference, step: StepRecord, mine: St
     ])
 
 
+def _grid(cells: list[tuple[str, ...]]) -> str:
+    """Left-aligned columns, a rule under the header."""
+    widths = [max(len(c[i]) for c in cells) for i in range(len(cells[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
 def _verdict(row) -> str:
     return "ok" if row.ok else "FAILED"
 
@@ -64,10 +72,22 @@ def render_table(rows) -> str:
          _verdict(r))
         for r in rows
     ]
-    widths = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return _grid(cells)
+
+
+SCHEDULER_COLUMNS = ("vLLM Scheduler", "preset", "scenario", "runs equal", "equal schedules", "first differences",
+                     "verdict")
+
+
+def render_scheduler_table(rows) -> str:
+    """One line per ``scheduler_check.SchedulerRow``; a run's schedules count as
+    equal up to its first difference, and each first difference by its kind."""
+    cells = [SCHEDULER_COLUMNS] + [
+        ("0.9.2", r.preset, r.scenario, f"{r.runs_equal}/{r.runs}", f"{r.equal}/{r.total}",
+         "; ".join(f"{n}: {k}" for k, n in r.kinds.items()) or "none", "ok" if r.ok else "FAILED")
+        for r in rows
+    ]
+    return _grid(cells)
 
 
 def render_coverage(coverage: dict) -> str:

@@ -4,7 +4,8 @@
 this process), hands the recorded schedules to one subprocess per vLLM release
 (``worker.py`` in the environment ``environment.py`` builds), compares the
 buffers stage-step by stage-step and returns one ``CheckRow`` per release,
-preset and scenario. ``PAIRINGS`` says which must be equal on every
+preset and scenario; then replays the ``vllm-0.9.2`` runs into vLLM 0.9.2's own
+``Scheduler`` (``scheduler_check``). ``PAIRINGS`` says which must be equal on every
 stage-step and which must differ (so the check cannot pass vacuously).
 
 vLLM twin: none.
@@ -23,6 +24,7 @@ from minispec.lab.vllm_reference import environment
 from minispec.lab.vllm_reference.capture import Capture, capturing
 from minispec.lab.vllm_reference.compare import Comparison, Difference, compare
 from minispec.lab.vllm_reference.scenarios import ReferenceSchedule, reference_schedule, run_reference_schedule
+from minispec.lab.vllm_reference.scheduler_check import SchedulerRow, check_scheduler
 
 WORKER = Path(__file__).with_name("worker.py")
 THREAD, RANDOM = "thread", "random"
@@ -152,13 +154,16 @@ def _row(pairing: Pairing, run: ScenarioRun, results: dict, provenance: dict) ->
 class CheckResult:
     rows: list[CheckRow]
     runs: dict[tuple[str, str], ScenarioRun]  # (scenario, preset) -> minispec's runs
+    scheduler_rows: list[SchedulerRow] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.rows)
+        return all(r.ok for r in self.rows) and all(r.ok for r in self.scheduler_rows)
 
 
-def check(num_random: int = 200, pairings=PAIRINGS) -> CheckResult:
+def check(num_random: int = 200, pairings=PAIRINGS, scheduler: bool = True) -> CheckResult:
+    """The runner pairings; with ``scheduler``, also vLLM 0.9.2's Scheduler on
+    the ``vllm-0.9.2`` runs of every scenario the pairings ran."""
     runs = {}
     for p in pairings:
         if (p.scenario, p.preset) not in runs:
@@ -169,4 +174,6 @@ def check(num_random: int = 200, pairings=PAIRINGS) -> CheckResult:
         needed = list({(p.scenario, p.preset): runs[(p.scenario, p.preset)] for p in mine}.values())
         provenance, results = run_vllm(release, needed)
         rows += [_row(p, runs[(p.scenario, p.preset)], results, provenance) for p in mine]
-    return CheckResult(rows, runs)
+    scheduler_rows = [check_scheduler(run) for (_, preset), run in runs.items()
+                      if scheduler and preset == "vllm-0.9.2" and run.captures]
+    return CheckResult(rows, runs, scheduler_rows)

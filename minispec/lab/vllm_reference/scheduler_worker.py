@@ -6,8 +6,8 @@ happened: requests added, ``schedule()`` called, ``update_from_output`` fed a
 ``ModelRunnerOutput``. The same calls go to vLLM's ``Scheduler``, with minispec's
 own model-runner outputs; every ``SchedulerOutput`` vLLM returns is written
 out, as plain data shaped as ``capture.scheduler_output_data``, until the first
-schedule that differs from minispec's (after it, minispec's runner outputs no
-longer answer what vLLM scheduled).
+schedule whose tokens differ from minispec's (after it, minispec's runner
+outputs no longer answer what vLLM scheduled).
 
 Stand-ins, for what a text-only model without LoRA, prefix caching, structured
 output or KV transfer never reads: the config objects (``SimpleNamespace``es
@@ -92,31 +92,38 @@ def _runner_output(o: dict):
 
 def run_job(job: dict) -> list[dict]:
     """vLLM's schedules, one per minispec ``schedule()`` call, until the first
-    that differs from minispec's (included)."""
+    that schedules other requests or token counts than minispec's (included)."""
+    from vllm.v1.request import RequestStatus
+
     scheduler = make_scheduler(job["config"])
-    vllm_outputs, results = {}, []
+    vllm_outputs, results, dropped = {}, [], []
     for event in job["events"]:
         if event["kind"] == "add":
             scheduler.add_request(_request(event["request"]))
         elif event["kind"] == "schedule":
+            in_flight = {r for o in vllm_outputs.values() for r in o.num_scheduled_tokens}
+            before = {r for r, req in scheduler.requests.items() if req.status == RequestStatus.PREEMPTED}
             out = scheduler.schedule()
             vllm_outputs[event["step"]] = out
             data = output_data(out, scheduler)
+            # 0.9.2's SchedulerOutput does not say whom it preempted: read it off the requests
+            data["preempted"] = [{"req_id": r, "in_flight": r in in_flight} for r, req in scheduler.requests.items()
+                                 if req.status == RequestStatus.PREEMPTED and r not in before]
+            # vLLM's engine never executes an empty schedule, so the finished ids
+            # it carries reach no worker; minispec keeps them for the next one
+            # (its scheduler.py docstring). Recorded, then carried as minispec does.
+            if not out.total_num_scheduled_tokens:
+                dropped += data["finished_req_ids"]
+                data["finished_req_ids"] = sorted(set(dropped))
+            elif dropped:
+                data["finished_req_ids"] = sorted(set(data["finished_req_ids"]) | set(dropped))
+                data["dropped_finished_req_ids"], dropped = sorted(dropped), []
             results.append({"step": event["step"], "output": data})
-            if data != _comparable(event["output"]):
-                break
+            if data["num_scheduled_tokens"] != event["output"]["num_scheduled_tokens"]:
+                break  # minispec's runner outputs answer other requests from here on
         else:
             scheduler.update_from_output(vllm_outputs.pop(event["step"]), _runner_output(event["output"]))
     return results
-
-
-def _comparable(minispec_output: dict) -> dict:
-    """minispec's schedule without what vLLM's scheduler does not send back here."""
-    out = json.loads(json.dumps(minispec_output))
-    for n in out["new"]:
-        n.pop("sampling_params")
-    out["cached"].pop("num_output_tokens")
-    return out
 
 
 def main() -> None:
