@@ -289,3 +289,40 @@ def json_copy(data):
 def test_thread_schedules_equal_in_vllm_092s_own_scheduler(thread_check):
     (row,) = [r for r in thread_check.scheduler_rows if r.scenario == "thread"]
     assert (row.runs_equal, row.equal, row.total, row.differences) == (1, 33, 33, [])
+
+
+def test_0140_evicts_a_resumed_request_that_still_holds_a_row(thread_check):
+    """The departure no recorded run reaches, reached by hand: request R is
+    scheduled, then resumed in the next step while it still holds its row.
+    vLLM 0.14.0 evicts and re-adds it (gpu_model_runner.py line 878), so its
+    block-table row is the new blocks alone; minispec and vLLM 0.9.2 keep the
+    row and append the new blocks to it."""
+    from types import SimpleNamespace
+
+    from minispec.entrypoints.llm import LLM
+    from minispec.instruments.trace import Trace
+    from minispec.lab.vllm_reference.capture import Capture, StageStep, scheduler_output_data, stage_buffers
+    from minispec.lab.vllm_reference.run import ScenarioRun, run_vllm
+    from minispec.sampling_params import SamplingParams
+    from minispec.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
+
+    runner = LLM(pipeline_parallel_size=2, max_num_seqs=4, max_model_len=32, block_size=4).engine.executor.runners[0]
+    prompt = [40, 41, 42, 43, 44]
+    outputs = [
+        SchedulerOutput([NewRequestData("R", prompt, SamplingParams(temperature=0), [0, 1], 0)], CachedRequestData(),
+                        {"R": 5}, 5, {}, set(), step=0),
+        SchedulerOutput([], CachedRequestData(["R"], [True], [prompt], [[6, 7]], [0]), {"R": 5}, 5, {}, set(), step=1),
+    ]
+    scheduler = SimpleNamespace(requests={"R": SimpleNamespace(num_output_tokens=0)})
+    capture = Capture(Trace("vllm-0.14", 2), {"max_num_reqs": 4, "max_model_len": 32, "max_num_batched_tokens": 64,
+                                              "block_size": 4, "vocab_size": runner.model.arch.vocab_size})
+    for out in outputs:
+        runner._update_states(out)
+        capture.schedules[out.step] = scheduler_output_data(out, scheduler)
+        capture.stage_steps.append(StageStep(0, out.step, stage_buffers(runner)))
+    assert capture.stage_steps[1].buffers["block_table"] == [[0, 1, 6, 7]]
+    run = ScenarioRun("by hand", "vllm-0.14", {"resumed in place": capture})
+    for release, expected in (("0.9.2", [0, 1, 6, 7]), ("0.14.0", [6, 7])):
+        _, results = run_vllm(release, [run])
+        (theirs,) = [r["buffers"] for r in results[("by hand", "vllm-0.14", "resumed in place")] if r["step"] == 1]
+        assert theirs["block_table"] == [expected]

@@ -84,13 +84,13 @@ def render_moment(m: dict, decode=None) -> str:
     first_draft = m["num_computed_tokens"] + m["num_scheduled_tokens"] - len(m["scheduled_drafts"])
     lines = [f"step {m['step']}, stage {m['stage']}, request {m['request']}: "
              f"vLLM {m['vllm_release']} on minispec's '{m['preset']}' schedule"]
-    for who, side in (("vLLM " + m["vllm_release"], m["vllm"]), ("minispec", m["minispec"])):
+    for who, side in (("vLLM " + m["vllm_release"], m["vllm"]), (f"minispec {m['preset']}", m["minispec"])):
         row = side["token_ids_cpu_row"]
-        lines.append(f"  {who:<13} row {side['row']} token_ids_cpu=[{_tokens(row[:first_draft], decode)}"
+        lines.append(f"  {who:<19} row {side['row']} token_ids_cpu=[{_tokens(row[:first_draft], decode)}"
                      f"|{_tokens(row[first_draft:], decode)}]  output_token_ids={len(side['output_token_ids'])} "
                      f"tokens [{_tokens(side['output_token_ids'], decode)}]")
     if m["scheduled_drafts"]:
-        lines.append(f"  {'scheduled':<13} drafts after '|': [{_tokens(m['scheduled_drafts'], decode)}]")
+        lines.append(f"  {'scheduled':<19} drafts after '|': [{_tokens(m['scheduled_drafts'], decode)}]")
     lines.append(f"  request's own tokens: [{_tokens(m['request_tokens'], decode)}]")
     return "\n".join(lines)
 

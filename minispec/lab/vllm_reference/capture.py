@@ -50,7 +50,7 @@ class Capture:
         sampled = {(r.step, r.stage): r.sampled for s in self.trace.steps for r in s.stages}
         stages = [{"stage": stage, "is_last": stage == pp - 1,
                    "steps": [{"step": ss.step, "scheduler_output": self.schedules[ss.step],
-                              "sampled": sampled[(ss.step, stage)]}
+                              "sampled": sampled.get((ss.step, stage), {})}
                              for ss in self.stage_steps if ss.stage == stage]} for stage in range(pp)]
         return {"config": self.config, "stages": stages}
 

@@ -23,7 +23,8 @@ request that still holds a row (``cached - (scheduled - resumed)``,
 agree whenever a resumed request was not scheduled the step before, which is
 always so with minispec's scheduler: it never resumes a request in the step that
 preempted it (vLLM does only in ``reset_prefix_cache``'s forced preemption).
-``tests/test_vllm_reference.py`` checks that no recorded run reaches the path.
+``tests/test_vllm_reference.py`` checks that no recorded run reaches the path,
+and runs a hand-built schedule that does through both vLLM releases.
 Checked by running vLLM's own ``_update_states`` on minispec's schedules:
 ``minispec.lab.vllm_reference``.
 """
