@@ -326,3 +326,19 @@ def test_0140_evicts_a_resumed_request_that_still_holds_a_row(thread_check):
         _, results = run_vllm(release, [run])
         (theirs,) = [r["buffers"] for r in results[("by hand", "vllm-0.14", "resumed in place")] if r["step"] == 1]
         assert theirs["block_table"] == [expected]
+
+
+def test_vllm_092_puts_finished_ids_in_schedules_it_never_runs(thread_check):
+    """Seed 95: two requests finish while the other batch is in flight, so the
+    next schedules are empty. vLLM 0.9.2's Scheduler clears finished_req_ids in
+    them anyway (scheduler.py line 609) and its engine does not execute an empty
+    schedule; minispec keeps them for the next one (its scheduler's docstring).
+    With that carried over, every schedule of the run is equal."""
+    from minispec.lab.vllm_reference.run import ScenarioRun
+    from minispec.lab.vllm_reference.scenarios import run_reference_schedule
+    from minispec.lab.vllm_reference.scheduler_check import check_scheduler
+
+    with capturing() as captures:
+        run_reference_schedule(reference_schedule(95), "vllm-0.9.2")
+    row = check_scheduler(ScenarioRun("random", "vllm-0.9.2", {"random seed 95": captures[0]}))
+    assert row.dropped_finished == 2 and (row.runs_equal, row.differences) == (1, [])
