@@ -86,6 +86,6 @@ notebooks: $(LAB_STAMP)
 # then runs the tests that need vLLM, which fail rather than skip here.
 VLLM_RANDOM ?= 200
 .PHONY: vllm-check
-vllm-check: $(STAMP)
+vllm-check: $(DEV_STAMP)
 	TORCH_INDEX=$(TORCH_INDEX) $(BIN)/python -m minispec.lab.vllm_reference --random $(VLLM_RANDOM)
 	MINISPEC_REQUIRE_VLLM=1 $(BIN)/python -m pytest tests/test_vllm_reference.py -q

@@ -144,8 +144,11 @@ def folder_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
 
 
-def ensure(releases=RELEASES, python: str = sys.executable) -> Readiness:
-    """Build what is missing or out of date; say what it took."""
+def ensure(releases=RELEASES, python: str | None = None) -> Readiness:
+    """Build what is missing or out of date; say what it took. The environment's
+    Python is ``python``, else python3.11 (what the pins were resolved with, and
+    a Python both releases support), else this one."""
+    python = python or shutil.which("python3.11") or sys.executable
     start = time.monotonic()
     cache_dir().mkdir(parents=True, exist_ok=True)
     built = ["venv"] if _ensure_venv(python) else []
