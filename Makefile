@@ -90,7 +90,7 @@ DOCS_JS := build/docs-js/widgets
 HTML_MANAGER := @jupyter-widgets/html-manager@1.0.15
 DOCS_PORT ?= 8000
 
-$(DOCS_STAMP): $(STAMP) pyproject.toml
+$(DOCS_STAMP): $(DEV_STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[docs]"
 	touch $(DOCS_STAMP)
 
@@ -108,3 +108,13 @@ docs: $(DOCS_STAMP) $(DOCS_JS)/embed.js
 docs-serve: docs
 	@echo "the site: http://127.0.0.1:$(DOCS_PORT)/ (Ctrl-C stops it)"
 	$(BIN)/python -m http.server --bind 127.0.0.1 --directory build/docs/html $(DOCS_PORT)
+
+# vLLM's own code on minispec's schedules (minispec/lab/vllm_reference): on first use it
+# builds vLLM's environment in a cache outside the repository ($MINISPEC_VLLM_CACHE, else
+# $XDG_CACHE_HOME or ~/.cache, then minispec-vllm/); prints the table of equal stage-steps;
+# then runs the tests that need vLLM, which fail rather than skip here.
+VLLM_RANDOM ?= 200
+.PHONY: vllm-check
+vllm-check: $(DEV_STAMP)
+	TORCH_INDEX=$(TORCH_INDEX) $(BIN)/python -m minispec.lab.vllm_reference --random $(VLLM_RANDOM)
+	MINISPEC_REQUIRE_VLLM=1 $(BIN)/python -m pytest tests/test_vllm_reference.py -q

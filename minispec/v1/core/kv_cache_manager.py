@@ -4,7 +4,10 @@ extends it to cover ``num_computed_tokens + num_new_tokens`` or returns ``None``
 when the pool is short, which is the scheduler's cue to preempt.
 
 Left out: prefix caching (block hashes, ref counts, eviction order), sliding
-windows, several KV cache groups. Block 0 is not reserved as vLLM's null block.
+windows, several KV cache groups. Block 0 is not reserved as vLLM's null block,
+so minispec's block ids are vLLM's minus one, and a pool of N blocks here holds
+what vLLM's holds with N + 1 (``minispec.lab.vllm_reference.scheduler_worker``
+compares them so). Freed blocks go back tail first, as in vLLM.
 """
 
 from __future__ import annotations
@@ -41,4 +44,6 @@ class KVCacheManager:
         return blocks[start:]
 
     def free(self, request: Request) -> None:
-        self.free_block_queue.extend(self.req_to_blocks.pop(request.request_id, []))
+        # Tail blocks first, as vLLM v0.9.2 frees them (single_type_kv_cache_manager.py
+        # lines 168-171), so the next allocations get the same block ids as vLLM's.
+        self.free_block_queue.extend(reversed(self.req_to_blocks.pop(request.request_id, [])))

@@ -17,6 +17,16 @@ switchable (``minispec.instruments.fixes``; with fix 1 alone, the preset
 minispec adds bookkeeping vLLM does not have: ``row_paths`` for traces and
 each request's last drafts for fix 2.
 Left out: CUDA graphs, the Worker class, structured output, LoRA, multimodal.
+One departure from 0.14.0 under ``"vllm-0.14"``: 0.14.0 first evicts a resumed
+request that still holds a row (``cached - (scheduled - resumed)``,
+``gpu_model_runner.py`` line 878); minispec removes ``cached - scheduled``. The two
+agree whenever a resumed request was not scheduled the step before, which is
+always so with minispec's scheduler: it never resumes a request in the step that
+preempted it (vLLM does only in ``reset_prefix_cache``'s forced preemption).
+``tests/test_vllm_reference.py`` checks that no recorded run reaches the path,
+and runs a hand-built schedule that does through both vLLM releases.
+Checked by running vLLM's own ``_update_states`` on minispec's schedules:
+``minispec.lab.vllm_reference``.
 """
 
 from __future__ import annotations

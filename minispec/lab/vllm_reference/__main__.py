@@ -1,0 +1,64 @@
+"""``python -m minispec.lab.vllm_reference``: build vLLM's environment if needed,
+run the check, print the table; exit 1 if a pairing is not as expected.
+
+``--random N`` sets the number of random schedules (200), ``--write-artifact``
+rewrites ``artifacts/thread.json`` from this run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from minispec.config import DEFAULT_TARGET
+from minispec.lab.viz.text import char_decoder
+from minispec.lab.vllm_reference import artifact, environment, report, run
+from minispec.transformers_utils.tokenizer import load_tokenizer
+
+
+def _print_first_differences(result: run.CheckResult, decode) -> None:
+    for row in result.rows:
+        if row.first is None:
+            continue
+        capture = result.runs[(row.pairing.scenario, row.pairing.preset)].captures[row.first_run]
+        step = capture.trace.step(row.first.step)
+        mine = next(s for s in step.stages if s.stage == row.first.stage)
+        p = row.pairing
+        print(f"\n{p.release} x {p.preset} x {p.scenario} ({row.first_run}; expected to {'be equal' if p.expect_equal else 'differ'}: {p.why})")
+        print(report.render_first_difference(p.release, row.first, step, mine, row.first_buffers, decode))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m minispec.lab.vllm_reference")
+    parser.add_argument("--random", type=int, default=200, help="random schedules per pairing (default 200)")
+    parser.add_argument("--write-artifact", action="store_true", help="rewrite the stored artifact")
+    args = parser.parse_args(argv)
+    if args.random < 0:
+        parser.error(f"--random={args.random}: expected a count >= 0")
+    ready = environment.ensure()
+    built = ", ".join(ready.built) or "nothing (all cached)"
+    print(f"vLLM environment in {environment.cache_dir()}: {ready.size_bytes / 2**20:.0f} MiB, "
+          f"built {built} in {ready.seconds:.0f} s")
+    start = time.monotonic()
+    result = run.check(args.random)
+    print(report.render_table(result.rows))
+    print(report.render_coverage(run.coverage(result.runs[(run.RANDOM, "vllm-0.9.2")])) if args.random else "")
+    _print_first_differences(result, char_decoder(load_tokenizer(DEFAULT_TARGET)))
+    print("\n" + report.render_scheduler_table(result.scheduler_rows))
+    for row in result.scheduler_rows:
+        for kind in row.kinds:
+            print(f"  first {kind}: " + next(d.describe() for d in row.differences if d.kind == kind))
+        print(f"  {row.scenario}: vLLM put {row.dropped_finished} finished request ids in schedules its engine "
+              f"does not execute (empty ones), so no worker dropped them; minispec carries them to the next")
+    for provenance in {r.pairing.release: r.provenance for r in result.rows}.values():
+        print(report.render_provenance(provenance))
+    if args.write_artifact:
+        artifact.ARTIFACT.write_text(artifact.dumps(artifact.build_artifact(result)))
+        print(f"wrote {artifact.ARTIFACT}")
+    print(f"check ran in {time.monotonic() - start:.0f} s: {'all as expected' if result.ok else 'FAILED'}")
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""vLLM's own code, on this machine, outside the repository.
+
+Everything lives in one cache folder, ``$MINISPEC_VLLM_CACHE`` or
+``${XDG_CACHE_HOME:-~/.cache}/minispec-vllm``, and is reused while its pins match:
+
+* ``venv/``: vLLM's import dependencies, shared by both releases, pinned by
+  ``constraints.txt`` (torch first, the CPU build, from ``$TORCH_INDEX`` if set);
+* ``vllm-X/``: release X's Python sources only -- ``vllm/**/*.py`` out of its
+  wheel, which pip downloads from PyPI and which is deleted once read -- plus
+  the transformers that release needs (``constraints-vllm-X.txt``), since
+  0.9.2 and 0.14.0 need different ones. ``python`` for a release puts that
+  folder first on ``PYTHONPATH``.
+
+Nothing is compiled: vLLM's compiled kernels (``vllm._C``) stay inside the
+discarded wheel, and vLLM warns that it cannot import them, which none of the
+code run here needs. vLLM twin: none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+RELEASES = ("0.9.2", "0.14.0")
+HERE = Path(__file__).parent
+CONSTRAINTS = HERE / "constraints.txt"
+# What the shared environment installs; constraints.txt pins them and everything they pull in.
+TOP_LEVEL = ("numpy", "msgspec", "cachetools", "cloudpickle", "psutil", "pyzmq", "blake3", "pillow", "pybase64",
+             "gguf", "py-cpuinfo", "aiohttp", "pydantic", "huggingface_hub", "safetensors", "regex", "pyyaml",
+             "requests", "tqdm", "cbor2",
+             # for 0.9.2's Scheduler (vllm/v1/spec_decode/metrics.py, vllm/entrypoints/openai/protocol.py)
+             "prometheus_client", "fastapi", "openai")
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get("MINISPEC_VLLM_CACHE")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "minispec-vllm"
+
+
+def release_constraints(release: str) -> Path:
+    if release not in RELEASES:
+        raise ValueError(f"release={release!r}: expected one of {RELEASES}")
+    return HERE / f"constraints-vllm-{release}.txt"
+
+
+def _digest(*paths: Path) -> str:
+    return hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()
+
+
+def _pinned(path: Path) -> list[str]:
+    return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+
+
+def _run(*cmd) -> None:
+    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+
+
+def venv_python() -> Path:
+    return cache_dir() / "venv" / "bin" / "python"
+
+
+def _venv_stamp() -> Path:
+    return cache_dir() / "venv" / ".minispec-constraints"
+
+
+def _release_stamp(release: str) -> tuple[Path, str]:
+    return release_dir(release) / ".minispec-release", f"{release} {_digest(release_constraints(release))}"
+
+
+def _is_current(stamp: Path, expected: str) -> bool:
+    return stamp.exists() and stamp.read_text() == expected
+
+
+def missing(releases=RELEASES) -> str | None:
+    """Why the environment is not ready to run (None if it is); builds nothing."""
+    if not _is_current(_venv_stamp(), _digest(CONSTRAINTS)):
+        return f"no vLLM environment matching constraints.txt in {cache_dir()} (make vllm-check builds it)"
+    stale = [r for r in releases if not _is_current(*_release_stamp(r))]
+    return f"vLLM {', '.join(stale)} not in {cache_dir()} (make vllm-check fetches it)" if stale else None
+
+
+def _ensure_venv(python: str) -> bool:
+    venv, stamp = cache_dir() / "venv", _venv_stamp()
+    if _is_current(stamp, _digest(CONSTRAINTS)):
+        return False
+    shutil.rmtree(venv, ignore_errors=True)
+    _run(python, "-m", "venv", venv)
+    pip = (venv_python(), "-m", "pip", "install", "--quiet", "--disable-pip-version-check")
+    torch = next(p for p in _pinned(CONSTRAINTS) if p.startswith("torch=="))
+    index = os.environ.get("TORCH_INDEX")
+    _run(*pip, torch, *(("--index-url", index) if index else ()))
+    _run(*pip, "-c", CONSTRAINTS, *TOP_LEVEL)
+    stamp.write_text(_digest(CONSTRAINTS))
+    return True
+
+
+def release_dir(release: str) -> Path:
+    return cache_dir() / f"vllm-{release}"
+
+
+def _extract_sources(wheel: Path, into: Path) -> int:
+    with zipfile.ZipFile(wheel) as z:
+        names = [n for n in z.namelist() if n.startswith("vllm/") and n.endswith(".py")]
+        z.extractall(into, names)
+    return len(names)
+
+
+def _ensure_release(release: str) -> bool:
+    folder, pins = release_dir(release), release_constraints(release)
+    stamp, expected = _release_stamp(release)
+    if _is_current(stamp, expected):
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as download:
+        _run(venv_python(), "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+             f"vllm=={release}", "-d", download)
+        _extract_sources(next(Path(download).glob("vllm-*.whl")), folder)
+    _run(venv_python(), "-m", "pip", "install", "--quiet", "--no-deps", "--target", folder, *_pinned(pins))
+    stamp.write_text(expected)
+    return True
+
+
+@dataclass(frozen=True)
+class Readiness:
+    seconds: float
+    built: list[str]  # what had to be (re)built: "venv", "vllm-0.9.2", ...
+    size_bytes: int
+
+
+def folder_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def ensure(releases=RELEASES, python: str | None = None) -> Readiness:
+    """Build what is missing or out of date; say what it took. The environment's
+    Python is ``python``, else python3.11 (what the pins were resolved with, and
+    a Python both releases support), else this one."""
+    python = python or shutil.which("python3.11") or sys.executable
+    start = time.monotonic()
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    built = ["venv"] if _ensure_venv(python) else []
+    built += [f"vllm-{r}" for r in releases if _ensure_release(r)]
+    return Readiness(time.monotonic() - start, built, folder_size(cache_dir()))
+
+
+def release_env(release: str) -> dict[str, str]:
+    """The environment a subprocess of ``release`` runs with."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYTHONPATH=str(release_dir(release)), VLLM_LOGGING_LEVEL="WARNING", OMP_NUM_THREADS="1")
+    return env
