@@ -147,7 +147,7 @@ def plot_rejection_example(p, q, labels: list[str], recovered_freq=None) -> Figu
                      fontsize=8)
     axes[1].set_title("P(accept | this token was drafted)", fontsize=10)
     axes[1].set_ylabel("probability")
-    _bars(axes[2], x, residual, 0, 0.6, OKABE_ITO["purple"], "xx", "max(0, p − q), normalised")
+    _bars(axes[2], x, residual, 0, 0.6, OKABE_ITO["purple"], "xx", "residual")  # not its formula: 08 §6 asks learners for it
     if recovered_freq is not None:
         axes[2].plot(x, recovered_freq, "D", color="black", ms=6, label="observed recovered tokens")
     axes[2].set_title("Recovered token after a rejection", fontsize=10)
