@@ -1,4 +1,4 @@
-"""The package's picture reads as its architecture (DESIGN.md section 1).
+"""The package's picture reads as its architecture (the layers README's "Map of the package" states).
 
 * No import cycles between modules, nor between folders.
 * The engine and the API never import the lessons (``lab``) or the model shop

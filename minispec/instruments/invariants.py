@@ -1,9 +1,12 @@
-"""The invariants of DESIGN.md section 4, checked on trace records.
+"""minispec's invariants, checked on trace records.
 
 Live (``check_invariants=True``) the first violation raises
-``InvariantViolation``; offline ``check_trace(trace)`` lists them all. The
-numbering follows the design brief; 1 and 6 compare whole runs with
-references and live in the tests instead.
+``InvariantViolation``; offline ``check_trace(trace)`` lists them all. Six rules
+are numbered: 2-5 (``STATEMENTS``) are checked here on every stage-step; 1
+(greedy output with drafts equals greedy output without, and transformers'
+``generate``) and 6 (random sampling with drafts keeps the target distribution)
+compare whole runs with references, so they live in the tests
+(``test_greedy_equivalence.py``, ``test_sampling_distribution.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ NAMES = {
     4: "shared accounting",
     5: "one in-flight batch per decode request",
 }
-STATEMENTS = {  # what each checks, in the words of DESIGN.md section 4 (4 also checks block tables)
+STATEMENTS = {  # each rule as this module checks it (4 compares block tables too)
     2: "the drafts every stage embeds and the last stage verifies are the scheduler's "
        "scheduled_spec_decode_tokens",
     3: "on every stage, token_ids_cpu[row, :num_tokens_no_spec] is the scheduler's all_token_ids "
