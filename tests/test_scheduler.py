@@ -128,3 +128,16 @@ def test_finished_ids_wait_for_a_step_that_runs():
     assert empty.total_num_scheduled_tokens == 0
     sched.add_request(req("B", 3))
     assert sched.schedule().finished_req_ids == {"A"}
+
+
+def test_finish_requests_takes_one_id_or_several():
+    """A bare string is one request id, as in vLLM's ``finish_requests``: "10" must not
+    abort requests "1" and "0"."""
+    sched = make()
+    for r in (req("1", 4), req("0", 4), req("10", 4)):
+        sched.add_request(r)
+    sched.finish_requests("10", RequestStatus.FINISHED_ABORTED)
+    assert [r.request_id for r in sched.waiting] == ["1", "0"]
+    assert sched.requests["10"].status == RequestStatus.FINISHED_ABORTED
+    sched.finish_requests(["1", "0"], RequestStatus.FINISHED_ABORTED)
+    assert not sched.waiting and sched.finished_req_ids == {"1", "0", "10"}

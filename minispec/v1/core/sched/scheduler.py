@@ -36,6 +36,7 @@ by execution: vLLM puts finished ids in empty schedules its engine never runs.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 
 from minispec.config import SchedulerConfig
 from minispec.v1.core.kv_cache_manager import KVCacheManager
@@ -64,10 +65,14 @@ class Scheduler:
         self.requests[request.request_id] = request
         self.waiting.append(request)
 
-    def finish_requests(self, request_ids, finished_status: RequestStatus) -> None:
+    def finish_requests(self, request_ids: str | Iterable[str], finished_status: RequestStatus) -> None:
         """Finish requests from outside the scheduler (vLLM: an abort). Their
-        blocks are freed, and ``finished_req_ids`` tells every stage to drop them."""
+        blocks are freed, and ``finished_req_ids`` tells every stage to drop them.
+        One id or an iterable of ids, as vLLM takes them: a bare string is one id,
+        not the characters of several."""
         assert finished_status.is_finished
+        if isinstance(request_ids, str):
+            request_ids = (request_ids,)
         for req_id in request_ids:
             request = self.requests.get(req_id)
             if request is None:
