@@ -91,7 +91,7 @@ HTML_MANAGER := @jupyter-widgets/html-manager@1.0.15
 DOCS_PORT ?= 8000
 
 $(DOCS_STAMP): $(DEV_STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet -e ".[docs]"
+	$(QUIET_PIP) -e ".[docs]"
 	touch $(DOCS_STAMP)
 
 $(DOCS_JS)/embed.js:

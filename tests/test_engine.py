@@ -68,3 +68,22 @@ def test_drafts_survive_every_row_path():
     assert resumed  # scheduled from position 0 again: preempted, then resumed
     assert llm.stats()["preemptions"] > 0
     assert check_trace(llm.trace) == []
+
+
+def test_update_states_leaves_a_scheduled_row_it_has_no_entry_for():
+    """A row in the persistent batch that is scheduled but listed neither as new nor as
+    cached is left alone, as vLLM's ``_update_states`` leaves it: the trace's row-path
+    bookkeeping must not be what raises (it raised ``KeyError`` here)."""
+    from minispec import LLM, SamplingParams
+    from minispec.v1.core.sched.output import CachedRequestData, SchedulerOutput
+    from minispec.v1.request import Request
+
+    llm = LLM(pipeline_parallel_size=1, seed=0)
+    scheduler, runner = llm.engine.scheduler, llm.engine.executor.runners[0]
+    scheduler.add_request(Request("A", [5, 6, 7], SamplingParams(temperature=0, max_tokens=4)))
+    runner._update_states(scheduler.schedule())
+    before = runner.input_batch.token_ids_cpu[0, :3].tolist()
+    out = SchedulerOutput([], CachedRequestData(), {"A": 1}, 1, {}, set())
+    runner._update_states(out)
+    assert runner.input_batch.req_id_to_index == {"A": 0}
+    assert runner.input_batch.token_ids_cpu[0, :3].tolist() == before == [5, 6, 7]

@@ -113,7 +113,9 @@ class ModelRunner:
         rows_before = dict(self.input_batch.req_id_to_index)
         self.input_batch.condense()
         for req_id, row in self.input_batch.req_id_to_index.items():
-            if self.row_paths[req_id] == "stayed" and rows_before[req_id] != row:
+            # .get: a row that is scheduled but listed neither as new nor as cached has no
+            # path; vLLM's loop leaves such a row alone, and the trace's bookkeeping must too.
+            if self.row_paths.get(req_id) == "stayed" and rows_before[req_id] != row:
                 self.row_paths[req_id] = "moved"  # by condense, drafts and all
         for req_id, drafts in out.scheduled_spec_decode_tokens.items():
             self.requests[req_id].spec_token_ids = list(drafts)
