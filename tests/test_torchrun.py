@@ -7,7 +7,6 @@ torchrun agent in each, as the README's two-machine launch does it."""
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -22,6 +21,8 @@ pytestmark = pytest.mark.torchrun
 PROMPT_IDS = [[5, 17, 33, 2, 9], [40, 41, 7]]
 MAX_TOKENS = 12
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from lab_screenshots import free_port  # noqa: E402  (one free-port helper for every test)
 
 SCRIPT = """
     import json, sys
@@ -45,12 +46,6 @@ def transformers_greedy():
                              do_sample=False)
         out.append(gen[0, len(ids):].tolist())
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_torchrun_two_ranks_match_transformers(tmp_path):
