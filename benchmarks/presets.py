@@ -15,7 +15,7 @@ import argparse
 
 from minispec import LLM, SamplingParams
 from minispec.training.corpus import split_text
-from minispec.instruments.fixes import PRESETS
+from minispec.v1.worker.runner_fixes import PRESETS
 from minispec.lab.scenarios import PROMPTS, forum_thread
 from minispec.lab.viz.text import render_comparison
 

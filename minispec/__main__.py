@@ -227,7 +227,7 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv=None) -> None:
     from minispec.config import DEFAULT_TARGET
-    from minispec.instruments.fixes import PRESETS
+    from minispec.v1.worker.runner_fixes import PRESETS
 
     parser = _Parser(prog="python -m minispec", description=__doc__,
                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -214,7 +214,7 @@ class VllmConfig:
     cache_config: CacheConfig
     scheduler_config: SchedulerConfig
     speculative_config: SpeculativeConfig
-    fixes: object  # minispec.instruments.fixes.RunnerFixes
+    fixes: object  # minispec.v1.worker.runner_fixes.RunnerFixes
     device: str | None = None
     dtype: object = None  # torch.dtype; None means float32
     seed: int = 0

@@ -14,9 +14,9 @@ VLLM_092 = Path("/work/vllm-src/0.9.2")  # unpacked vLLM sources, where this mac
 @pytest.mark.parametrize("pp", [1, 2, 3])
 def test_one_runner_and_input_batch_per_stage_and_only_the_last_proposes(pp):
     names = [b.name for b in components(pp)]
-    assert sum(n.endswith("ModelRunner") for n in names) == pp == sum(n.endswith("InputBatch") for n in names)
+    assert sum(n.endswith("GPUModelRunner") for n in names) == pp == sum(n.endswith("InputBatch") for n in names)
     proposers = [b.name for b in components(pp) if "propose" in b.role]
-    assert proposers == [f"stage {pp - 1}: ModelRunner"]
+    assert proposers == [f"stage {pp - 1}: GPUModelRunner"]
 
 
 def test_every_box_names_a_minispec_module_and_vllm_file_that_exist():
@@ -45,7 +45,7 @@ def test_the_flow_is_one_engine_step_in_order(pp):
         node = nexts[node]
     assert node == "EngineCore" and path[-1] == "Scheduler.update_from_output"
     assert path[:4] == ["LLM.generate", "EngineCore", "Scheduler.schedule", "Executor"]
-    assert path[4:-1] == [f"stage {s}: ModelRunner" for s in range(pp)]
+    assert path[4:-1] == [f"stage {s}: GPUModelRunner" for s in range(pp)]
     assert {b for a, b, label in edges if label == "_update_states"} == {n for n in names if n.endswith("InputBatch")}
 
 
@@ -111,7 +111,7 @@ def test_the_workshop_map_reads_on_a_1280x720_projector():
 def test_the_executor_sends_the_scheduler_output_to_every_stage(pp):
     # vLLM v0.9.2 MultiprocExecutor.execute_model is a collective_rpc to all workers
     sent = {b for a, b, _ in flow(pp) if a == "Executor"}
-    assert sent == {f"stage {s}: ModelRunner" for s in range(pp)}
+    assert sent == {f"stage {s}: GPUModelRunner" for s in range(pp)}
     arrows = {p.get_gid() for p in render_map(pp).axes[0].patches if (p.get_gid() or "").startswith("arrow:")}
     assert {f"arrow:Executor->{b}" for b in sent} <= arrows
 

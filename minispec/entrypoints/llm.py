@@ -1,6 +1,6 @@
 """The user-facing ``LLM`` class (vLLM: ``vllm/entrypoints/llm.py``).
 
-Builds the engine -- an executor holding one ``ModelRunner`` per pipeline
+Builds the engine -- an executor holding one ``GPUModelRunner`` per pipeline
 stage, a scheduler and an engine core -- and runs ``generate`` to completion. Arguments mirror vLLM's where they exist;
 ``fixes``, ``record``, ``check_invariants`` and ``arrival_steps`` are minispec's.
 So is ``max_concurrent_batches``, the number of batches in flight at once: in vLLM
@@ -39,7 +39,7 @@ from minispec.config import (
     is_int,
     resolve_dtype,
 )
-from minispec.instruments.fixes import RunnerFixes, resolve_fixes
+from minispec.v1.worker.runner_fixes import RunnerFixes, resolve_fixes
 from minispec.instruments.invariants import InvariantChecker
 from minispec.outputs import CompletionOutput, RequestOutput
 from minispec.sampling_params import SamplingParams
@@ -48,7 +48,7 @@ from minispec.instruments.trace import TraceRecorder
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 from minispec.v1.core.sched.scheduler import Scheduler
 from minispec.v1.engine.core import EngineCore
-from minispec.v1.executor.inproc_executor import InProcPipelineExecutor
+from minispec.v1.executor.uniproc_executor import UniProcExecutor
 from minispec.v1.request import Request, RequestStatus
 
 
@@ -110,7 +110,7 @@ class LLM:
 
     def _make_executor(self, backend: str):
         if backend == "uni":
-            return InProcPipelineExecutor(self.config, self.recorder)
+            return UniProcExecutor(self.config, self.recorder)
         if backend not in ("mp", "torchrun"):
             raise ValueError(f"distributed_executor_backend={backend!r}: expected 'uni', 'mp' or 'torchrun'")
         if self.recorder is not None:
@@ -122,7 +122,7 @@ class LLM:
             # The same script runs on every rank; the rest of it is rank 0's.
             multiproc_executor.serve_stage(self.config)
             sys.exit(0)
-        return multiproc_executor.MultiprocPipelineExecutor(self.config, launcher=backend)
+        return multiproc_executor.MultiprocExecutor(self.config, launcher=backend)
 
     def _check_draft_tokenizer(self) -> None:
         """Drafts are verified id for id, so both models must read ids as the same text."""

@@ -1,6 +1,6 @@
-"""What the engine takes as plain data, and what only reads what it recorded.
+"""What only reads what the engine recorded (the fault switches, which change
+what the engine does, live with the runner: ``minispec.v1.worker.runner_fixes``).
 
-* ``fixes``: the two runner-fault switches and their presets;
 * ``trace``: the recorder the engine calls at each schedule, stage and update;
 * ``invariants``: minispec's invariants (stated there), checked live or on a recorded trace.
 

@@ -2,7 +2,7 @@
 
 Each ``check_*`` returns a ``Report`` (its first line is the verdict, shown with
 the failing step's rows drawn by ``plot_stage_rows`` when there is one). Fixes
-are plugged into the runner through ``RunnerFixes`` (``minispec.instruments.fixes``)
+are plugged into the runner through ``RunnerFixes`` (``minispec.v1.worker.runner_fixes``)
 and judged three ways: every call of the learner's function is compared with
 what the scheduler knows at that moment; the invariant checker runs live; the
 outputs are compared with plain one-stage greedy decoding without drafts. Runs
@@ -24,7 +24,7 @@ import numbers
 import os
 from dataclasses import dataclass
 
-from minispec.instruments.fixes import RunnerFixes
+from minispec.v1.worker.runner_fixes import RunnerFixes
 from minispec.instruments.invariants import NAMES, check_trace
 from minispec.lab import scenarios
 from minispec.lab.exercise_runs import (

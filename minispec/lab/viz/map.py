@@ -5,7 +5,7 @@ One box per component a request passes through; arrows carry what one hands to
 the next. The executor sends the same ``SchedulerOutput`` to every stage (v0.9.2's
 ``MultiprocExecutor.execute_model`` is a ``collective_rpc`` to all workers), so
 each stage updates its own ``InputBatch`` from it. The left column is the
-engine's loop, one ``ModelRunner`` per pipeline stage runs to the right, each with
+engine's loop, one ``GPUModelRunner`` per pipeline stage runs to the right, each with
 its own ``InputBatch`` below it.
 
 Two layouts: ``WORKSHOP`` (the default) has large type and a few words per box,
@@ -88,13 +88,13 @@ def components(pipeline_parallel_size: int = 2, layout: Layout = WORKSHOP) -> li
         box("EngineCore", "EngineCore", "v1/engine/core.py", "vllm/v1/engine/core.py", "engine", 0.2, rows[1]),
         box("Scheduler.schedule", "Scheduler.schedule", "v1/core/sched/scheduler.py",
             "vllm/v1/core/sched/scheduler.py", "engine", 0.2, rows[2]),
-        box("Executor", "Executor", "v1/executor/inproc_executor.py", "vllm/v1/executor/multiproc_executor.py",
+        box("Executor", "Executor", "v1/executor/uniproc_executor.py", "vllm/v1/executor/multiproc_executor.py",
             "engine", 0.2, rows[3]),
     ]
     for stage in range(pipeline_parallel_size):
         x = 0.2 + layout.box_w + layout.gap + stage * (layout.gap + layout.box_w)
         role = "last runner" if stage == pipeline_parallel_size - 1 else "runner"
-        boxes.append(box(f"stage {stage}: ModelRunner", role, "v1/worker/gpu_model_runner.py",
+        boxes.append(box(f"stage {stage}: GPUModelRunner", role, "v1/worker/gpu_model_runner.py",
                          "vllm/v1/worker/gpu_model_runner.py", "worker", x, rows[3]))
         boxes.append(box(f"stage {stage}: InputBatch", "InputBatch", "v1/worker/gpu_input_batch.py",
                          "vllm/v1/worker/gpu_input_batch.py", "worker", x, rows[4]))
@@ -105,7 +105,7 @@ def components(pipeline_parallel_size: int = 2, layout: Layout = WORKSHOP) -> li
 
 def flow(pipeline_parallel_size: int = 2) -> list[tuple[str, str, str]]:
     """(from box, to box, what passes) for one engine step, in the order it happens."""
-    runners = [f"stage {s}: ModelRunner" for s in range(pipeline_parallel_size)]
+    runners = [f"stage {s}: GPUModelRunner" for s in range(pipeline_parallel_size)]
     edges = [("LLM.generate", "EngineCore", "add_request, step"),
              ("EngineCore", "Scheduler.schedule", "schedule()"),
              ("Scheduler.schedule", "Executor", "SchedulerOutput"),
@@ -167,7 +167,7 @@ def render_map(pipeline_parallel_size: int = 2, layout: Layout = WORKSHOP) -> Fi
     ax.axis("off")
     for b in boxes.values():
         _draw_box(ax, b, layout)
-    last_runner = f"stage {pipeline_parallel_size - 1}: ModelRunner"
+    last_runner = f"stage {pipeline_parallel_size - 1}: GPUModelRunner"
     rise = (layout.rows[2] - layout.rows[3] - layout.box_h) / 2  # the bar runs half-way up to the next row
     for source, target, label in flow(pipeline_parallel_size):
         a, b = boxes[source], boxes[target]

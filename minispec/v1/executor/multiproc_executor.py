@@ -168,7 +168,7 @@ def refuse_spawn_bootstrap() -> None:
 
 
 class PendingBatch:
-    def __init__(self, scheduler_output, executor: "MultiprocPipelineExecutor"):
+    def __init__(self, scheduler_output, executor: "MultiprocExecutor"):
         self.scheduler_output, self.executor, self.output = scheduler_output, executor, None
         self.receives: list = []  # posted as soon as it is sent: its spans, then the last stage's output
 
@@ -177,7 +177,7 @@ class PendingBatch:
         return self.output is not None
 
 
-class MultiprocPipelineExecutor:
+class MultiprocExecutor:
     """Rank 0's side: runs stage 0 and keeps the batches in flight in order."""
 
     def __init__(self, config, launcher: str = "mp"):

@@ -12,7 +12,7 @@ layers run, and then
 
 ``_update_states`` follows vLLM v0.9.2 step by step (split into helpers named
 after its phases), including its two faults under pipeline parallelism, each
-switchable (``minispec.instruments.fixes``; with fix 1 alone, the preset
+switchable (``minispec.v1.worker.runner_fixes``; with fix 1 alone, the preset
 ``"vllm-0.14"``, this runner's re-add and relay logic matches 0.14.0's).
 minispec adds bookkeeping vLLM does not have: ``row_paths`` for traces and
 each request's last drafts for fix 2.
@@ -33,18 +33,29 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 import torch
 
 from minispec.attention import allocate_kv_cache, make_attention_metadata
-from minispec.instruments.fixes import RunnerFixes
+from minispec.v1.worker.runner_fixes import RunnerFixes
 from minispec.model_executor.model_loader import get_model
 from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.outputs import ModelRunnerOutput
 from minispec.v1.sample.rejection_sampler import rejection_sample
 from minispec.v1.sample.sampler import sample
 from minispec.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
+
+
+class RowPath(StrEnum):
+    """How a scheduled request got its row this step (minispec's trace bookkeeping;
+    vLLM keeps no such record). A ``StrEnum``, so a recorded path prints as its word."""
+
+    NEW = "new"  # first scheduled: added from scheduled_new_reqs
+    STAYED = "stayed"  # kept its row from the step before
+    MOVED = "moved"  # kept it, then condense moved it to a lower row, drafts and all
+    READDED = "re-added"  # had no row (the other batch ran, or it was preempted): added again
 
 
 @dataclass
@@ -57,7 +68,7 @@ class PreparedInputs:
     verified_drafts: list[list[int]]  # per row: drafts read back out of input_ids
 
 
-class ModelRunner:
+class GPUModelRunner:
     def __init__(self, model_path, pp_rank: int, pp_size: int, scheduler_config, cache_config,
                  fixes: RunnerFixes, drafter=None, device="cpu", dtype=torch.float32, seed: int = 0,
                  recorder=None):
@@ -75,9 +86,7 @@ class ModelRunner:
         self.input_batch = InputBatch(scheduler_config.max_num_seqs, self.max_model_len,
                                       -(-self.max_model_len // self.block_size))
         self.requests: dict[str, CachedRequestState] = {}
-        # How each scheduled request got its row this step: "new", "stayed",
-        # "moved" (by condense) or "re-added".
-        self.row_paths: dict[str, str] = {}
+        self.row_paths: dict[str, RowPath] = {}  # trace bookkeeping, per scheduled request
 
     def drop_all_requests(self) -> None:
         """Forget every request: a new persistent batch and draft cache. For after
@@ -104,7 +113,7 @@ class ModelRunner:
         for req_id in req_ids_to_add:
             row = self.input_batch.add_request(self.requests[req_id])
             fix = self.fixes.readd_spec_tokens
-            if fix and self.row_paths[req_id] == "re-added":
+            if fix and self.row_paths[req_id] is RowPath.READDED:
                 drafts = list(out.scheduled_spec_decode_tokens.get(req_id, ()))
                 if callable(fix):  # a learner's fix 1 (see fixes.py)
                     fix(self, row, drafts)
@@ -115,8 +124,8 @@ class ModelRunner:
         for req_id, row in self.input_batch.req_id_to_index.items():
             # .get: a row that is scheduled but listed neither as new nor as cached has no
             # path; vLLM's loop leaves such a row alone, and the trace's bookkeeping must too.
-            if self.row_paths.get(req_id) == "stayed" and rows_before[req_id] != row:
-                self.row_paths[req_id] = "moved"  # by condense, drafts and all
+            if self.row_paths.get(req_id) is RowPath.STAYED and rows_before[req_id] != row:
+                self.row_paths[req_id] = RowPath.MOVED  # by condense, drafts and all
         for req_id, drafts in out.scheduled_spec_decode_tokens.items():
             self.requests[req_id].spec_token_ids = list(drafts)
 
@@ -139,7 +148,7 @@ class ModelRunner:
                 sampling_params=new.sampling_params, generator=self._generator(new),
                 block_ids=list(new.block_ids), num_computed_tokens=new.num_computed_tokens, output_token_ids=[],
             )
-            self.row_paths[new.req_id] = "new"
+            self.row_paths[new.req_id] = RowPath.NEW
         return [new.req_id for new in out.scheduled_new_reqs]
 
     def _update_cached_request(self, out: SchedulerOutput, i: int) -> bool:
@@ -161,9 +170,9 @@ class ModelRunner:
         if row is None:
             # Preempted and resumed, or simply not scheduled last step. In
             # July 2025 this early exit skipped the draft write below.
-            self.row_paths[req_id] = "re-added"
+            self.row_paths[req_id] = RowPath.READDED
             return False
-        self.row_paths[req_id] = "stayed"
+        self.row_paths[req_id] = RowPath.STAYED
         batch.num_computed_tokens_cpu[row] = num_computed
         batch.block_table.append_row(new_block_ids, row)
         if not self.is_last_rank:

@@ -14,7 +14,7 @@ from minispec.config import VllmConfig
 from minispec.platforms import stage_device
 from minispec.v1.spec_decode.draft_model import DraftModelProposer
 from minispec.v1.spec_decode.ngram_proposer import NgramProposer
-from minispec.v1.worker.gpu_model_runner import ModelRunner
+from minispec.v1.worker.gpu_model_runner import GPUModelRunner
 
 
 def make_drafter(config: VllmConfig, device):
@@ -27,11 +27,11 @@ def make_drafter(config: VllmConfig, device):
                               config.cache_config.block_size, device, config.dtype or torch.float32)
 
 
-def make_runner(config: VllmConfig, rank: int, recorder=None, device=None) -> ModelRunner:
+def make_runner(config: VllmConfig, rank: int, recorder=None, device=None) -> GPUModelRunner:
     """``device`` overrides the placement ``stage_device`` would choose (torchrun: ``LOCAL_RANK``)."""
     pp = config.pipeline_parallel_size
     device = device or stage_device(rank, pp, config.device)
-    return ModelRunner(
+    return GPUModelRunner(
         config.model, rank, pp, config.scheduler_config, config.cache_config, config.fixes,
         drafter=make_drafter(config, device) if rank == pp - 1 else None,
         device=device, dtype=config.dtype or torch.float32, seed=config.seed, recorder=recorder,

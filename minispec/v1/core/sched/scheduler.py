@@ -208,7 +208,7 @@ class Scheduler:
                 # all_token_ids at num_computed_tokens. For a decode step that
                 # is only the last token emitted (bonus, or recovered after a
                 # rejection): drafts accepted last step are not resent (fault
-                # 2, see minispec.instruments.fixes).
+                # 2, see minispec.v1.worker.runner_fixes).
                 n = num_scheduled[req_id] - len(spec_tokens.get(req_id, ()))
                 nc = request.num_computed_tokens
                 data.new_token_ids.append(request.all_token_ids[nc : nc + n])

@@ -1,4 +1,4 @@
-"""An in-process pipeline: one ``ModelRunner`` per stage, one Python process.
+"""An in-process pipeline: one ``GPUModelRunner`` per stage, one Python process.
 
 vLLM runs each stage in its own worker process (``vllm/v1/executor/
 multiproc_executor.py``) and sends hidden states between them with
@@ -28,7 +28,7 @@ class PipelineBatch:
     """A scheduled batch travelling through the stages (vLLM returns a Future)."""
 
     scheduler_output: SchedulerOutput
-    executor: "InProcPipelineExecutor"
+    executor: "UniProcExecutor"
     next_stage: int = 0
     carry: object = None  # IntermediateTensors between stages
     output: ModelRunnerOutput | None = field(default=None, repr=False)
@@ -38,7 +38,7 @@ class PipelineBatch:
         return self.output is not None
 
 
-class InProcPipelineExecutor:
+class UniProcExecutor:
     def __init__(self, config, recorder=None):
         self.runners = [make_runner(config, rank, recorder) for rank in range(config.pipeline_parallel_size)]
         self.in_flight: deque[PipelineBatch] = deque()
@@ -58,7 +58,7 @@ class InProcPipelineExecutor:
 
     def discard_in_flight(self) -> None:
         """Forget the batches in the pipeline and every request each stage holds
-        (after the engine aborted them all: see ``ModelRunner.drop_all_requests``)."""
+        (after the engine aborted them all: see ``GPUModelRunner.drop_all_requests``)."""
         self.in_flight.clear()
         for runner in self.runners:
             runner.drop_all_requests()

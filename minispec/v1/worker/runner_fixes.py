@@ -1,4 +1,5 @@
-"""The two runner faults of July 2025 as switches, and their presets.
+"""The two runner faults of July 2025 as switches, and their presets (minispec's own;
+vLLM has no twin: it ships one behaviour per release).
 
 * ``readd_spec_tokens`` (fix 1, vLLM v0.14.0, PR #31944): when a cached request is
   re-added to the persistent batch, write its scheduled draft tokens into its row,
@@ -22,7 +23,7 @@ workshop's exercises, ``minispec.lab.exercises``, plug learners' code in here):
 
 * ``readd_spec_tokens(runner, row, spec_token_ids) -> None`` is called on every
   stage for each re-added row, right after ``add_request``, with the drafts the
-  scheduler sent (possibly none). ``runner`` is the stage's ``ModelRunner``,
+  scheduler sent (possibly none). ``runner`` is the stage's ``GPUModelRunner``,
   ``self`` in vLLM's ``_update_states``: write into ``runner.input_batch``.
 * ``sync_accepted_tokens(state, num_computed_tokens, new_token_ids) -> list[int]``
   is called on non-last stages when the scheduler's ``num_computed_tokens`` plus
