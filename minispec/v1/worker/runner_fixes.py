@@ -1,5 +1,6 @@
-"""The two runner faults of July 2025 as switches, and their presets (minispec's own;
-vLLM has no twin: it ships one behaviour per release).
+"""The two runner faults of July 2025 as switches, and their presets. vLLM ships one
+behaviour per release; these switch between the releases of ``vllm/v1/worker/gpu_model_runner.py``
+(0.9.2, 0.14.0). They live beside the runner, not in ``instruments/``, because they change what it does.
 
 * ``readd_spec_tokens`` (fix 1, vLLM v0.14.0, PR #31944): when a cached request is
   re-added to the persistent batch, write its scheduled draft tokens into its row,
