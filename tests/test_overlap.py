@@ -65,6 +65,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow  # starts worker processes and interrupts them: about 15 s
 def test_interrupt_kernel_stops_the_measurement_in_a_few_lines(tmp_path):
     """SIGINT to the whole process group, as Jupyter's Interrupt Kernel sends it to a kernel
     (which runs in a session of its own): the worker ignores it, rank 0 aborts and shuts it

@@ -1,7 +1,7 @@
 """The reference harness (minispec.lab.vllm_reference): vLLM's own code on minispec's schedules.
 
 The first tests need only minispec: the capture, the comparison, the renderers
-and the stored artifact. The tests marked ``needs_vllm`` run vLLM's code; they
+and the stored artifact. The tests marked ``vllm`` run vLLM's code; they
 skip without the vLLM environment (``make vllm-check`` builds it in a cache
 outside the repository), unless ``MINISPEC_REQUIRE_VLLM=1`` (set by
 ``make vllm-check``) makes that a failure.
@@ -205,6 +205,7 @@ def thread_check():
     return run.check(0, [p for p in run.PAIRINGS if p.scenario == run.THREAD])
 
 
+@pytest.mark.vllm
 def test_thread_pairings_as_expected(thread_check):
     counts = {(r.pairing.release, r.pairing.preset): (r.comparison.equal, r.comparison.total) for r in thread_check.rows}
     assert counts[("0.9.2", "vllm-0.9.2")] == (64, 64)
@@ -213,6 +214,7 @@ def test_thread_pairings_as_expected(thread_check):
     assert thread_check.ok
 
 
+@pytest.mark.vllm
 def test_vllm_0140_is_short_on_stage_0_from_step_4(thread_check):
     row = next(r for r in thread_check.rows if r.pairing.preset == "all")
     assert (row.first.step, row.first.stage) == (4, 0)
@@ -221,6 +223,7 @@ def test_vllm_0140_is_short_on_stage_0_from_step_4(thread_check):
     assert len(outputs.vllm) < len(outputs.minispec)
 
 
+@pytest.mark.vllm
 def test_stored_artifact_is_what_vllm_produces_now(thread_check):
     """Rebuilt from this run; if this fails, vLLM's code, minispec or the
     artifact changed: rerun ``python -m minispec.lab.vllm_reference --write-artifact``."""
@@ -286,11 +289,13 @@ def json_copy(data):
     return json.loads(json.dumps(data))
 
 
+@pytest.mark.vllm
 def test_thread_schedules_equal_in_vllm_092s_own_scheduler(thread_check):
     (row,) = [r for r in thread_check.scheduler_rows if r.scenario == "thread"]
     assert (row.runs_equal, row.equal, row.total, row.differences) == (1, 33, 33, [])
 
 
+@pytest.mark.vllm
 def test_0140_evicts_a_resumed_request_that_still_holds_a_row(thread_check):
     """The departure no recorded run reaches, reached by hand: request R is
     scheduled, then resumed in the next step while it still holds its row.
@@ -328,6 +333,7 @@ def test_0140_evicts_a_resumed_request_that_still_holds_a_row(thread_check):
         assert theirs["block_table"] == [expected]
 
 
+@pytest.mark.vllm
 def test_vllm_092_puts_finished_ids_in_schedules_it_never_runs(thread_check):
     """Seed 95: two requests finish while the other batch is in flight, so the
     next schedules are empty. vLLM 0.9.2's Scheduler clears finished_req_ids in
