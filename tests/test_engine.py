@@ -51,6 +51,24 @@ def test_an_event_has_a_stage_exactly_when_it_is_a_stage_event():
         Event(EventKind.UPDATE, 3, stage=0)
 
 
+def test_the_engine_and_llm_use_only_the_executor_interface():
+    """Each backend owns its recovery: the engine and ``LLM`` touch an executor only through
+    ``Executor``'s public names (read from the source, so a new reach-in fails here)."""
+    import ast
+    import inspect
+
+    from minispec.entrypoints import llm
+    from minispec.v1.engine import core
+    from minispec.v1.executor.abstract import Executor
+
+    interface = {n for n in dir(Executor) if not n.startswith("_")} | set(Executor.__annotations__)
+    for module in (core, llm):
+        used = {node.attr for node in ast.walk(ast.parse(inspect.getsource(module)))
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "executor"}
+        assert used and used <= interface, (module.__name__, used - interface)
+
+
 def test_stage_device_placement(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert [stage_device(r, 2) for r in range(2)] == [torch.device("cpu")] * 2

@@ -2,11 +2,12 @@
 (vLLM: ``UniProcExecutor``, in ``vllm/v1/executor/abstract.py`` in 0.9.2 and in
 its own ``vllm/v1/executor/uniproc_executor.py`` by 0.13.0).
 
-vLLM's ``UniProcExecutor`` runs one worker in-process, so it has no pipeline;
-its stages run in one process per stage (``multiproc_executor.py``) and send
-hidden states between them with ``torch.distributed``. Here every stage is an
-object in this process and the hand-off is a function argument, which makes
-every stage event deterministic and steppable.
+vLLM's ``UniProcExecutor`` runs one worker in-process, so it has no pipeline:
+vLLM runs pipeline stages one process each (``multiproc_executor.py``) and sends
+hidden states between them with ``torch.distributed``. minispec's runs every
+stage in this one process, each an object, and the hand-off is a function
+argument, which makes every stage event deterministic and steppable. The stages
+stay readable as ``runners`` for the notebooks and tests that look inside them.
 
 Time advances in *ticks*: in one tick every stage that has a batch waiting runs
 it, oldest batch (the one furthest along) first, so a batch moves one stage per
@@ -15,6 +16,8 @@ pipeline has. ``wait(batch)`` ticks until that batch has left the last stage.
 Recovery is plain: ``abort_all`` empties the pipeline and gives every stage a
 fresh persistent batch (``GPUModelRunner.drop_all_requests``), and nothing can
 fail outside this process, so ``check_health`` has nothing to check.
+Left out: vLLM's worker wrapper and its RPCs (``collective_rpc``): the executor
+calls each runner directly.
 """
 
 from __future__ import annotations
