@@ -1,8 +1,9 @@
 """Every pipeline stage in one process: one ``GPUModelRunner`` per stage
-(vLLM: ``UniProcExecutor``, in ``vllm/v1/executor/abstract.py`` in 0.9.2 and in
-its own ``vllm/v1/executor/uniproc_executor.py`` by 0.13.0).
+(vLLM: ``UniProcExecutor``, in ``vllm/v1/executor/abstract.py`` in 0.9.2, lines
+99-100, and in its own ``vllm/v1/executor/uniproc_executor.py`` by 0.13.0).
 
-vLLM's ``UniProcExecutor`` runs one worker in-process, so it has no pipeline:
+vLLM's ``UniProcExecutor`` runs one worker in-process (its ``driver_worker``,
+0.14.0 ``uniproc_executor.py`` 27-48), so it has no pipeline:
 vLLM runs pipeline stages one process each (``multiproc_executor.py``) and sends
 hidden states between them with ``torch.distributed``. minispec's runs every
 stage in this one process, each an object, and the hand-off is a function
