@@ -1,7 +1,9 @@
 """The engine loop: batch queue interleaving, stage events and device placement."""
 
+import pytest
 import torch
 
+from minispec.instruments.events import Event, EventKind
 from minispec.platforms import stage_device
 from minispec.lab.scenarios import BATCH_0, BATCH_1, forum_thread_llm
 
@@ -9,7 +11,7 @@ from minispec.lab.scenarios import BATCH_0, BATCH_1, forum_thread_llm
 def test_pipeline_interleaving_of_the_thread():
     llm = forum_thread_llm("all", max_tokens=6)
     events = list(llm.engine.iter_events())
-    assert events[:10] == [
+    assert [str(e) for e in events[:10]] == [
         "schedule step 0",        # batch_0 prefills
         "schedule step 1",        # batch_1 arrives while batch_0 is in flight
         "stage 0 runs step 0",
@@ -21,6 +23,8 @@ def test_pipeline_interleaving_of_the_thread():
         "stage 0 runs step 2",
         "update step 1",
     ]
+    assert events[2] == Event(EventKind.STAGE, step=0, stage=0)
+    assert llm.trace.events == events  # the trace records the engine's own events, in the same order
     batches = [tuple(sorted(s.schedule.num_scheduled_tokens)) for s in llm.trace.steps]
     assert batches[:6] == [BATCH_0, BATCH_1] * 3  # decode batches alternate
     # While both batches are alive, every decode request is re-added, every
@@ -34,9 +38,35 @@ def test_one_stage_keeps_rows_and_steps_in_one_go():
 
     llm = LLM(speculative_config={"method": "ngram", "num_speculative_tokens": 2}, record=True)
     llm.add_request("A list is ", SamplingParams(temperature=0, max_tokens=5), request_id="A")
-    assert llm.engine.step_with_batch_queue() == ["schedule step 0", "stage 0 runs step 0", "update step 0"]
+    assert llm.engine.step_with_batch_queue() == [
+        Event(EventKind.SCHEDULE, 0), Event(EventKind.STAGE, 0, stage=0), Event(EventKind.UPDATE, 0)]
     llm.engine.run()
     assert {row.path for s in llm.trace.steps[1:] for st in s.stages for row in st.rows} == {"stayed"}
+
+
+def test_an_event_has_a_stage_exactly_when_it_is_a_stage_event():
+    with pytest.raises(ValueError, match=r"Event\(stage, step=3, stage=None\): expected a stage for a stage event"):
+        Event(EventKind.STAGE, 3)
+    with pytest.raises(ValueError, match="and none for the others"):
+        Event(EventKind.UPDATE, 3, stage=0)
+
+
+def test_the_engine_and_llm_use_only_the_executor_interface():
+    """Each backend owns its recovery: the engine and ``LLM`` touch an executor only through
+    ``Executor``'s public names (read from the source, so a new reach-in fails here)."""
+    import ast
+    import inspect
+
+    from minispec.entrypoints import llm
+    from minispec.v1.engine import core
+    from minispec.v1.executor.abstract import Executor
+
+    interface = {n for n in dir(Executor) if not n.startswith("_")} | set(Executor.__annotations__)
+    for module in (core, llm):
+        used = {node.attr for node in ast.walk(ast.parse(inspect.getsource(module)))
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "executor"}
+        assert used and used <= interface, (module.__name__, used - interface)
 
 
 def test_stage_device_placement(monkeypatch):

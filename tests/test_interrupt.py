@@ -192,13 +192,13 @@ def test_an_interrupted_abort_is_finished_by_the_next_call(monkeypatch):
     """A second Ctrl-C inside the abort itself: the next call completes the abort first."""
     llm = make_llm("vllm-0.14")
     executor = llm.engine.executor
-    discard = executor.discard_in_flight
+    abort_all = executor.abort_all
 
-    def interrupted_discard():
-        monkeypatch.setattr(executor, "discard_in_flight", discard)
+    def interrupted_abort():
+        monkeypatch.setattr(executor, "abort_all", abort_all)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(executor, "discard_in_flight", interrupted_discard)
+    monkeypatch.setattr(executor, "abort_all", interrupted_abort)
     run_traced(llm, LineInterrupt(reference("vllm-0.14")[1] // 3))
     assert tokens(llm.generate(PROMPTS, PARAMS, arrival_steps=ARRIVALS)) == reference("vllm-0.14")[0]
 

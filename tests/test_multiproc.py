@@ -29,6 +29,21 @@ def test_multiproc_pipeline_matches_greedy(reference, pp, method):
     assert not any(w.is_alive() for w in llm.engine.executor.workers)
 
 
+def test_multiproc_yields_the_in_process_events():
+    """Rank 0 hears of the other stages' forwards only with the last one's output, so the
+    order differs; the events, one per schedule, stage forward and update, are the same."""
+    def events(backend):
+        with LLM(pipeline_parallel_size=2, distributed_executor_backend=backend) as llm:
+            for i, prompt in enumerate(PROMPTS[:4]):
+                llm.add_request(prompt, PARAMS, arrival_step=i // 2)
+            return list(llm.engine.iter_events())
+
+    mp, uni = events("mp"), events("uni")
+    assert mp != uni and sorted(mp, key=str) == sorted(uni, key=str)
+    assert [str(e) for e in mp[:5]] == ["schedule step 0", "schedule step 1", "stage 0 runs step 0",
+                                        "stage 1 runs step 0", "update step 0"]
+
+
 def test_worker_failure_reaches_the_engine(tmp_path):
     import shutil
 

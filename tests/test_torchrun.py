@@ -59,6 +59,44 @@ def test_torchrun_two_ranks_match_transformers(tmp_path):
     assert json.loads(result.read_text()) == transformers_greedy()
 
 
+INTERRUPTED = """
+    import sys
+    from minispec import LLM, SamplingParams
+
+    llm = LLM(pipeline_parallel_size=2, distributed_executor_backend="torchrun")
+    update = llm.engine._update
+
+    def interrupted_update(*args):
+        raise KeyboardInterrupt
+
+    llm.engine._update = interrupted_update
+    params = SamplingParams(temperature=0, max_tokens=4)
+    try:
+        llm.generate([[5, 17, 33]], params)
+    except KeyboardInterrupt:
+        pass
+    llm.engine._update = update
+    try:
+        llm.generate([[5, 17, 33]], params)
+    except RuntimeError as e:
+        with open(sys.argv[1], "w") as f:
+            f.write(str(e))
+"""
+
+
+def test_an_interrupted_torchrun_job_says_it_must_be_started_again(tmp_path):
+    """The abort stops the other ranks' stages, which rank 0 did not start: the next call says so."""
+    script, result = tmp_path / "interrupted.py", tmp_path / "message.txt"
+    script.write_text(textwrap.dedent(INTERRUPTED))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
+           "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}", str(script), str(result)]
+    env = dict(os.environ, PYTHONPATH=ROOT, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert result.read_text() == ("generate was interrupted under torchrun, which stopped the stages on the other "
+                                  "ranks; they cannot be restarted from here: start the job again")
+
+
 @pytest.fixture
 def two_hosts():
     """Two network namespaces, 10.77.0.1 and 10.77.0.2, on the two ends of a veth pair."""

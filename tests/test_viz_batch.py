@@ -3,6 +3,7 @@ gather against the runner's own _prepare_inputs in the thread's scenario."""
 
 import pytest
 
+from minispec.instruments.events import Event, EventKind
 from minispec.lab.scenarios import forum_thread_llm
 from minispec.lab.viz.batch import render_batch, render_gather
 from minispec.sampling_params import SamplingParams
@@ -75,7 +76,7 @@ def test_gather_shows_what_prepare_inputs_read(fixes, slots):
 
     llm = forum_thread_llm(fixes)
     for event in llm.engine.iter_events():
-        if event == "stage 0 runs step 2":
+        if event == Event(EventKind.STAGE, step=2, stage=0):
             break
     runner = llm.engine.executor.runners[0]
     out = next(b.scheduler_output for b in llm.engine.batch_queue if b.scheduler_output.step == 2)

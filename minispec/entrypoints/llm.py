@@ -48,6 +48,7 @@ from minispec.instruments.trace import TraceRecorder
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 from minispec.v1.core.sched.scheduler import Scheduler
 from minispec.v1.engine.core import EngineCore
+from minispec.v1.executor.abstract import Executor
 from minispec.v1.executor.uniproc_executor import UniProcExecutor
 from minispec.v1.request import Request, RequestStatus
 
@@ -95,20 +96,18 @@ class LLM:
         self.recorder = None
         if record or check_invariants:
             self.recorder = TraceRecorder(self.fixes_name, pp, InvariantChecker() if check_invariants else None)
-        self._backend = distributed_executor_backend
         in_flight = pp if max_concurrent_batches is None else max_concurrent_batches
         if not (is_int(in_flight) and in_flight >= 1):
             raise ValueError(f"max_concurrent_batches={max_concurrent_batches!r}: expected an integer >= 1 or None")
         executor = self._make_executor(distributed_executor_backend)
         kv = KVCacheManager(self.config.cache_config.num_gpu_blocks, block_size)
         self.scheduler = Scheduler(scheduler_config, kv, use_pp=pp > 1)
-        self.engine = EngineCore(self.scheduler, executor, in_flight, self.recorder)
+        # None: the engine takes the executor's max_concurrent_batches, as vLLM's does (issue 16 §2)
+        self.engine = EngineCore(self.scheduler, executor, max_concurrent_batches, self.recorder)
         self._ids = itertools.count()
         self._used_ids: set[str] = set()  # queued, running or finished: ids are never reused
-        self._abort_pending = False  # an abort was itself interrupted: finish it first
-        self._restart_workers = False  # "mp" workers were stopped by an abort
 
-    def _make_executor(self, backend: str):
+    def _make_executor(self, backend: str) -> Executor:
         if backend == "uni":
             return UniProcExecutor(self.config, self.recorder)
         if backend not in ("mp", "torchrun"):
@@ -138,7 +137,7 @@ class LLM:
         """Stop the worker processes (a no-op for the in-process executor); also
         done on leaving a ``with LLM(...)`` block, when the ``LLM`` is garbage
         collected and at interpreter exit. A shut-down multi-process ``LLM`` refuses to generate."""
-        self.engine.executor.shutdown()
+        self.engine.shutdown()
 
     def __enter__(self):
         return self
@@ -220,7 +219,7 @@ class LLM:
         """Validate and queue one request, to arrive ``arrival_step`` engine
         steps from now, without running the engine."""
         ids = self._check_request(prompt, params, arrival_step, request_id, "prompt")
-        self._recover()
+        self.engine.recover()
         return self._queue(ids, params, arrival_step, request_id)
 
     def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParams] | None = None,
@@ -244,44 +243,16 @@ class LLM:
         # Every request is checked before any is queued.
         checked = [self._check_request(p, sp, a, None, f"prompts[{i}]")
                    for i, (p, sp, a) in enumerate(zip(prompts, params, arrivals))]
-        self._recover()
+        self.engine.recover()
         try:
             requests = [self._queue(ids, sp, a, None) for ids, sp, a in zip(checked, params, arrivals)]
             self.engine.run()
         except BaseException:  # KeyboardInterrupt too: the engine must not stay half-stepped
-            self._abort_all()
+            # Everything is aborted: generate runs every queued request. In "mp" the workers are
+            # stopped and start again on the next call, unless a stage failed (then the LLM refuses).
+            self.engine.abort_all()
             raise
         return [self._output(r, p) for r, p in zip(requests, prompts)]
-
-    def _abort_all(self) -> None:
-        """Abort every unfinished request (vLLM: ``EngineCore.abort_requests``).
-        ``generate`` runs every queued request, so when an exception leaves it,
-        all are aborted: the scheduler frees their blocks, the batches in flight
-        are discarded, and every stage forgets them; in "mp" the workers, which
-        may be mid-send, are stopped and restarted on the next call -- unless a
-        stage failed, in which case the ``LLM`` refuses from then on."""
-        self._abort_pending = True
-        self.engine.abort_requests(self.engine.unfinished_request_ids())
-        self.engine.batch_queue.clear()
-        if self._backend != "uni":
-            self._restart_workers = True
-            self.shutdown()
-        else:
-            self.engine.executor.discard_in_flight()
-        self._abort_pending = False
-
-    def _recover(self) -> None:
-        """Finish what an interrupted abort left undone."""
-        if self._abort_pending:
-            self._abort_all()
-        if self._restart_workers:
-            if self.engine.executor.error is not None:
-                return  # a stage failed: the executor goes on refusing, naming the stage and the cause
-            if self._backend == "torchrun":
-                raise RuntimeError("generate was interrupted under torchrun, which stopped the stages on the other "
-                                   "ranks; they cannot be restarted from here: start the job again")
-            self.engine.executor = self._make_executor("mp")
-            self._restart_workers = False
 
     def _output(self, request: Request, prompt) -> RequestOutput:
         reason = {RequestStatus.FINISHED_STOPPED: "stop", RequestStatus.FINISHED_LENGTH_CAPPED: "length",

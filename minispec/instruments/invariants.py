@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from minispec.instruments.events import EventKind
 from minispec.instruments.trace import ScheduleRecord, StageRecord, StepRecord, Trace
 
 NAMES = {
@@ -126,12 +127,12 @@ def check_trace(trace: Trace) -> list[Violation]:
     """Replay the trace's events in the order they happened and list every violation."""
     checker = InvariantChecker(raise_on_violation=False)
     steps = {s.step: s for s in trace.steps}
-    for kind, step_id, stage_id in trace.events:
-        step = steps[step_id]
-        if kind == "schedule":
+    for event in trace.events:  # typed events (minispec.instruments.events; issue 16 §3)
+        step = steps[event.step]
+        if event.kind is EventKind.SCHEDULE:
             checker.check_schedule(step.schedule)
-        elif kind == "stage":
-            checker.check_stage(step.schedule, next(st for st in step.stages if st.stage == stage_id))
+        elif event.kind is EventKind.STAGE:
+            checker.check_stage(step.schedule, next(st for st in step.stages if st.stage == event.stage))
         else:
             checker.check_update(step)
     return checker.violations

@@ -3,7 +3,9 @@
 Opt-in (``LLM(..., record=True)`` or ``check_invariants=True``). The engine
 calls ``on_schedule`` after each ``schedule()``, every stage's runner calls
 ``on_stage`` after ``_prepare_inputs`` (before its forward), and the engine calls
-``on_update`` after ``update_from_output``. Records are plain data so renderers
+``on_update`` after ``update_from_output``; each call also appends its ``Event``
+(``minispec.instruments.events``, the type the engine yields) to ``Trace.events``,
+in the order things happened. Records are plain data so renderers
 and the invariant checker (``minispec.instruments.invariants``) work on them offline.
 Nothing here has a vLLM counterpart: it is minispec's window into the buffers.
 """
@@ -11,6 +13,8 @@ Nothing here has a vLLM counterpart: it is minispec's window into the buffers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from minispec.instruments.events import Event, EventKind
 
 
 @dataclass
@@ -85,8 +89,7 @@ class Trace:
     fixes: str
     pipeline_parallel_size: int
     steps: list[StepRecord] = field(default_factory=list)
-    # in the order they happened: ("schedule", step, None), ("stage", step, stage), ("update", step, None)
-    events: list[tuple[str, int, int | None]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)  # in the order they happened
     outputs: dict[str, list[int]] = field(default_factory=dict)  # filled by whoever ran it
     stats: dict = field(default_factory=dict)
 
@@ -118,7 +121,7 @@ class TraceRecorder:
         step = StepRecord(record)
         self._by_step[out.step] = step
         self.trace.steps.append(step)
-        self.trace.events.append(("schedule", out.step, None))
+        self.trace.events.append(Event(EventKind.SCHEDULE, out.step))
         if self.checker:
             self.checker.check_schedule(record)
 
@@ -147,7 +150,7 @@ class TraceRecorder:
             verified_drafts={r: d for r, d in zip(batch.req_ids, inputs.verified_drafts) if d},
         )
         self._by_step[out.step].stages.append(record)
-        self.trace.events.append(("stage", out.step, runner.pp_rank))
+        self.trace.events.append(Event(EventKind.STAGE, out.step, runner.pp_rank))
         if self.checker:
             self.checker.check_stage(self._by_step[out.step].schedule, record)
         return record
@@ -157,6 +160,6 @@ class TraceRecorder:
         step.num_accepted = num_accepted
         step.num_computed_before_update = num_computed_before
         step.num_computed_after = {r: scheduler.requests[r].num_computed_tokens for r in out.num_scheduled_tokens}
-        self.trace.events.append(("update", out.step, None))
+        self.trace.events.append(Event(EventKind.UPDATE, out.step))
         if self.checker:
             self.checker.check_update(step)

@@ -199,6 +199,15 @@ class Attempt:
                     if req_id in s.schedule.num_scheduled_tokens and all(st.stage != stage for st in s.stages))
         return step, stage, req_id
 
+    def where_sent(self, req_id: str, num_computed_tokens: int) -> tuple[int, int, str]:
+        """The step and stage running for a request, from the trace alone: the latest step whose
+        schedule sent this ``num_computed_tokens``, on the next stage to record it (a step's
+        stages run in order). A request can be in two batches at once (two prefill chunks),
+        never with the same ``num_computed_tokens``."""
+        step = next(s for s in reversed(self.trace.steps)
+                    if s.schedule.num_computed_tokens.get(req_id) == num_computed_tokens)
+        return step.step, len(step.stages), req_id
+
     def report_lines(self, text, check: str) -> list[str]:
         """What went wrong, most precise first; the first line starts with the verdict."""
         if self.stopped is not None:
@@ -419,8 +428,8 @@ def _tokens(n: int) -> str:
 
 def fix2_contract(attempt: Attempt, fn):
     def take_relayed_tokens(state, num_computed_tokens, new_token_ids):
-        runner = next(r for r in attempt.llm.engine.executor.runners if r.requests.get(state.req_id) is state)
-        attempt.context = attempt.where(runner, state.req_id)
+        # the trace names the stage: the exercise never looks inside the executor (issue 16 §2)
+        attempt.context = attempt.where_sent(state.req_id, num_computed_tokens)
         held, spec, n_out = state.num_tokens, list(state.spec_token_ids), len(state.output_token_ids)
         result = call_learner(attempt, fn, state, num_computed_tokens, list(new_token_ids))
         if attempt.bad_call is None:

@@ -7,6 +7,7 @@ tokenizer); by default ids are printed as numbers.
 
 from __future__ import annotations
 
+from minispec.instruments.events import EventKind
 from minispec.instruments.invariants import check_trace
 from minispec.instruments.trace import StageRecord, StepRecord, Trace
 from minispec.lab.viz.strip import row_view
@@ -134,14 +135,15 @@ def render_comparison(runs: list[tuple[str, dict, dict]], reference: dict) -> st
 
 
 def render_event(trace: Trace, index: int, decode=None) -> str:
-    """What happened at ``trace.events[index]``, as the notebooks step through it."""
-    kind, step_id, stage_id = trace.events[index]
-    step = trace.step(step_id)
+    """What happened at ``trace.events[index]``, with the records it left: a text log
+    of a recorded run, one event at a time (tested, but no notebook calls it)."""
+    event = trace.events[index]
+    step = trace.step(event.step)
     header = f"event {index + 1}/{len(trace.events)}: "
-    if kind == "schedule":
+    if event.kind is EventKind.SCHEDULE:
         return header + "scheduler -> " + render_schedule(step, decode)
-    if kind == "stage":
-        stage = next(s for s in step.stages if s.stage == stage_id)
-        return header + f"step {step_id} runs on stage {stage_id}\n" + render_stage(stage, step, decode)
+    if event.kind is EventKind.STAGE:
+        stage = next(s for s in step.stages if s.stage == event.stage)
+        return header + f"step {event.step} runs on stage {event.stage}\n" + render_stage(stage, step, decode)
     accepted = ", ".join(f"{r}={n}" for r, n in step.num_accepted.items()) or "none (prefill)"
-    return header + f"update_from_output for step {step_id}: accepted drafts {accepted}"
+    return header + f"update_from_output for step {event.step}: accepted drafts {accepted}"

@@ -1,7 +1,8 @@
 """The engine loop (vLLM: ``vllm/v1/engine/core.py``).
 
-``step_with_batch_queue`` keeps up to ``max_concurrent_batches`` (= pipeline
-stages) batches in flight. Each engine step it schedules a new batch if the
+``step_with_batch_queue`` keeps up to ``max_concurrent_batches`` batches in
+flight (the executor's, as vLLM's ``EngineCore`` reads it, 0.9.2 ``core.py`` 125:
+one per pipeline stage; ``LLM`` may set fewer). Each engine step it schedules a new batch if the
 queue has room and anything can be scheduled; only when nothing can be
 scheduled (or the queue is full) does it wait for the oldest batch and feed its
 output back to the scheduler. Requests in a batch in flight have nothing left
@@ -9,9 +10,12 @@ to schedule, so decode batches alternate between two sets of requests.
 
 With one stage the same loop schedules, runs and updates within one step, like
 vLLM's plain ``step()``. Every step can also be taken one event at a time
-(schedule, each stage's forward, update) with ``iter_events``, which is how the
-notebooks walk through the forum thread's interleaving.
-``abort_requests`` finishes requests with ``FINISHED_ABORTED``, as vLLM's does.
+(schedule, each stage's forward, update: ``minispec.instruments.events.Event``)
+with ``iter_events``, which is how the notebooks walk through the forum thread's
+interleaving. The engine uses only the executor's interface
+(``minispec.v1.executor.abstract``), recovery included.
+``abort_requests`` finishes requests with ``FINISHED_ABORTED``, as vLLM's does;
+``abort_all`` aborts everything after an exception cut a step short.
 Left out: the ZMQ engine-core process, output processing, async scheduling.
 """
 
@@ -20,18 +24,22 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterator
 
+from minispec.instruments.events import Event, EventKind
+from minispec.v1.executor.abstract import Executor, PendingBatch
 from minispec.v1.request import Request, RequestStatus
 
 
 class EngineCore:
-    def __init__(self, scheduler, executor, max_concurrent_batches: int, recorder=None):
+    def __init__(self, scheduler, executor: Executor, max_concurrent_batches: int | None = None, recorder=None):
+        """``max_concurrent_batches``: None takes the executor's."""
         self.scheduler, self.executor, self.recorder = scheduler, executor, recorder
-        self.max_concurrent_batches = max_concurrent_batches
-        self.batch_queue: deque = deque()
+        self.max_concurrent_batches = max_concurrent_batches or executor.max_concurrent_batches
+        self.batch_queue: deque[PendingBatch] = deque()
         self.arrivals: list[tuple[int, Request]] = []
         self.engine_step = 0
         self.num_batches = 0  # target forwards: batches that went through every stage
         self.finished: list[Request] = []
+        self._abort_pending = False  # abort_all was itself interrupted: finish it before anything else
 
     def add_request(self, request: Request, arrival_step: int = 0) -> None:
         self.arrivals.append((arrival_step, request))
@@ -46,6 +54,22 @@ class EngineCore:
         self.arrivals = [(step, r) for step, r in self.arrivals if r.request_id not in request_ids]
         self.scheduler.finish_requests(request_ids, RequestStatus.FINISHED_ABORTED)
 
+    def abort_all(self) -> None:
+        """Abort every unfinished request, wherever it is: the scheduler frees their blocks,
+        the batches in flight are dropped, and the executor makes every stage forget them
+        (and gets itself ready for new batches). If this is interrupted too, ``recover``
+        finishes it."""
+        self._abort_pending = True
+        self.abort_requests(self.unfinished_request_ids())
+        self.batch_queue.clear()
+        self.executor.abort_all()
+        self._abort_pending = False
+
+    def recover(self) -> None:
+        """Finish what an interrupted ``abort_all`` left undone."""
+        if self._abort_pending:
+            self.abort_all()
+
     def unfinished_request_ids(self) -> set[str]:
         """Every request not yet finished, wherever it is (queued, waiting, running)."""
         sched = self.scheduler
@@ -59,13 +83,13 @@ class EngineCore:
         while self.arrivals and self.arrivals[0][0] <= self.engine_step:
             self.scheduler.add_request(self.arrivals.pop(0)[1])
 
-    def _engine_step_events(self) -> Iterator[str]:
+    def _engine_step_events(self) -> Iterator[Event]:
         if self.arrivals and not self.batch_queue and not self.scheduler.has_unfinished_requests():
             # Nothing can happen before the next arrival: skip the idle steps,
             # numbering schedules as if each had run (an empty one still counts).
             idle = max(0, self.arrivals[0][0] - self.engine_step)
             self.engine_step += idle
-            self.scheduler.step_counter += idle
+            self.scheduler.skip_idle_steps(idle)
         self._admit_arrivals()
         scheduled = False
         if len(self.batch_queue) < self.max_concurrent_batches:
@@ -75,13 +99,13 @@ class EngineCore:
                 if self.recorder:
                     self.recorder.on_schedule(out, self.scheduler)
                 self.batch_queue.append(self.executor.execute_model(out))
-                yield f"schedule step {out.step}"
+                yield Event(EventKind.SCHEDULE, out.step)
         if self.batch_queue and (not scheduled or self.max_concurrent_batches == 1):
             batch = self.batch_queue[0]
             yield from self.executor.wait(batch)
             self.batch_queue.popleft()
             self._update(batch.scheduler_output, batch.output)
-            yield f"update step {batch.scheduler_output.step}"
+            yield Event(EventKind.UPDATE, batch.scheduler_output.step)
         self.engine_step += 1
 
     def _update(self, out, output) -> None:
@@ -95,11 +119,11 @@ class EngineCore:
         if self.recorder:
             self.recorder.on_update(out, self.scheduler, num_accepted, before)
 
-    def step_with_batch_queue(self) -> list[str]:
+    def step_with_batch_queue(self) -> list[Event]:
         """One engine step; returns the events it ran."""
         return list(self._engine_step_events())
 
-    def iter_events(self) -> Iterator[str]:
+    def iter_events(self) -> Iterator[Event]:
         """Every event until all requests finish, one at a time."""
         while self.has_work():
             idle = True
@@ -116,3 +140,6 @@ class EngineCore:
     def run(self) -> None:
         for _ in self.iter_events():
             pass
+
+    def shutdown(self) -> None:
+        self.executor.shutdown()

@@ -18,7 +18,13 @@ sends are asynchronous, and each receive is posted before its message is sent
 batch's output as it sends the batch off), so a stage busy in a forward pass
 never delays the message the next stage is waiting for. A receive that gets nothing within
 ``MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS`` (vLLM: ``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS``)
-fails the executor, which then refuses further work. Left out: tensor
+fails the executor, which then refuses further work.
+
+Rank 0 learns that the other stages ran a batch only when the last one's output
+arrives, so ``wait`` yields the batch's stage events then, in stage order (the
+timeline has when each ran). An abort (``abort_all``) stops every stage, since a
+worker may be mid-message; the next batch starts them again, except under
+torchrun, whose ranks this process did not start. Left out: tensor
 parallelism, vLLM's worker RPCs (``collective_rpc``) and its shared-memory
 queues. Backend: gloo, which sends CPU tensors only, so on a GPU the hidden
 states go through host memory (NCCL would send them GPU to GPU; no GPU run here).
@@ -37,6 +43,7 @@ import traceback
 import weakref
 from collections import deque
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Iterator
 
 import torch
@@ -44,8 +51,10 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from minispec.distributed.parallel_state import StageGroup
+from minispec.instruments.events import Event, EventKind
 from minispec.instruments.timeline import StageSpan, Timeline
 from minispec.sequence import IntermediateTensors
+from minispec.v1.executor.abstract import Executor, PendingBatch
 from minispec.v1.worker.gpu_worker import make_runner
 
 CTRL, HIDDEN, OUTPUT, SPAN = 1, 2, 3, 4  # message tags
@@ -167,36 +176,36 @@ def refuse_spawn_bootstrap() -> None:
                            'put the code that creates the LLM under `if __name__ == "__main__":`')
 
 
-class PendingBatch:
-    def __init__(self, scheduler_output, executor: "MultiprocExecutor"):
-        self.scheduler_output, self.executor, self.output = scheduler_output, executor, None
-        self.receives: list = []  # posted as soon as it is sent: its spans, then the last stage's output
-
-    @property
-    def done(self) -> bool:
-        return self.output is not None
+@dataclass(eq=False)
+class SentBatch(PendingBatch):
+    receives: list = field(default_factory=list)  # posted as soon as it is sent: its spans, then the output
 
 
-class MultiprocExecutor:
+class MultiprocExecutor(Executor):
     """Rank 0's side: runs stage 0 and keeps the batches in flight in order."""
 
     def __init__(self, config, launcher: str = "mp"):
         if launcher == "mp":
             refuse_spawn_bootstrap()
         share_cores(config.pipeline_parallel_size)  # stage 0 runs in this process
+        self.config, self.launcher = config, launcher
         self.pp, self.timeout_s = config.pipeline_parallel_size, execute_model_timeout()
+        self.error: str | None = None  # why a stage failed: from then on this executor refuses work
+        self._stopped_by_abort = False  # abort_all stopped the stages: start them before the next batch
+        self._start()
+
+    def _start(self) -> None:
         self.workers, self.groups, self.reports = [], [], None
-        self.error: str | None = None
-        self.in_flight: deque[PendingBatch] = deque()
-        self.timeline = Timeline(self.pp, clock="seconds")
+        self.in_flight: deque[SentBatch] = deque()
+        self.timeline = Timeline(self.pp, clock="seconds")  # a new process group, a new clock origin
         # Workers must not outlive an engine that was dropped without shutdown(), nor one that failed to start.
         self._finalizer = weakref.finalize(self, _stop_workers, self.groups, self.workers)
         try:
-            if launcher == "mp":
-                store, hostname = self._spawn_workers(config), "127.0.0.1"
+            if self.launcher == "mp":
+                store, hostname = self._spawn_workers(self.config), "127.0.0.1"
             else:
                 store, hostname = torchrun_store(self.pp), None
-            self.runner = make_runner(config, 0, device=torchrun_device(launcher))
+            self.runner = make_runner(self.config, 0, device=torchrun_device(self.launcher))
             self.group = StageGroup(store, 0, self.pp, self.timeout_s, hostname)
         except BaseException:
             self.shutdown()
@@ -227,9 +236,14 @@ class MultiprocExecutor:
         return store
 
     # -- the executor interface ------------------------------------------------
-    def execute_model(self, scheduler_output) -> PendingBatch:
-        self._check_usable()
-        batch, step = PendingBatch(scheduler_output, self), scheduler_output.step
+    @property
+    def max_concurrent_batches(self) -> int:
+        return self.pp
+
+    def execute_model(self, scheduler_output) -> SentBatch:
+        self._restart_after_abort()
+        self.check_health()
+        batch, step = SentBatch(scheduler_output), scheduler_output.step
         try:
             for rank in range(1, self.pp):
                 self.group.send_object(scheduler_output, rank, CTRL)
@@ -245,40 +259,61 @@ class MultiprocExecutor:
                 self.group.send(result["hidden_states"].contiguous().cpu(), 1, HIDDEN)
                 batch.receives = [self.group.post_object(r, SPAN) for r in range(1, self.pp)]
                 batch.receives.append(self.group.post_object(self.pp - 1, OUTPUT))
-                self.in_flight.append(batch)
         except WorkerError:
             raise
         except RuntimeError as exc:
             self._fail(f"sending step {step}", cause=exc)
+        self.in_flight.append(batch)
         return batch
 
-    def wait(self, batch: PendingBatch) -> Iterator[str]:
-        self._check_usable()
-        while not batch.done:
+    def wait(self, batch: SentBatch) -> Iterator[Event]:
+        self.check_health()
+        while batch in self.in_flight:
             oldest = self.in_flight.popleft()
-            try:
-                *spans, output = [r.take() for r in oldest.receives]
-                for span in spans:
-                    self._record(span)
-                oldest.output = output
-            except RuntimeError as exc:
-                self._fail(f"waiting for step {oldest.scheduler_output.step}", cause=exc)
-            yield f"stage {self.pp - 1} returned step {oldest.scheduler_output.step}"
+            self._receive(oldest)
+            yield from (Event(EventKind.STAGE, oldest.scheduler_output.step, stage) for stage in range(self.pp))
 
-    def shutdown(self) -> None:
-        self._finalizer()
+    def abort_all(self) -> None:
+        """Stop every stage: a worker may be mid-send, and only a new process group is sure to be
+        clean. A failed or shut-down executor stays stopped, and goes on refusing."""
+        if self._finalizer.alive:
+            self._stopped_by_abort = True
+            self.shutdown()
 
-    def _record(self, span: StageSpan) -> None:
-        self.timeline.spans.append(span)
-
-    # -- faults ----------------------------------------------------------------
-    def _check_usable(self) -> None:
+    def check_health(self) -> None:
         if self.error is not None:
             raise WorkerError(f"this LLM's pipeline failed earlier and was shut down ({self.error.splitlines()[0]}): "
                               "create a new LLM")
         if not self._finalizer.alive:
             raise WorkerError("this LLM was shut down: create a new LLM")
 
+    def shutdown(self) -> None:
+        self._finalizer()
+
+    def _receive(self, batch: SentBatch) -> None:
+        """The other stages' spans and the last one's output (with one stage, stage 0 made it here)."""
+        if not batch.receives:
+            return
+        try:
+            *spans, batch.output = [r.take() for r in batch.receives]
+        except RuntimeError as exc:
+            self._fail(f"waiting for step {batch.scheduler_output.step}", cause=exc)
+        for span in spans:
+            self._record(span)
+
+    def _restart_after_abort(self) -> None:
+        if not self._stopped_by_abort or self.error is not None:  # a failed one refuses (check_health)
+            return
+        if self.launcher == "torchrun":
+            raise RuntimeError("generate was interrupted under torchrun, which stopped the stages on the other "
+                               "ranks; they cannot be restarted from here: start the job again")
+        self._start()
+        self._stopped_by_abort = False
+
+    def _record(self, span: StageSpan) -> None:
+        self.timeline.spans.append(span)
+
+    # -- faults ----------------------------------------------------------------
     def _fail(self, when: str, reports: list | None = None, cause: Exception | None = None):
         """Name the stage that failed and why, stop every stage, and refuse from now on."""
         reports = reports or self._collect_reports()

@@ -1,84 +1,93 @@
-"""An in-process pipeline: one ``GPUModelRunner`` per stage, one Python process.
+"""Every pipeline stage in one process: one ``GPUModelRunner`` per stage
+(vLLM: ``UniProcExecutor``, in ``vllm/v1/executor/abstract.py`` in 0.9.2, lines
+99-100, and in its own ``vllm/v1/executor/uniproc_executor.py`` by 0.13.0).
 
-vLLM runs each stage in its own worker process (``vllm/v1/executor/
-multiproc_executor.py``) and sends hidden states between them with
-``torch.distributed``. Here a stage is an object and the hand-off is a
-function argument, which makes every stage event deterministic and steppable.
+vLLM's ``UniProcExecutor`` runs one worker in-process (its ``driver_worker``,
+0.14.0 ``uniproc_executor.py`` 27-48), so it has no pipeline:
+vLLM runs pipeline stages one process each (``multiproc_executor.py``) and sends
+hidden states between them with ``torch.distributed``. minispec's runs every
+stage in this one process, each an object, and the hand-off is a function
+argument, which makes every stage event deterministic and steppable. The stages
+stay readable as ``runners`` for the notebooks and tests that look inside them.
 
 Time advances in *ticks*: in one tick every stage that has a batch waiting runs
 it, oldest batch (the one furthest along) first, so a batch moves one stage per
 tick and two batches can be on two stages at once -- the overlap a real
 pipeline has. ``wait(batch)`` ticks until that batch has left the last stage.
+Recovery is plain: ``abort_all`` empties the pipeline and gives every stage a
+fresh persistent batch (``GPUModelRunner.drop_all_requests``), and nothing can
+fail outside this process, so ``check_health`` has nothing to check.
+Left out: vLLM's worker wrapper and its RPCs (``collective_rpc``): the executor
+calls each runner directly.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
 
+from minispec.instruments.events import Event, EventKind
 from minispec.instruments.timeline import StageSpan, Timeline
 from minispec.v1.core.sched.output import SchedulerOutput
-from minispec.v1.outputs import ModelRunnerOutput
+from minispec.v1.executor.abstract import Executor, PendingBatch
 from minispec.v1.worker.gpu_worker import make_runner
 
 
-@dataclass
-class PipelineBatch:
-    """A scheduled batch travelling through the stages (vLLM returns a Future)."""
+@dataclass(eq=False)
+class PipelineBatch(PendingBatch):
+    """A scheduled batch travelling through the stages."""
 
-    scheduler_output: SchedulerOutput
-    executor: "UniProcExecutor"
     next_stage: int = 0
     carry: object = None  # IntermediateTensors between stages
-    output: ModelRunnerOutput | None = field(default=None, repr=False)
-
-    @property
-    def done(self) -> bool:
-        return self.output is not None
 
 
-class UniProcExecutor:
+class UniProcExecutor(Executor):
     def __init__(self, config, recorder=None):
         self.runners = [make_runner(config, rank, recorder) for rank in range(config.pipeline_parallel_size)]
         self.in_flight: deque[PipelineBatch] = deque()
         self.timeline = Timeline(config.pipeline_parallel_size, clock="ticks")
         self.num_ticks = 0
 
+    @property
+    def max_concurrent_batches(self) -> int:
+        """One per stage, as vLLM's multiprocess executor allows: each stage can hold a batch."""
+        return len(self.runners)
+
     def execute_model(self, scheduler_output: SchedulerOutput) -> PipelineBatch:
-        batch = PipelineBatch(scheduler_output, self)
+        batch = PipelineBatch(scheduler_output)
         self.in_flight.append(batch)
         return batch
 
-    def wait(self, batch: PipelineBatch) -> Iterator[str]:
-        """Advance the pipeline until ``batch`` is done, one event at a time."""
+    def wait(self, batch: PipelineBatch) -> Iterator[Event]:
         while not batch.done:
-            for stage, step in self.tick():
-                yield f"stage {stage} runs step {step}"
+            yield from self.tick()
 
-    def discard_in_flight(self) -> None:
-        """Forget the batches in the pipeline and every request each stage holds
-        (after the engine aborted them all: see ``GPUModelRunner.drop_all_requests``)."""
+    def abort_all(self) -> None:
         self.in_flight.clear()
         for runner in self.runners:
             runner.drop_all_requests()
 
+    def check_health(self) -> None:
+        """Every stage lives in this process: if it runs, they do."""
+
     def shutdown(self) -> None:
         """Nothing to stop: every stage lives in this process."""
 
-    def tick(self) -> list[tuple[int, int]]:
-        """Run one pipeline tick; return the (stage, step) events it ran."""
+    def tick(self) -> list[Event]:
+        """Run one pipeline tick; return the stage events it ran."""
         events, busy = [], set()
         for batch in list(self.in_flight):  # oldest first: FIFO on every stage
             stage = batch.next_stage
             if stage in busy:
                 continue
             busy.add(stage)
-            events.append(self._run_stage(batch, stage))
+            self._run_stage(batch, stage)
+            events.append(Event(EventKind.STAGE, batch.scheduler_output.step, stage))
         self.num_ticks += 1
         return events
 
-    def _run_stage(self, batch: PipelineBatch, stage: int) -> tuple[int, int]:
+    def _run_stage(self, batch: PipelineBatch, stage: int) -> None:
         runner = self.runners[stage]
         carry = batch.carry.to(runner.device) if batch.carry is not None else None
         out = batch.scheduler_output
@@ -91,4 +100,3 @@ class UniProcExecutor:
             self.in_flight.remove(batch)
         else:
             batch.carry = result
-        return stage, out.step

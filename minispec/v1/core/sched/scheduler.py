@@ -57,6 +57,11 @@ class Scheduler:
         self.num_preemptions = 0
         self.step_counter = 0
 
+    def skip_idle_steps(self, n: int) -> None:
+        """Number the next schedule as if ``n`` had found nothing to do (the engine skips the idle
+        engine steps before a far arrival; minispec's step numbers name steps in traces)."""
+        self.step_counter += n
+
     # -- requests ---------------------------------------------------------
     def add_request(self, request: Request) -> None:
         if request.request_id in self.requests:

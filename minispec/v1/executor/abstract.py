@@ -1,0 +1,76 @@
+"""What the engine may ask of an executor (vLLM: ``vllm/v1/executor/abstract.py``).
+
+An executor takes each scheduled batch (``execute_model``), runs it through every
+pipeline stage and completes it when the engine waits for it (``wait``, which
+yields an ``Event`` as each stage's forward pass is done). It owns its stages, so
+it also owns their recovery: ``abort_all`` forgets every batch in flight and
+every request a stage holds, and the executor gets itself ready again before its
+next batch; ``check_health`` raises if it cannot take work; ``shutdown`` stops it.
+The engine and ``LLM`` use nothing else.
+
+vLLM 0.9.2's ``Executor`` (``abstract.py`` 22-96) extends v0's ``ExecutorBase``,
+whose ``check_health`` raises ``NotImplementedError`` (``vllm/executor/executor_base.py``
+250-253); by 0.14.0 ``Executor`` is an ``ABC`` of its own with ``check_health``
+abstract (``abstract.py`` 35, 253-257). Its ``max_concurrent_batches`` is 1
+(0.9.2 ``abstract.py`` 91-93), and the multiprocess executor's is
+``pipeline_parallel_size`` (0.9.2 ``multiproc_executor.py`` 272-274). Its
+``execute_model`` returns the output, or a ``Future`` when more than one batch
+may be in flight (0.9.2 ``multiproc_executor.py`` 154-164); minispec's returns a
+``PendingBatch`` that ``wait`` completes, so a notebook can step through it. vLLM
+has no abort on the executor: an abort frees the request in the scheduler, and a
+worker that dies fails the whole engine (``register_failure_callback``). Left out:
+``collective_rpc``, KV-cache sizing, profiling, LoRA, sleep mode.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from minispec.instruments.events import Event
+from minispec.instruments.timeline import Timeline
+from minispec.v1.core.sched.output import SchedulerOutput
+from minispec.v1.outputs import ModelRunnerOutput
+
+
+@dataclass(eq=False)  # compared by identity: executors find a batch in their queue
+class PendingBatch:
+    """A batch the executor has taken and not yet completed (vLLM: a ``Future``)."""
+
+    scheduler_output: SchedulerOutput
+    output: ModelRunnerOutput | None = field(default=None, repr=False)
+
+    @property
+    def done(self) -> bool:
+        return self.output is not None
+
+
+class Executor(ABC):
+    timeline: Timeline  # when each stage worked on each batch
+
+    @property
+    def max_concurrent_batches(self) -> int:
+        """How many batches the engine may keep in flight at once."""
+        return 1
+
+    @abstractmethod
+    def execute_model(self, scheduler_output: SchedulerOutput) -> PendingBatch:
+        """Take one batch; it is done once ``wait`` has run it through every stage."""
+
+    @abstractmethod
+    def wait(self, batch: PendingBatch) -> Iterator[Event]:
+        """Run the pipeline until ``batch`` is done, yielding each stage forward as it ends."""
+
+    @abstractmethod
+    def abort_all(self) -> None:
+        """Forget every batch in flight and every request any stage holds (the engine
+        has aborted them all). Safe to call again if it was itself interrupted."""
+
+    @abstractmethod
+    def check_health(self) -> None:
+        """Raise if this executor cannot take work."""
+
+    @abstractmethod
+    def shutdown(self) -> None:
+        """Stop the stages that run in other processes (they refuse work from then on)."""
