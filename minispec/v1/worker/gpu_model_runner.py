@@ -16,6 +16,14 @@ switchable (``minispec.v1.worker.runner_fixes``; with fix 1 alone, the preset
 ``"vllm-0.14"``, this runner's re-add and relay logic matches 0.14.0's).
 minispec adds bookkeeping vLLM does not have: ``row_paths`` for traces and
 each request's last drafts for fix 2.
+
+Built as vLLM builds it, from the ``VllmConfig`` alone: the runner picks its
+drafter (last stage only), its ``Sampler`` and ``RejectionSampler``, and turns each
+of ``RunnerFixes``' switches into the one function it calls.
+``removed_req_indices`` is not passed through ``_update_states``: vLLM 0.9.2's GPU
+runner does not pass it either (0.9.1's did, and 0.9.2's ``tpu_model_runner.py``
+still does, from line 365); its ``InputBatch`` keeps the free rows itself, and so
+does minispec's (see ``gpu_input_batch.py``).
 Left out: CUDA graphs, the Worker class, structured output, LoRA, multimodal.
 One departure from 0.14.0 under ``"vllm-0.14"``: 0.14.0 first evicts a resumed
 request that still holds a row (``cached - (scheduled - resumed)``,
@@ -81,19 +89,13 @@ class GPUModelRunner:
         """Stage ``rank`` of ``vllm_config``'s pipeline, on ``device``. vLLM's takes
         ``(vllm_config, device)`` and reads its rank from the pipeline group."""
         self.vllm_config = vllm_config
-        cache_config, scheduler_config = vllm_config.cache_config, vllm_config.scheduler_config
         self.pp_rank, self.pp_size = rank, vllm_config.pipeline_parallel_size
         self.is_first_rank, self.is_last_rank = rank == 0, rank == self.pp_size - 1
         self.device, self.seed, self.recorder = device, vllm_config.seed, recorder
         self.dtype = vllm_config.dtype or torch.float32
-        self.block_size = cache_config.block_size
-        self.max_model_len = scheduler_config.max_model_len
-        self.model = get_model(vllm_config.model, rank, self.pp_size, device=device, dtype=self.dtype,
-                               arch=vllm_config.arch)
-        arch = self.model.arch
-        for attn in self.model.attention_layers:
-            attn.kv_cache = allocate_kv_cache(cache_config.num_gpu_blocks, self.block_size,
-                                              arch.num_key_value_heads, arch.head_dim, self.dtype, device)
+        self.block_size = vllm_config.cache_config.block_size
+        self.max_model_len = vllm_config.scheduler_config.max_model_len
+        self.model = self._load_model()
         # Each fix is one function from here on (runner_fixes): a learner's, the fix or the fault.
         fixes = vllm_config.fixes
         self.readd_spec_tokens = resolve_fix(fixes.readd_spec_tokens, GPUModelRunner._write_spec_tokens,
@@ -107,6 +109,18 @@ class GPUModelRunner:
         self.sampler = Sampler()
         self.drafter = self._make_drafter() if self.is_last_rank else None
         self.rejection_sampler = RejectionSampler()
+
+    def _load_model(self):
+        """This stage's layers, with their KV cache (vLLM: ``load_model`` and
+        ``initialize_kv_cache``, which the worker calls after profiling memory)."""
+        config = self.vllm_config
+        model = get_model(config.model, self.pp_rank, self.pp_size, device=self.device, dtype=self.dtype,
+                          arch=config.arch)
+        for attn in model.attention_layers:
+            attn.kv_cache = allocate_kv_cache(config.cache_config.num_gpu_blocks, self.block_size,
+                                              config.arch.num_key_value_heads, config.arch.head_dim, self.dtype,
+                                              self.device)
+        return model
 
     def _make_drafter(self):
         """vLLM 0.9.2 picks the drafter by method, on the last rank only

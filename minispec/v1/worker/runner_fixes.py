@@ -49,11 +49,16 @@ from enum import StrEnum
 
 
 class Preset(StrEnum):
-    """A ``StrEnum``, so each preset compares equal to (and prints as) its name."""
+    """A ``StrEnum``, so each preset compares equal to its name and prints as it; its
+    repr is the name's too, so lists of presets (argparse's choices, error messages,
+    notebook outputs) read as they did when presets were plain strings."""
 
     VLLM_0_9_2 = "vllm-0.9.2"
     VLLM_0_14 = "vllm-0.14"
     ALL = "all"
+
+    def __repr__(self) -> str:
+        return repr(self.value)
 
 
 @dataclass(frozen=True)
