@@ -1,5 +1,6 @@
 """The two runner faults of July 2025 as switches, their presets, and the workshop's
-plug points (minispec's own; vLLM has no twin: it ships one behaviour per release).
+plug points (minispec's own; vLLM has no twin: it ships one behaviour per release of
+the code they switch, ``_update_states`` in ``vllm/v1/worker/gpu_model_runner.py``).
 
 * ``readd_spec_tokens`` (fix 1, vLLM v0.14.0, PR #31944): when a cached request is
   re-added to the persistent batch, write its scheduled draft tokens into its row,
