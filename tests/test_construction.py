@@ -15,6 +15,8 @@ from minispec.v1.spec_decode.draft_model import DraftModelProposer
 from minispec.v1.spec_decode.ngram_proposer import NgramProposer
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner
 from minispec.v1.worker.runner_fixes import (
+    PRESETS,
+    Preset,
     RunnerFixes,
     skip_spec_tokens,
     slice_relayed_tokens,
@@ -61,6 +63,11 @@ def test_bad_arguments_are_refused_by_create_engine_config_with_llm_s_words():
         LLM(record=True, distributed_executor_backend="mp")
     with pytest.raises(TypeError, match="pipeline_paralel_size"):
         LLM(pipeline_paralel_size=2)
+
+
+def test_a_preset_labels_the_trace_by_its_name():
+    assert LLM(fixes=Preset.VLLM_0_14, record=True, max_model_len=64).trace.fixes == "vllm-0.14"
+    assert LLM(fixes="vllm-0.14", record=True, max_model_len=64).config.fixes is PRESETS[Preset.VLLM_0_14]
 
 
 @pytest.mark.parametrize("spec,drafter", [(None, type(None)), ({"method": "ngram", "num_speculative_tokens": 2},

@@ -32,10 +32,10 @@ import torch
 from minispec.config import DEFAULT_TARGET, is_int
 from minispec.engine.arg_utils import EngineArgs
 from minispec.instruments.invariants import InvariantChecker
+from minispec.instruments.trace import TraceRecorder
 from minispec.outputs import CompletionOutput, RequestOutput
 from minispec.sampling_params import SamplingParams
 from minispec.transformers_utils.tokenizer import load_tokenizer
-from minispec.instruments.trace import TraceRecorder
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 from minispec.v1.core.sched.scheduler import Scheduler
 from minispec.v1.engine.core import EngineCore

@@ -48,6 +48,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from minispec.v1.worker.gpu_input_batch import CachedRequestState
+
 
 class Preset(StrEnum):
     """A ``StrEnum``, so each preset compares equal to its name and prints as it; its
@@ -95,14 +97,14 @@ def skip_spec_tokens(runner, row: int, spec_token_ids: list[int]) -> None:
     """Fault 1 (v0.9.2): a re-added row gets no drafts; its draft slots keep what they held."""
 
 
-def slice_relayed_tokens(state, num_computed_tokens: int, new_token_ids: list[int]) -> list[int]:
+def slice_relayed_tokens(state: CachedRequestState, num_computed_tokens: int, new_token_ids: list[int]) -> list[int]:
     """Fault 2 (v0.9.2, still 0.14.0): a slice of the relayed tokens that is silently
     shorter than what is missing when drafts were accepted."""
     num_new = num_computed_tokens + len(new_token_ids) - state.num_tokens
     return new_token_ids[-num_new:]
 
 
-def take_accepted_drafts(state, num_computed_tokens: int, new_token_ids: list[int]) -> list[int]:
+def take_accepted_drafts(state: CachedRequestState, num_computed_tokens: int, new_token_ids: list[int]) -> list[int]:
     """Fix 2: the drafts accepted last step were never relayed; they are the first
     ``missing`` of the drafts this stage was given. (A request scheduled without
     drafts keeps its older ones: a resumed request's last recompute chunk may still
