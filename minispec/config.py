@@ -157,10 +157,10 @@ class ParallelConfig:
 
     def __post_init__(self):
         require(self.distributed_executor_backend in BACKENDS, "distributed_executor_backend",
-                 self.distributed_executor_backend, "'uni', 'mp' or 'torchrun'")
+                self.distributed_executor_backend, "'uni', 'mp' or 'torchrun'")
         in_flight = self.max_concurrent_batches
         require(in_flight is None or (is_int(in_flight) and in_flight >= 1), "max_concurrent_batches", in_flight,
-                 "an integer >= 1 or None")
+                "an integer >= 1 or None")
 
     def validate_for(self, arch: LlamaArchitecture) -> None:
         pp = self.pipeline_parallel_size
@@ -188,7 +188,7 @@ class SpeculativeConfig:
         k = self.num_speculative_tokens
         require(is_int(k) and k >= 0, "speculative_config['num_speculative_tokens']", k, "an integer >= 0")
         require(isinstance(self.model, (str, os.PathLike)), "speculative_config['model']", self.model,
-                 "a path to a checkpoint directory")
+                "a path to a checkpoint directory")
         lo, hi = self.prompt_lookup_min, self.prompt_lookup_max
         require(
             is_int(lo) and is_int(hi) and 1 <= lo <= hi,
@@ -205,7 +205,7 @@ class SpeculativeConfig:
         require(not unknown, "speculative_config", sorted(unknown), f"keys among {sorted(known)}")
         # vLLM refuses a speculative config without it rather than guess k.
         require("num_speculative_tokens" in d, "speculative_config", d,
-                 "a 'num_speculative_tokens' key (drafts per step)")
+                "a 'num_speculative_tokens' key (drafts per step)")
         return cls(**d)
 
     @property
@@ -279,7 +279,7 @@ def resolve_dtype(dtype):
     if isinstance(dtype, str) and dtype in DTYPES:
         return getattr(torch, dtype)
     require(dtype in (torch.float32, torch.float16, torch.bfloat16), "dtype", dtype,
-             f"torch.float32, torch.float16 or torch.bfloat16, or one of {DTYPES}")
+            f"torch.float32, torch.float16 or torch.bfloat16, or one of {DTYPES}")
     return dtype
 
 

@@ -102,3 +102,11 @@ def test_a_plugged_move_row_survives_dropping_every_request():
     assert runner.input_batch.move_row is move_row
     runner.drop_all_requests()
     assert runner.input_batch.move_row is move_row
+
+
+def test_llm_s_docstring_names_every_engine_argument():
+    """``LLM(model, **kwargs)`` passes kwargs on; its docstring is where a learner sees them."""
+    from dataclasses import fields
+
+    named = {f.name for f in fields(EngineArgs)} - {"model"}
+    assert {name for name in named if f"``{name}``" in LLM.__init__.__doc__} == named
