@@ -1,6 +1,11 @@
 """Engine configuration objects, after ``vllm/config.py`` (ModelConfig, CacheConfig,
-ParallelConfig, SpeculativeConfig, SchedulerConfig), each reduced to the fields
-minispec uses and each validating its own values so a bad one is named at once.
+ParallelConfig, SpeculativeConfig, SchedulerConfig, ObservabilityConfig, VllmConfig),
+each reduced to the fields minispec uses. Each config checks its own fields when it is
+built, so a bad one is named at once; what needs several configs or a checkpoint's
+files is checked where they are all built, ``EngineArgs.create_engine_config``
+(``minispec/engine/arg_utils.py``), as in vLLM. Left out: ModelConfig as its own
+object (``VllmConfig`` holds the model's path and architecture directly),
+tensor/data/expert parallelism, quantisation, compilation, LoRA, device configs.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ def is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _require(ok: bool, name: str, value, expected: str) -> None:
+def require(ok: bool, name: str, value, expected: str) -> None:
     if not ok:
         raise ValueError(f"{name}={value!r}: expected {expected}")
 
@@ -127,8 +132,8 @@ class CacheConfig:
     num_gpu_blocks: int | None = None
 
     def __post_init__(self):
-        _require(is_int(self.block_size) and self.block_size > 0, "block_size", self.block_size, "an integer > 0")
-        _require(
+        require(is_int(self.block_size) and self.block_size > 0, "block_size", self.block_size, "an integer > 0")
+        require(
             self.num_gpu_blocks is None or (is_int(self.num_gpu_blocks) and self.num_gpu_blocks > 0),
             "num_gpu_blocks", self.num_gpu_blocks, "None or an integer > 0",
         )
@@ -139,13 +144,27 @@ class CacheConfig:
         return replace(self, num_gpu_blocks=max_num_seqs * -(-max_model_len // self.block_size))
 
 
+BACKENDS = ("uni", "mp", "torchrun")
+
+
 @dataclass(frozen=True)
 class ParallelConfig:
     pipeline_parallel_size: int = 1
+    distributed_executor_backend: str = "uni"
+    # minispec's: batches in flight at once. vLLM has no setting: its executors'
+    # max_concurrent_batches is pipeline_parallel_size, which None stands for here.
+    max_concurrent_batches: int | None = None
+
+    def __post_init__(self):
+        require(self.distributed_executor_backend in BACKENDS, "distributed_executor_backend",
+                self.distributed_executor_backend, "'uni', 'mp' or 'torchrun'")
+        in_flight = self.max_concurrent_batches
+        require(in_flight is None or (is_int(in_flight) and in_flight >= 1), "max_concurrent_batches", in_flight,
+                "an integer >= 1 or None")
 
     def validate_for(self, arch: LlamaArchitecture) -> None:
         pp = self.pipeline_parallel_size
-        _require(
+        require(
             is_int(pp) and 1 <= pp <= arch.num_hidden_layers,
             "pipeline_parallel_size", pp, f"an integer from 1 to the model's {arch.num_hidden_layers} layers",
         )
@@ -158,17 +177,20 @@ class SpeculativeConfig:
     model: str | Path = DEFAULT_DRAFT
     prompt_lookup_min: int = 1
     prompt_lookup_max: int = 3
+    # The draft's config.json, read once by create_engine_config (vLLM:
+    # draft_model_config); None for n-gram or no drafts.
+    draft_arch: LlamaArchitecture | None = None
 
     METHODS = ("draft_model", "ngram")
 
     def __post_init__(self):
-        _require(self.method in self.METHODS, "speculative_config['method']", self.method, f"one of {self.METHODS}")
+        require(self.method in self.METHODS, "speculative_config['method']", self.method, f"one of {self.METHODS}")
         k = self.num_speculative_tokens
-        _require(is_int(k) and k >= 0, "speculative_config['num_speculative_tokens']", k, "an integer >= 0")
-        _require(isinstance(self.model, (str, os.PathLike)), "speculative_config['model']", self.model,
-                 "a path to a checkpoint directory")
+        require(is_int(k) and k >= 0, "speculative_config['num_speculative_tokens']", k, "an integer >= 0")
+        require(isinstance(self.model, (str, os.PathLike)), "speculative_config['model']", self.model,
+                "a path to a checkpoint directory")
         lo, hi = self.prompt_lookup_min, self.prompt_lookup_max
-        _require(
+        require(
             is_int(lo) and is_int(hi) and 1 <= lo <= hi,
             "speculative_config['prompt_lookup_min'/'prompt_lookup_max']", (lo, hi), "integers with 1 <= min <= max",
         )
@@ -177,13 +199,13 @@ class SpeculativeConfig:
     def from_dict(cls, d: dict | None) -> "SpeculativeConfig":
         if not d:
             return cls()
-        _require(isinstance(d, dict), "speculative_config", d, "None or a dict")
+        require(isinstance(d, dict), "speculative_config", d, "None or a dict")
         known = {"method", "num_speculative_tokens", "model", "prompt_lookup_min", "prompt_lookup_max"}
         unknown = set(d) - known
-        _require(not unknown, "speculative_config", sorted(unknown), f"keys among {sorted(known)}")
+        require(not unknown, "speculative_config", sorted(unknown), f"keys among {sorted(known)}")
         # vLLM refuses a speculative config without it rather than guess k.
-        _require("num_speculative_tokens" in d, "speculative_config", d,
-                 "a 'num_speculative_tokens' key (drafts per step)")
+        require("num_speculative_tokens" in d, "speculative_config", d,
+                "a 'num_speculative_tokens' key (drafts per step)")
         return cls(**d)
 
     @property
@@ -200,16 +222,38 @@ class SchedulerConfig:
     def __post_init__(self):
         for name in ("max_num_seqs", "max_num_batched_tokens", "max_model_len"):
             value = getattr(self, name)
-            _require(is_int(value) and value > 0, name, value, "an integer > 0")
+            require(is_int(value) and value > 0, name, value, "an integer > 0")
+
+
+@dataclass(frozen=True)
+class ObservabilityConfig:
+    """What the engine records as it runs (vLLM: ``ObservabilityConfig``, whose
+    fields are tracing and metrics): minispec's trace of every stage's rows, and
+    the invariant checker run on it live. Both need the stages in this process."""
+
+    record: bool = False
+    check_invariants: bool = False
+
+    def __post_init__(self):
+        for name in ("check_invariants", "record"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise ValueError(f"{name}={value!r}: expected True or False")
+
+    @property
+    def enabled(self) -> bool:
+        return self.record or self.check_invariants
 
 
 @dataclass(frozen=True)
 class VllmConfig:
     """Everything an engine and its workers are built from, in one picklable
-    object (vLLM: ``VllmConfig``), so a worker process can rebuild its stage."""
+    object (vLLM: ``VllmConfig``), so a worker process can rebuild its stage.
+    Build it with ``EngineArgs(...).create_engine_config()``, which checks the
+    configs against each other and against the checkpoints."""
 
     model: Path
-    arch: LlamaArchitecture
+    arch: LlamaArchitecture  # the target's config.json, read once
     parallel_config: ParallelConfig
     cache_config: CacheConfig
     scheduler_config: SchedulerConfig
@@ -218,27 +262,7 @@ class VllmConfig:
     device: str | None = None
     dtype: object = None  # torch.dtype; None means float32
     seed: int = 0
-
-    def __post_init__(self):
-        _require(is_int(self.seed) and 0 <= self.seed < 2**63, "seed", self.seed, "an integer in [0, 2**63)")
-        check_device(self.device)
-        self.parallel_config.validate_for(self.arch)
-        max_len = self.scheduler_config.max_model_len
-        positions = self.arch.max_position_embeddings
-        _require(max_len <= positions, "max_model_len", max_len, f"at most the model's {positions} positions")
-        blocks, block_size = self.cache_config.num_gpu_blocks, self.cache_config.block_size
-        if blocks * block_size < max_len:
-            # Otherwise one long request could wait forever for blocks.
-            raise ValueError(f"num_gpu_blocks={blocks}: expected at least max_model_len / block_size = "
-                             f"{-(-max_len // block_size)} blocks")
-        spec = self.speculative_config
-        if spec.enabled and spec.method == "draft_model":
-            draft = LlamaArchitecture.from_pretrained(spec.model, "speculative_config['model']")
-            if draft.vocab_size != self.arch.vocab_size:
-                raise ValueError(
-                    f"speculative_config['model']={str(spec.model)!r}: expected the target's vocabulary "
-                    f"({self.arch.vocab_size} tokens), got {draft.vocab_size}"
-                )
+    observability_config: ObservabilityConfig = ObservabilityConfig()
 
     @property
     def pipeline_parallel_size(self) -> int:
@@ -254,8 +278,8 @@ def resolve_dtype(dtype):
 
     if isinstance(dtype, str) and dtype in DTYPES:
         return getattr(torch, dtype)
-    _require(dtype in (torch.float32, torch.float16, torch.bfloat16), "dtype", dtype,
-             f"torch.float32, torch.float16 or torch.bfloat16, or one of {DTYPES}")
+    require(dtype in (torch.float32, torch.float16, torch.bfloat16), "dtype", dtype,
+            f"torch.float32, torch.float16 or torch.bfloat16, or one of {DTYPES}")
     return dtype
 
 
@@ -272,7 +296,7 @@ def check_device(device) -> None:
     if dev.type == "cuda" and not (torch.cuda.is_available() and (dev.index or 0) < torch.cuda.device_count()):
         raise ValueError(f"device={device!r}: this machine has {torch.cuda.device_count()} CUDA device(s): "
                          "expected None or 'cpu'")
-    _require(dev.type in ("cpu", "cuda"), "device", device, "None, 'cpu' or 'cuda[:N]'")
+    require(dev.type in ("cpu", "cuda"), "device", device, "None, 'cpu' or 'cuda[:N]'")
 
 
 def _gib(n: int) -> str:
@@ -296,9 +320,8 @@ def memory_plan(config: "VllmConfig", dtype_bytes: int, blocks_given: bool = Tru
         (f"max_num_seqs={seqs} x max_model_len={max_len} (every stage's persistent batch)",
          pp * seqs * (max_len + blocks_per_req) * 8),
     ]
-    spec = config.speculative_config
-    if spec.enabled and spec.method == "draft_model":
-        draft = LlamaArchitecture.from_pretrained(spec.model, "speculative_config['model']")
+    draft = config.speculative_config.draft_arch
+    if draft is not None:
         plan.append((f"max_num_seqs={seqs} x max_model_len={max_len} rounded up to block_size={cache.block_size} "
                      "(the draft model's KV cache)",
                      seqs * blocks_per_req * cache.block_size * 2 * draft.num_key_value_heads * draft.head_dim

@@ -54,3 +54,18 @@ def test_condense_moves_only_num_tokens_slots():
     batch.condense()
     # B (2 tokens) moved into row 0; A's tail is still behind it.
     assert batch.token_ids_cpu[0, :6].tolist() == [2, 2, 1, 1, 1, 1]
+
+
+def test_condense_moves_rows_with_the_plugged_move_row():
+    moves = []
+
+    def move_row(batch, src, tgt):
+        moves.append((src, tgt))
+        InputBatch._move_row(batch, src, tgt)
+
+    batch = InputBatch(3, 16, 4, move_row=move_row)
+    for i, req_id in enumerate("ABC"):
+        batch.add_request(state(req_id, [i + 1] * 3, blocks=[i]))
+    batch.remove_request("A")
+    batch.condense()
+    assert moves == [(2, 0)] and batch.req_ids == ["C", "B"]

@@ -6,10 +6,11 @@ import torch
 from scipy.stats import chisquare
 
 from minispec.sampling_params import SamplingParams
-from minispec.v1.sample.rejection_sampler import rejection_sample
+from minispec.v1.sample.rejection_sampler import RejectionSampler
 from minispec.v1.sample.sampler import compute_probs
 
 GREEDY = SamplingParams(temperature=0)
+rejection_sampler = RejectionSampler()
 
 
 def one_hot_logits(tokens, vocab=8):
@@ -19,24 +20,24 @@ def one_hot_logits(tokens, vocab=8):
 
 
 def test_greedy_all_accepted_gives_bonus():
-    assert rejection_sample([3, 1, 4], one_hot_logits([3, 1, 4, 6]), GREEDY) == [3, 1, 4, 6]
+    assert rejection_sampler([3, 1, 4], one_hot_logits([3, 1, 4, 6]), GREEDY) == [3, 1, 4, 6]
 
 
 def test_greedy_first_rejected_gives_recovered():
-    assert rejection_sample([2, 1, 4], one_hot_logits([3, 1, 4, 6]), GREEDY) == [3]
+    assert rejection_sampler([2, 1, 4], one_hot_logits([3, 1, 4, 6]), GREEDY) == [3]
 
 
 def test_greedy_middle_rejected():
-    assert rejection_sample([3, 5, 4], one_hot_logits([3, 1, 4, 6]), GREEDY) == [3, 1]
+    assert rejection_sampler([3, 5, 4], one_hot_logits([3, 1, 4, 6]), GREEDY) == [3, 1]
 
 
 def test_no_drafts_is_plain_sampling():
-    assert rejection_sample([], one_hot_logits([7]), GREEDY) == [7]
+    assert rejection_sampler([], one_hot_logits([7]), GREEDY) == [7]
 
 
 def test_wrong_number_of_logit_rows_is_refused():
     with pytest.raises(ValueError, match="expected 3"):
-        rejection_sample([1, 2], one_hot_logits([1]), GREEDY)
+        rejection_sampler([1, 2], one_hot_logits([1]), GREEDY)
 
 
 TRIALS = 20_000
@@ -71,7 +72,7 @@ def test_random_sampling_keeps_target_distribution(proposer, one_thread):
         else:
             drafts = [int(torch.multinomial(q[i], 1, generator=g)) for i in range(k)]
             probs = q
-        out = rejection_sample(drafts, target_logits, params, probs, g)
+        out = rejection_sampler(drafts, target_logits, params, probs, g)
         counts[out[0]] += 1
         accepted += len(out) - 1
     p0 = p0.double().numpy()

@@ -1,7 +1,10 @@
 """The user-facing ``LLM`` class (vLLM: ``vllm/entrypoints/llm.py``).
 
-Builds the engine -- an executor holding one ``GPUModelRunner`` per pipeline
-stage, a scheduler and an engine core -- and runs ``generate`` to completion. Arguments mirror vLLM's where they exist;
+Builds the engine as vLLM does: ``EngineArgs(model=model, **kwargs)``, whose
+``create_engine_config()`` checks every argument and returns the ``VllmConfig``
+(``minispec.engine.arg_utils``); from it an executor holding one
+``GPUModelRunner`` per pipeline stage, a scheduler and an engine core. Then
+``generate`` runs to completion. Arguments mirror vLLM's where they exist;
 ``fixes``, ``record``, ``check_invariants`` and ``arrival_steps`` are minispec's.
 So is ``max_concurrent_batches``, the number of batches in flight at once: in vLLM
 0.9.2 the base ``Executor.max_concurrent_batches`` is 1 and the multiprocess and Ray
@@ -26,25 +29,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from minispec.config import (
-    DEFAULT_TARGET,
-    CacheConfig,
-    LlamaArchitecture,
-    ParallelConfig,
-    SchedulerConfig,
-    SpeculativeConfig,
-    VllmConfig,
-    available_memory,
-    check_memory,
-    is_int,
-    resolve_dtype,
-)
-from minispec.v1.worker.runner_fixes import RunnerFixes, resolve_fixes
+from minispec.config import DEFAULT_TARGET, is_int
+from minispec.engine.arg_utils import EngineArgs
 from minispec.instruments.invariants import InvariantChecker
+from minispec.instruments.trace import TraceRecorder
 from minispec.outputs import CompletionOutput, RequestOutput
 from minispec.sampling_params import SamplingParams
 from minispec.transformers_utils.tokenizer import load_tokenizer
-from minispec.instruments.trace import TraceRecorder
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 from minispec.v1.core.sched.scheduler import Scheduler
 from minispec.v1.engine.core import EngineCore
@@ -54,67 +45,34 @@ from minispec.v1.request import Request, RequestStatus
 
 
 class LLM:
-    def __init__(
-        self,
-        model: str | Path = DEFAULT_TARGET,
-        pipeline_parallel_size: int = 1,
-        speculative_config: dict | None = None,
-        fixes: str | RunnerFixes = "all",
-        max_num_seqs: int = 16,
-        max_num_batched_tokens: int = 512,
-        max_model_len: int | None = None,
-        block_size: int = 16,
-        num_gpu_blocks: int | None = None,
-        check_invariants: bool = False,
-        record: bool = False,
-        seed: int = 0,
-        device: str | None = None,
-        dtype: torch.dtype = torch.float32,
-        distributed_executor_backend: str = "uni",
-        max_concurrent_batches: int | None = None,
-    ):
-        for name, flag in (("check_invariants", check_invariants), ("record", record)):
-            if not isinstance(flag, bool):
-                raise ValueError(f"{name}={flag!r}: expected True or False")
-        arch = LlamaArchitecture.from_pretrained(model)
-        self.fixes_name = fixes if isinstance(fixes, str) else repr(fixes)
-        if max_model_len is None:
-            max_model_len = min(512, arch.max_position_embeddings)
-        scheduler_config = SchedulerConfig(max_num_seqs, max_num_batched_tokens, max_model_len)
-        dtype = resolve_dtype(dtype)
-        self.config = VllmConfig(
-            model=Path(model), arch=arch, parallel_config=ParallelConfig(pipeline_parallel_size),
-            cache_config=CacheConfig(block_size, num_gpu_blocks).sized_for(max_num_seqs, scheduler_config.max_model_len),
-            scheduler_config=scheduler_config, speculative_config=SpeculativeConfig.from_dict(speculative_config),
-            fixes=resolve_fixes(fixes), device=device, dtype=dtype, seed=seed,
-        )
-        self.arch, self.scheduler_config = arch, scheduler_config
+    def __init__(self, model: str | Path = DEFAULT_TARGET, **kwargs):
+        """``kwargs`` are ``EngineArgs`` fields (``minispec.engine.arg_utils``), as in vLLM:
+        ``pipeline_parallel_size``, ``speculative_config``, ``fixes``, ``max_num_seqs``,
+        ``max_num_batched_tokens``, ``max_model_len``, ``block_size``, ``num_gpu_blocks``,
+        ``check_invariants``, ``record``, ``seed``, ``device``, ``dtype``,
+        ``distributed_executor_backend``, ``max_concurrent_batches``."""
+        args = EngineArgs(model=model, **kwargs)
+        self.config = args.create_engine_config()  # every argument checked, nothing allocated yet
+        self.arch, self.scheduler_config = self.config.arch, self.config.scheduler_config
+        self.fixes_name = str(args.fixes) if isinstance(args.fixes, str) else repr(args.fixes)
         self.tokenizer = load_tokenizer(model)
-        self._check_draft_tokenizer()
-        check_memory(self.config, dtype.itemsize, available_memory(), blocks_given=num_gpu_blocks is not None)
-        pp = pipeline_parallel_size
+        pp, observability = self.config.pipeline_parallel_size, self.config.observability_config
         self.recorder = None
-        if record or check_invariants:
-            self.recorder = TraceRecorder(self.fixes_name, pp, InvariantChecker() if check_invariants else None)
-        in_flight = pp if max_concurrent_batches is None else max_concurrent_batches
-        if not (is_int(in_flight) and in_flight >= 1):
-            raise ValueError(f"max_concurrent_batches={max_concurrent_batches!r}: expected an integer >= 1 or None")
-        executor = self._make_executor(distributed_executor_backend)
-        kv = KVCacheManager(self.config.cache_config.num_gpu_blocks, block_size)
-        self.scheduler = Scheduler(scheduler_config, kv, use_pp=pp > 1)
-        # None: the engine takes the executor's max_concurrent_batches, as vLLM's does (issue 16 §2)
-        self.engine = EngineCore(self.scheduler, executor, max_concurrent_batches, self.recorder)
+        if observability.enabled:
+            checker = InvariantChecker() if observability.check_invariants else None
+            self.recorder = TraceRecorder(self.fixes_name, pp, checker)
+        executor = self._make_executor(self.config.parallel_config.distributed_executor_backend)
+        kv = KVCacheManager(self.config.cache_config.num_gpu_blocks, self.config.cache_config.block_size)
+        self.scheduler = Scheduler(self.scheduler_config, kv, use_pp=pp > 1)
+        self.engine = EngineCore(self.scheduler, executor, self.config.parallel_config.max_concurrent_batches,
+                                 self.recorder)
         self._ids = itertools.count()
         self._used_ids: set[str] = set()  # queued, running or finished: ids are never reused
 
     def _make_executor(self, backend: str) -> Executor:
+        """``backend`` was checked by ``create_engine_config`` (so was recording under "mp")."""
         if backend == "uni":
             return UniProcExecutor(self.config, self.recorder)
-        if backend not in ("mp", "torchrun"):
-            raise ValueError(f"distributed_executor_backend={backend!r}: expected 'uni', 'mp' or 'torchrun'")
-        if self.recorder is not None:
-            raise ValueError(f"record/check_invariants: expected distributed_executor_backend='uni' "
-                             f"(stage records live in worker processes under {backend!r})")
         from minispec.v1.executor import multiproc_executor
 
         if backend == "torchrun" and int(os.environ.get("RANK", "0")) > 0:
@@ -122,16 +80,6 @@ class LLM:
             multiproc_executor.serve_stage(self.config)
             sys.exit(0)
         return multiproc_executor.MultiprocExecutor(self.config, launcher=backend)
-
-    def _check_draft_tokenizer(self) -> None:
-        """Drafts are verified id for id, so both models must read ids as the same text."""
-        spec = self.config.speculative_config
-        if not (spec.enabled and spec.method == "draft_model") or self.tokenizer is None:
-            return
-        draft = load_tokenizer(spec.model)
-        if draft is not None and draft.get_vocab() != self.tokenizer.get_vocab():
-            raise ValueError(f"speculative_config['model']={str(spec.model)!r}: its tokenizer.json maps tokens to "
-                             "other ids than the target's: expected the target's tokenizer")
 
     def shutdown(self) -> None:
         """Stop the worker processes (a no-op for the in-process executor); also

@@ -368,22 +368,12 @@ def move_row_contract(attempt, fn):
 
 
 def _run_with_move_row(move_row):
-    from minispec.v1.worker.gpu_input_batch import InputBatch
-
-    original = InputBatch._move_row
-
-    def installed(wrapped):
-        InputBatch._move_row = wrapped
-        return RunnerFixes()
-
-    try:
-        return run_attempt(CONDENSE_SCHEDULE, installed, move_row, move_row_contract)
-    finally:
-        InputBatch._move_row = original
+    """Plugged in as every other exercise is, through ``RunnerFixes`` (every fix on)."""
+    return run_attempt(CONDENSE_SCHEDULE, lambda fn: RunnerFixes(move_row=fn), move_row, move_row_contract)
 
 
 def condense_trace(move_row):
-    """The bonus schedule run with ``InputBatch._move_row`` replaced by ``move_row(batch, src, tgt)``,
+    """The bonus schedule run with condense's row move replaced by ``move_row(batch, src, tgt)``,
     every fix on: its trace, up to the first broken invariant (explore it with ``check_trace``)."""
     move_row, _ = _plug(move_row, "move_row_dropping_drafts")
     if is_stub(move_row):

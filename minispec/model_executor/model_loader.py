@@ -38,9 +38,11 @@ def get_model(
     pp_size: int = 1,
     device: torch.device | str = "cpu",
     dtype: torch.dtype = torch.float32,
+    arch: LlamaArchitecture | None = None,
 ) -> LlamaForCausalLM:
+    """``arch``: the checkpoint's config.json if it was already read (the engine reads it once)."""
     path = Path(path)
-    arch = LlamaArchitecture.from_pretrained(path)
+    arch = arch or LlamaArchitecture.from_pretrained(path)
     with torch.device("meta"):
         model = LlamaForCausalLM(arch, pp_rank, pp_size)
     files = _tensor_files(path)

@@ -18,40 +18,53 @@ learned heads alike; ``vllm/v1/worker/gpu_model_runner.py``), so random drafts
 were verified as one-hot ``q``. minispec's draft model returns its ``q`` and
 the runner passes it here.
 
-vLLM does this for the whole batch in Triton kernels and pads the output with
-``PLACEHOLDER_TOKEN_ID``; minispec handles one request at a time and returns
-the emitted tokens as a list.
+vLLM's ``RejectionSampler`` does this for the whole batch in Triton kernels and pads
+the output with ``PLACEHOLDER_TOKEN_ID``; minispec's handles one request at a time
+and returns the emitted tokens as a list. Left out: the batched metadata
+(``SpecDecodeMetadata``), the Triton kernels, logprobs.
 """
 
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from minispec.sampling_params import SamplingParams
 from minispec.v1.sample.sampler import compute_probs, sample_from
 
 
-def rejection_sample(
-    draft_token_ids: list[int],
-    target_logits: torch.Tensor,
-    params: SamplingParams,
-    draft_probs: torch.Tensor | None = None,
-    generator: torch.Generator | None = None,
-) -> list[int]:
-    """target_logits: ``[k + 1, vocab]``; draft_probs: ``[k, vocab]`` or None."""
-    k = len(draft_token_ids)
-    if target_logits.shape[0] != k + 1:
-        raise ValueError(f"target_logits has {target_logits.shape[0]} rows: expected {k + 1} (drafts + 1)")
-    if params.greedy:
-        best = target_logits.argmax(-1).tolist()
-        out = []
-        for i, draft in enumerate(draft_token_ids):
-            out.append(best[i])
-            if draft != best[i]:
-                return out  # recovered token
-        return out + [best[k]]  # bonus token
+class RejectionSampler(nn.Module):
+    """No parameters: an ``nn.Module`` as vLLM's is, called as ``rejection_sampler(...)``."""
 
-    p = compute_probs(target_logits, params)
+    def forward(
+        self,
+        draft_token_ids: list[int],
+        target_logits: torch.Tensor,
+        params: SamplingParams,
+        draft_probs: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> list[int]:
+        """target_logits: ``[k + 1, vocab]``; draft_probs: ``[k, vocab]`` or None."""
+        k = len(draft_token_ids)
+        if target_logits.shape[0] != k + 1:
+            raise ValueError(f"target_logits has {target_logits.shape[0]} rows: expected {k + 1} (drafts + 1)")
+        if params.greedy:
+            return _greedy(draft_token_ids, target_logits)
+        return _random(draft_token_ids, compute_probs(target_logits, params), draft_probs, generator)
+
+
+def _greedy(draft_token_ids: list[int], target_logits: torch.Tensor) -> list[int]:
+    best = target_logits.argmax(-1).tolist()
+    out = []
+    for i, draft in enumerate(draft_token_ids):
+        out.append(best[i])
+        if draft != best[i]:
+            return out  # recovered token
+    return out + [best[len(draft_token_ids)]]  # bonus token
+
+
+def _random(draft_token_ids: list[int], p: torch.Tensor, draft_probs: torch.Tensor | None,
+            generator: torch.Generator | None) -> list[int]:
     out = []
     for i, draft in enumerate(draft_token_ids):
         if draft_probs is None:
@@ -68,4 +81,4 @@ def rejection_sample(
             residual = p[i]
         out.append(sample_from(residual / residual.sum(), generator))
         return out
-    return out + [sample_from(p[k], generator)]
+    return out + [sample_from(p[len(draft_token_ids)], generator)]

@@ -1,12 +1,13 @@
-"""Turning logits into a token (vLLM: ``vllm/v1/sample/sampler.py`` and
-``ops/topk_topp_sampler.py``). minispec samples one request at a time so each
-request keeps its own seeded ``torch.Generator``; vLLM batches this on the GPU.
+"""Turning logits into a token (vLLM: ``vllm/v1/sample/sampler.py``, ``Sampler``, and
+``ops/topk_topp_sampler.py``). minispec's ``Sampler`` samples one request at a time so
+each request keeps its own seeded ``torch.Generator``; vLLM batches this on the GPU.
 Left out: penalties, logprobs, min_p, logits processors.
 """
 
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from minispec.sampling_params import SamplingParams
 
@@ -32,8 +33,11 @@ def sample_from(probs: torch.Tensor, generator: torch.Generator | None) -> int:
     return int(torch.multinomial(probs, 1, generator=generator).item())
 
 
-def sample(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator | None) -> int:
-    """One token from one row of logits."""
-    if params.greedy:
-        return int(logits.argmax().item())
-    return sample_from(compute_probs(logits, params), generator)
+class Sampler(nn.Module):
+    """No parameters: an ``nn.Module`` as vLLM's is, called as ``sampler(...)``."""
+
+    def forward(self, logits: torch.Tensor, params: SamplingParams, generator: torch.Generator | None) -> int:
+        """One token from one row of logits."""
+        if params.greedy:
+            return int(logits.argmax().item())
+        return sample_from(compute_probs(logits, params), generator)

@@ -44,8 +44,9 @@ from minispec.v1.sample.sampler import compute_probs, sample_from
 
 class DraftModelProposer:
     def __init__(self, model_path, k: int, max_model_len: int, max_num_seqs: int, block_size: int,
-                 device="cpu", dtype=torch.float32):
-        self.model = get_model(model_path, 0, 1, device=device, dtype=dtype)
+                 device="cpu", dtype=torch.float32, arch=None):
+        """``arch``: the draft's config.json, if the engine has read it already."""
+        self.model = get_model(model_path, 0, 1, device=device, dtype=dtype, arch=arch)
         self.k, self.max_model_len, self.block_size, self.device = k, max_model_len, block_size, device
         self.blocks_per_req = -(-max_model_len // block_size)
         num_blocks = self.blocks_per_req * max_num_seqs

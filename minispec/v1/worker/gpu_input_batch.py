@@ -8,12 +8,22 @@ only*, and ``condense`` moves the highest rows into the holes. A re-added row
 therefore shows its previous occupant's tokens in every slot it does not
 overwrite -- including the draft slots, unless something writes them (fix 1).
 
+The free rows are the batch's own (``removed``), as in vLLM 0.9.2, where
+``remove_request`` records them in ``batch_update_builder`` and ``add_request`` and
+``condense`` take them from there (``BatchUpdateBuilder`` in its
+``v1/sample/logits_processor.py``, lines 56-144; ``gpu_input_batch.py`` lines 249-254
+and 489-502). vLLM 0.9.1 still handed them round: its ``_update_states`` collected
+``removed_req_indices`` from ``remove_request``, passed one to each
+``add_request(req_state, req_index)`` and the rest to ``condense(removed_req_indices)``
+(0.9.1's ``v1/worker/gpu_model_runner.py``, lines 349-378 and 512-525).
+
 Left out: the sampling-parameter tensors, logits processors, LoRA and
 multimodal state, the GPU copies.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,8 +56,12 @@ class CachedRequestState:
 
 
 class InputBatch:
-    def __init__(self, max_num_reqs: int, max_model_len: int, max_num_blocks_per_req: int):
+    def __init__(self, max_num_reqs: int, max_model_len: int, max_num_blocks_per_req: int,
+                 move_row: Callable[[InputBatch, int, int], None] | None = None):
+        """``move_row``: condense's row move, ``InputBatch._move_row`` unless the
+        workshop plugs in a learner's (``RunnerFixes.move_row``)."""
         self.max_num_reqs, self.max_model_len = max_num_reqs, max_model_len
+        self.move_row = move_row or InputBatch._move_row
         self.token_ids_cpu = np.zeros((max_num_reqs, max_model_len), dtype=np.int64)
         self.num_tokens = np.zeros(max_num_reqs, dtype=np.int64)
         self.num_tokens_no_spec = np.zeros(max_num_reqs, dtype=np.int64)
@@ -56,7 +70,8 @@ class InputBatch:
         self.block_table = BlockTable(max_num_reqs, max_num_blocks_per_req)
         self._req_ids: list[str | None] = []
         self.req_id_to_index: dict[str, int] = {}
-        self.removed: list[int] = []  # free rows not yet refilled or condensed
+        # Free rows not yet refilled or condensed (vLLM 0.9.2: batch_update_builder.removed).
+        self.removed: list[int] = []
 
     @property
     def num_reqs(self) -> int:
@@ -106,7 +121,7 @@ class InputBatch:
                 last -= 1
             if hole >= last:
                 break
-            self._move_row(last, hole)
+            self.move_row(self, last, hole)
             last -= 1
         while self._req_ids and self._req_ids[-1] is None:
             self._req_ids.pop()

@@ -16,6 +16,14 @@ switchable (``minispec.v1.worker.runner_fixes``; with fix 1 alone, the preset
 ``"vllm-0.14"``, this runner's re-add and relay logic matches 0.14.0's).
 minispec adds bookkeeping vLLM does not have: ``row_paths`` for traces and
 each request's last drafts for fix 2.
+
+Built as vLLM builds it, from the ``VllmConfig`` alone: the runner picks its
+drafter (last stage only), its ``Sampler`` and ``RejectionSampler``, and turns each
+of ``RunnerFixes``' switches into the one function it calls.
+``removed_req_indices`` is not passed through ``_update_states``: vLLM 0.9.2's GPU
+runner does not pass it either (0.9.1's did, and 0.9.2's ``tpu_model_runner.py``
+still does, from line 365); its ``InputBatch`` keeps the free rows itself, and so
+does minispec's (see ``gpu_input_batch.py``).
 Left out: CUDA graphs, the Worker class, structured output, LoRA, multimodal.
 One departure from 0.14.0 under ``"vllm-0.14"``: 0.14.0 first evicts a resumed
 request that still holds a row (``cached - (scheduled - resumed)``,
@@ -39,13 +47,21 @@ import numpy as np
 import torch
 
 from minispec.attention import allocate_kv_cache, make_attention_metadata
-from minispec.v1.worker.runner_fixes import RunnerFixes
+from minispec.config import VllmConfig
 from minispec.model_executor.model_loader import get_model
 from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.outputs import ModelRunnerOutput
-from minispec.v1.sample.rejection_sampler import rejection_sample
-from minispec.v1.sample.sampler import sample
+from minispec.v1.sample.rejection_sampler import RejectionSampler
+from minispec.v1.sample.sampler import Sampler
+from minispec.v1.spec_decode.draft_model import DraftModelProposer
+from minispec.v1.spec_decode.ngram_proposer import NgramProposer
 from minispec.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
+from minispec.v1.worker.runner_fixes import (
+    resolve_fix,
+    skip_spec_tokens,
+    slice_relayed_tokens,
+    take_accepted_drafts,
+)
 
 
 class RowPath(StrEnum):
@@ -69,32 +85,65 @@ class PreparedInputs:
 
 
 class GPUModelRunner:
-    def __init__(self, model_path, pp_rank: int, pp_size: int, scheduler_config, cache_config,
-                 fixes: RunnerFixes, drafter=None, device="cpu", dtype=torch.float32, seed: int = 0,
-                 recorder=None):
-        self.pp_rank, self.pp_size = pp_rank, pp_size
-        self.is_first_rank, self.is_last_rank = pp_rank == 0, pp_rank == pp_size - 1
-        self.fixes, self.drafter, self.device, self.seed = fixes, drafter, device, seed
-        self.recorder = recorder
-        self.block_size = cache_config.block_size
-        self.max_model_len = scheduler_config.max_model_len
-        self.model = get_model(model_path, pp_rank, pp_size, device=device, dtype=dtype)
-        arch = self.model.arch
-        for attn in self.model.attention_layers:
-            attn.kv_cache = allocate_kv_cache(cache_config.num_gpu_blocks, self.block_size,
-                                              arch.num_key_value_heads, arch.head_dim, dtype, device)
-        self.input_batch = InputBatch(scheduler_config.max_num_seqs, self.max_model_len,
-                                      -(-self.max_model_len // self.block_size))
+    def __init__(self, vllm_config: VllmConfig, rank: int, device: torch.device, recorder=None):
+        """Stage ``rank`` of ``vllm_config``'s pipeline, on ``device``. vLLM's takes
+        ``(vllm_config, device)`` and reads its rank from the pipeline group."""
+        self.vllm_config = vllm_config
+        self.pp_rank, self.pp_size = rank, vllm_config.pipeline_parallel_size
+        self.is_first_rank, self.is_last_rank = rank == 0, rank == self.pp_size - 1
+        self.device, self.seed, self.recorder = device, vllm_config.seed, recorder
+        self.dtype = vllm_config.dtype or torch.float32
+        self.block_size = vllm_config.cache_config.block_size
+        self.max_model_len = vllm_config.scheduler_config.max_model_len
+        self.model = self._load_model()
+        # Each fix is one function from here on (runner_fixes): a learner's, the fix or the fault.
+        fixes = vllm_config.fixes
+        self.readd_spec_tokens = resolve_fix(fixes.readd_spec_tokens, GPUModelRunner._write_spec_tokens,
+                                             skip_spec_tokens)
+        self.sync_accepted_tokens = resolve_fix(fixes.sync_accepted_tokens, take_accepted_drafts,
+                                                slice_relayed_tokens)
+        self.move_row = fixes.move_row  # None: InputBatch's own
+        self.input_batch = self._make_input_batch()
         self.requests: dict[str, CachedRequestState] = {}
         self.row_paths: dict[str, RowPath] = {}  # trace bookkeeping, per scheduled request
+        self.sampler = Sampler()
+        self.drafter = self._make_drafter() if self.is_last_rank else None
+        self.rejection_sampler = RejectionSampler()
+
+    def _load_model(self):
+        """This stage's layers, with their KV cache (vLLM: ``load_model`` and
+        ``initialize_kv_cache``, which the worker calls after profiling memory)."""
+        config = self.vllm_config
+        model = get_model(config.model, self.pp_rank, self.pp_size, device=self.device, dtype=self.dtype,
+                          arch=config.arch)
+        for attn in model.attention_layers:
+            attn.kv_cache = allocate_kv_cache(config.cache_config.num_gpu_blocks, self.block_size,
+                                              config.arch.num_key_value_heads, config.arch.head_dim, self.dtype,
+                                              self.device)
+        return model
+
+    def _make_drafter(self):
+        """vLLM 0.9.2 picks the drafter by method, on the last rank only
+        (``gpu_model_runner.py``, ``__init__``, lines 174-193)."""
+        spec, sched = self.vllm_config.speculative_config, self.vllm_config.scheduler_config
+        if not spec.enabled:
+            return None
+        if spec.method == "ngram":
+            return NgramProposer(spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens)
+        return DraftModelProposer(spec.model, spec.num_speculative_tokens, sched.max_model_len, sched.max_num_seqs,
+                                  self.block_size, self.device, self.dtype, arch=spec.draft_arch)
+
+    def _make_input_batch(self) -> InputBatch:
+        sched = self.vllm_config.scheduler_config
+        return InputBatch(sched.max_num_seqs, self.max_model_len, -(-self.max_model_len // self.block_size),
+                          self.move_row)
 
     def drop_all_requests(self) -> None:
         """Forget every request: a new persistent batch and draft cache. For after
         all requests were aborted because an exception cut a step short, when
         this stage may have stopped half-way through updating its rows."""
-        batch = self.input_batch
         self.requests.clear()
-        self.input_batch = InputBatch(batch.max_num_reqs, batch.max_model_len, batch.block_table.block_table_np.shape[1])
+        self.input_batch = self._make_input_batch()
         if self.drafter is not None:
             self.drafter.reset()
 
@@ -112,13 +161,8 @@ class GPUModelRunner:
                 req_ids_to_add.append(req_id)
         for req_id in req_ids_to_add:
             row = self.input_batch.add_request(self.requests[req_id])
-            fix = self.fixes.readd_spec_tokens
-            if fix and self.row_paths[req_id] is RowPath.READDED:
-                drafts = list(out.scheduled_spec_decode_tokens.get(req_id, ()))
-                if callable(fix):  # a learner's fix 1 (see fixes.py)
-                    fix(self, row, drafts)
-                else:
-                    self._write_spec_tokens(row, drafts)
+            if self.row_paths[req_id] is RowPath.READDED:  # fix 1 writes the drafts; v0.9.2 did not
+                self.readd_spec_tokens(self, row, list(out.scheduled_spec_decode_tokens.get(req_id, ())))
         rows_before = dict(self.input_batch.req_id_to_index)
         self.input_batch.condense()
         for req_id, row in self.input_batch.req_id_to_index.items():
@@ -186,29 +230,13 @@ class GPUModelRunner:
     def _append_relayed_tokens(self, state: CachedRequestState, num_computed: int, new_token_ids: list[int]):
         """Non-last stages learn sampled tokens only from the scheduler, which
         relays the last token emitted (bonus, or recovered after a rejection)
-        and not the drafts accepted before it (fault 2). vLLM 0.14.0's runner
-        still extends ``output_token_ids`` from that one-token list; the V2
+        and not the drafts accepted before it (fault 2, ``slice_relayed_tokens``;
+        fix 2 is ``take_accepted_drafts``, both in ``runner_fixes``). vLLM 0.14.0's
+        runner still extends ``output_token_ids`` from that one-token list; the V2
         model runner broadcasts sampled tokens and counts from the last rank
         instead (``vllm/v1/worker/gpu/pp_utils.py``, from 0.17.0)."""
-        num_new = num_computed + len(new_token_ids) - state.num_tokens
-        if num_new <= 0:
-            return
-        if callable(self.fixes.sync_accepted_tokens):  # a learner's fix 2 (see fixes.py)
-            state.output_token_ids.extend(self.fixes.sync_accepted_tokens(state, num_computed, list(new_token_ids)))
-            return
-        missing = num_new - len(new_token_ids)
-        if missing > 0 and self.fixes.sync_accepted_tokens:
-            # The drafts accepted last step were never relayed; they are the
-            # first `missing` of the drafts this stage was given. (A request
-            # scheduled without drafts keeps its older ones: a resumed request's
-            # last recompute chunk may still need them.)
-            if missing > len(state.spec_token_ids):
-                raise RuntimeError(f"stage {self.pp_rank}, request {state.req_id}: {missing} relayed tokens "
-                                   f"missing but only {len(state.spec_token_ids)} drafts held")
-            state.output_token_ids.extend(state.spec_token_ids[:missing] + list(new_token_ids))
-        else:
-            # v0.9.2: a slice that is silently shorter than num_new.
-            state.output_token_ids.extend(new_token_ids[-num_new:])
+        if num_computed + len(new_token_ids) > state.num_tokens:  # behind: tokens were sampled since
+            state.output_token_ids.extend(self.sync_accepted_tokens(state, num_computed, list(new_token_ids)))
 
     def _write_spec_tokens(self, row: int, spec_token_ids) -> None:
         if not spec_token_ids:
@@ -271,11 +299,11 @@ class GPUModelRunner:
             if batch.num_computed_tokens_cpu[row] + inputs.num_scheduled[row] < state.num_tokens:
                 sampled.append([])  # a prefill chunk that is not the last one
             elif n_rows == 1:
-                sampled.append([sample(req_logits[0], state.sampling_params, state.generator)])
+                sampled.append([self.sampler(req_logits[0], state.sampling_params, state.generator)])
             else:
                 q = state.draft_probs[: n_rows - 1] if state.draft_probs is not None else None
-                sampled.append(rejection_sample(inputs.verified_drafts[row], req_logits, state.sampling_params, q,
-                                                state.generator))
+                sampled.append(self.rejection_sampler(inputs.verified_drafts[row], req_logits, state.sampling_params,
+                                                      q, state.generator))
         for row, tokens in enumerate(sampled):
             if tokens:
                 start = batch.num_tokens_no_spec[row]

@@ -2,37 +2,19 @@
 
 vLLM's ``Worker`` also initialises the device and the distributed groups and
 profiles memory; minispec's executors do the first two and size the KV cache
-from ``CacheConfig`` directly. Both executors build their stages here, so a
-stage is the same object in one process or many.
+from ``CacheConfig`` directly, and the runner picks its own drafter, as vLLM's
+does. Both executors build their stages here, so a stage is the same object in
+one process or many. Left out: the ``Worker`` class itself.
 """
 
 from __future__ import annotations
 
-import torch
-
 from minispec.config import VllmConfig
 from minispec.platforms import stage_device
-from minispec.v1.spec_decode.draft_model import DraftModelProposer
-from minispec.v1.spec_decode.ngram_proposer import NgramProposer
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner
-
-
-def make_drafter(config: VllmConfig, device):
-    spec, sched = config.speculative_config, config.scheduler_config
-    if not spec.enabled:
-        return None
-    if spec.method == "ngram":
-        return NgramProposer(spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens)
-    return DraftModelProposer(spec.model, spec.num_speculative_tokens, sched.max_model_len, sched.max_num_seqs,
-                              config.cache_config.block_size, device, config.dtype or torch.float32)
 
 
 def make_runner(config: VllmConfig, rank: int, recorder=None, device=None) -> GPUModelRunner:
     """``device`` overrides the placement ``stage_device`` would choose (torchrun: ``LOCAL_RANK``)."""
-    pp = config.pipeline_parallel_size
-    device = device or stage_device(rank, pp, config.device)
-    return GPUModelRunner(
-        config.model, rank, pp, config.scheduler_config, config.cache_config, config.fixes,
-        drafter=make_drafter(config, device) if rank == pp - 1 else None,
-        device=device, dtype=config.dtype or torch.float32, seed=config.seed, recorder=recorder,
-    )
+    device = device or stage_device(rank, config.pipeline_parallel_size, config.device)
+    return GPUModelRunner(config, rank, device, recorder)

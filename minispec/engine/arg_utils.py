@@ -1,0 +1,128 @@
+"""The engine's arguments and the one place they are checked together (vLLM:
+``vllm/engine/arg_utils.py``, ``EngineArgs.create_engine_config``).
+
+``LLM(model, **kwargs)`` passes its arguments here as ``EngineArgs(model=model, **kwargs)``;
+``create_engine_config()`` builds every config (each checks its own fields), checks
+them against each other and against the checkpoints, and returns the ``VllmConfig``
+the executors and runners are built from. Each checkpoint's ``config.json`` is read
+once, here: the target's into ``VllmConfig.arch``, the draft's into
+``SpeculativeConfig.draft_arch``. Nothing is allocated before every check has passed,
+including the memory check, so a bad argument never leaves anything half-built.
+``fixes``, ``record``, ``check_invariants`` and ``max_concurrent_batches`` are minispec's.
+Left out: the command-line parser (``add_cli_args``), ``AsyncEngineArgs``, and every
+argument minispec has no use for (tokenizer modes, quantisation, LoRA, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+
+from minispec.config import (
+    DEFAULT_TARGET,
+    CacheConfig,
+    LlamaArchitecture,
+    ObservabilityConfig,
+    ParallelConfig,
+    SchedulerConfig,
+    SpeculativeConfig,
+    VllmConfig,
+    available_memory,
+    check_device,
+    check_memory,
+    is_int,
+    require,
+    resolve_dtype,
+)
+from minispec.transformers_utils.tokenizer import load_tokenizer
+from minispec.v1.worker.runner_fixes import Preset, RunnerFixes, resolve_fixes
+
+
+@dataclass
+class EngineArgs:
+    model: str | Path = DEFAULT_TARGET
+    pipeline_parallel_size: int = 1
+    speculative_config: dict | None = None
+    fixes: Preset | str | RunnerFixes = Preset.ALL
+    max_num_seqs: int = 16
+    max_num_batched_tokens: int = 512
+    max_model_len: int | None = None  # None: the model's positions, at most 512
+    block_size: int = 16
+    num_gpu_blocks: int | None = None  # None: enough for max_num_seqs full-length requests
+    check_invariants: bool = False
+    record: bool = False
+    seed: int = 0
+    device: str | None = None
+    dtype: torch.dtype | str = torch.float32
+    distributed_executor_backend: str = "uni"
+    max_concurrent_batches: int | None = None  # None: pipeline_parallel_size
+
+    def create_engine_config(self) -> VllmConfig:
+        observability = ObservabilityConfig(record=self.record, check_invariants=self.check_invariants)
+        arch = LlamaArchitecture.from_pretrained(self.model)
+        max_model_len = self.max_model_len
+        if max_model_len is None:
+            max_model_len = min(512, arch.max_position_embeddings)
+        scheduler = SchedulerConfig(self.max_num_seqs, self.max_num_batched_tokens, max_model_len)
+        dtype = resolve_dtype(self.dtype)
+        parallel = ParallelConfig(self.pipeline_parallel_size, self.distributed_executor_backend,
+                                  self.max_concurrent_batches)
+        cache = CacheConfig(self.block_size, self.num_gpu_blocks).sized_for(self.max_num_seqs, max_model_len)
+        spec = SpeculativeConfig.from_dict(self.speculative_config)
+        fixes = resolve_fixes(self.fixes)
+        require(is_int(self.seed) and 0 <= self.seed < 2**63, "seed", self.seed, "an integer in [0, 2**63)")
+        check_device(self.device)
+        parallel.validate_for(arch)
+        _check_sizes(arch, scheduler, cache)
+        config = VllmConfig(
+            model=Path(self.model), arch=arch, parallel_config=_in_flight(parallel), cache_config=cache,
+            scheduler_config=scheduler, speculative_config=_with_draft(spec, arch, self.model), fixes=fixes,
+            device=self.device, dtype=dtype, seed=self.seed, observability_config=observability,
+        )
+        check_memory(config, dtype.itemsize, available_memory(), blocks_given=self.num_gpu_blocks is not None)
+        _check_recording(observability, parallel.distributed_executor_backend)
+        return config
+
+
+def _check_sizes(arch: LlamaArchitecture, scheduler: SchedulerConfig, cache: CacheConfig) -> None:
+    max_len, positions = scheduler.max_model_len, arch.max_position_embeddings
+    require(max_len <= positions, "max_model_len", max_len, f"at most the model's {positions} positions")
+    if cache.num_gpu_blocks * cache.block_size < max_len:
+        # Otherwise one long request could wait forever for blocks.
+        raise ValueError(f"num_gpu_blocks={cache.num_gpu_blocks}: expected at least max_model_len / block_size = "
+                         f"{-(-max_len // cache.block_size)} blocks")
+
+
+def _in_flight(parallel: ParallelConfig) -> ParallelConfig:
+    """None batches in flight means one per stage, as vLLM's multiprocess executor has."""
+    if parallel.max_concurrent_batches is not None:
+        return parallel
+    return replace(parallel, max_concurrent_batches=parallel.pipeline_parallel_size)
+
+
+def _with_draft(spec: SpeculativeConfig, arch: LlamaArchitecture, target: str | Path) -> SpeculativeConfig:
+    """The draft model's architecture, read once, checked against the target's."""
+    if not (spec.enabled and spec.method == "draft_model"):
+        return spec
+    draft = LlamaArchitecture.from_pretrained(spec.model, "speculative_config['model']")
+    if draft.vocab_size != arch.vocab_size:
+        raise ValueError(f"speculative_config['model']={str(spec.model)!r}: expected the target's vocabulary "
+                         f"({arch.vocab_size} tokens), got {draft.vocab_size}")
+    _check_draft_tokenizer(spec.model, target)
+    return replace(spec, draft_arch=draft)
+
+
+def _check_draft_tokenizer(draft_dir: str | Path, target_dir: str | Path) -> None:
+    """Drafts are verified id for id, so both models must read ids as the same text."""
+    target, draft = load_tokenizer(target_dir), load_tokenizer(draft_dir)
+    if target is not None and draft is not None and draft.get_vocab() != target.get_vocab():
+        raise ValueError(f"speculative_config['model']={str(draft_dir)!r}: its tokenizer.json maps tokens to "
+                         "other ids than the target's: expected the target's tokenizer")
+
+
+def _check_recording(observability: ObservabilityConfig, backend: str) -> None:
+    if observability.enabled and backend != "uni":
+        raise ValueError(f"record/check_invariants: expected distributed_executor_backend='uni' "
+                         f"(stage records live in worker processes under {backend!r})")

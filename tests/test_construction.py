@@ -1,0 +1,112 @@
+"""Construction the vLLM way: ``LLM(model, **kwargs)`` -> ``EngineArgs`` ->
+``create_engine_config()`` -> ``VllmConfig`` -> one ``GPUModelRunner(vllm_config, rank,
+device)`` per stage, which picks its own drafter and resolves each fix to one function."""
+
+from collections import Counter
+
+import pytest
+import torch
+
+import minispec.config
+from minispec import LLM
+from minispec.config import DEFAULT_DRAFT, DEFAULT_TARGET, VllmConfig
+from minispec.engine.arg_utils import EngineArgs
+from minispec.v1.spec_decode.draft_model import DraftModelProposer
+from minispec.v1.spec_decode.ngram_proposer import NgramProposer
+from minispec.v1.worker.gpu_model_runner import GPUModelRunner
+from minispec.v1.worker.runner_fixes import (
+    PRESETS,
+    Preset,
+    RunnerFixes,
+    skip_spec_tokens,
+    slice_relayed_tokens,
+    take_accepted_drafts,
+)
+
+DRAFT = {"method": "draft_model", "num_speculative_tokens": 2}
+
+
+def test_engine_args_give_the_config_llm_is_built_from():
+    config = EngineArgs(pipeline_parallel_size=2, speculative_config=DRAFT, max_model_len=64,
+                        dtype="float32").create_engine_config()
+    assert isinstance(config, VllmConfig)
+    assert config.parallel_config.max_concurrent_batches == 2  # None: one batch per stage
+    assert config.cache_config.num_gpu_blocks == 16 * 4  # sized for max_num_seqs full-length requests
+    assert config.dtype is torch.float32 and config.fixes == RunnerFixes()
+    assert config.speculative_config.draft_arch.num_hidden_layers == 1  # the shipped draft
+    llm = LLM(pipeline_parallel_size=2, speculative_config=DRAFT, max_model_len=64)
+    assert llm.config == config
+
+
+def test_each_config_json_is_read_once(monkeypatch):
+    """Once by create_engine_config; the runners and the drafter reuse what it read."""
+    reads = Counter()
+    read = minispec.config.read_config_json
+
+    def counting(path, param="model"):
+        reads[str(path)] += 1
+        return read(path, param)
+
+    monkeypatch.setattr(minispec.config, "read_config_json", counting)
+    LLM(pipeline_parallel_size=2, speculative_config=DRAFT, max_model_len=64)
+    assert reads == {str(DEFAULT_TARGET): 1, str(DEFAULT_DRAFT): 1}
+
+
+def test_bad_arguments_are_refused_by_create_engine_config_with_llm_s_words():
+    with pytest.raises(ValueError, match=r"^pipeline_parallel_size=5: expected an integer from 1 to the model's 4"):
+        EngineArgs(pipeline_parallel_size=5).create_engine_config()
+    with pytest.raises(ValueError, match=r"^distributed_executor_backend='ray': expected 'uni', 'mp' or 'torchrun'"):
+        LLM(distributed_executor_backend="ray")
+    with pytest.raises(ValueError, match=r"^max_concurrent_batches=0: expected an integer >= 1 or None"):
+        LLM(max_concurrent_batches=0)
+    with pytest.raises(ValueError, match=r"^record/check_invariants: expected distributed_executor_backend='uni'"):
+        LLM(record=True, distributed_executor_backend="mp")
+    with pytest.raises(TypeError, match="pipeline_paralel_size"):
+        LLM(pipeline_paralel_size=2)
+
+
+def test_a_preset_labels_the_trace_by_its_name():
+    assert LLM(fixes=Preset.VLLM_0_14, record=True, max_model_len=64).trace.fixes == "vllm-0.14"
+    assert LLM(fixes="vllm-0.14", record=True, max_model_len=64).config.fixes is PRESETS[Preset.VLLM_0_14]
+
+
+@pytest.mark.parametrize("spec,drafter", [(None, type(None)), ({"method": "ngram", "num_speculative_tokens": 2},
+                                                                NgramProposer), (DRAFT, DraftModelProposer)])
+def test_the_runner_picks_its_drafter_on_the_last_stage_only(spec, drafter):
+    config = EngineArgs(pipeline_parallel_size=2, speculative_config=spec, max_model_len=64).create_engine_config()
+    first, last = (GPUModelRunner(config, rank, torch.device("cpu")) for rank in range(2))
+    assert first.drafter is None and type(last.drafter) is drafter
+    assert last.is_last_rank and not first.is_last_rank and first.pp_size == 2
+
+
+def test_each_fix_is_resolved_to_one_function():
+    def mine(runner, row, spec_token_ids):
+        pass
+
+    def runner(fixes):
+        return GPUModelRunner(EngineArgs(fixes=fixes, max_model_len=64).create_engine_config(), 0, torch.device("cpu"))
+
+    old, new, learner = runner("vllm-0.9.2"), runner("all"), runner(RunnerFixes(readd_spec_tokens=mine))
+    assert (old.readd_spec_tokens, old.sync_accepted_tokens) == (skip_spec_tokens, slice_relayed_tokens)
+    assert (new.readd_spec_tokens, new.sync_accepted_tokens) == (GPUModelRunner._write_spec_tokens,
+                                                                 take_accepted_drafts)
+    assert learner.readd_spec_tokens is mine and learner.sync_accepted_tokens is take_accepted_drafts
+
+
+def test_a_plugged_move_row_survives_dropping_every_request():
+    def move_row(batch, src, tgt):
+        pass
+
+    llm = LLM(fixes=RunnerFixes(move_row=move_row), max_model_len=64)
+    runner = llm.engine.executor.runners[0]
+    assert runner.input_batch.move_row is move_row
+    runner.drop_all_requests()
+    assert runner.input_batch.move_row is move_row
+
+
+def test_llm_s_docstring_names_every_engine_argument():
+    """``LLM(model, **kwargs)`` passes kwargs on; its docstring is where a learner sees them."""
+    from dataclasses import fields
+
+    named = {f.name for f in fields(EngineArgs)} - {"model"}
+    assert {name for name in named if f"``{name}``" in LLM.__init__.__doc__} == named
