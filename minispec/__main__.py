@@ -33,7 +33,8 @@ CHECK_PROMPT, CHECK_TOKENS = "The import statement ", [
 DEMO_PROMPTS = ["The for statement ", "A class definition ", "Exceptions are ", "The import statement "]
 
 
-def _print_run(title: str, llm, prompts, params) -> None:
+def _print_run(title: str, llm, prompts, params) -> list[list[int]]:
+    """Generate, print each text and the run's figures; return the token ids per prompt."""
     start = time.perf_counter()
     outputs = llm.generate(prompts, params)
     seconds = time.perf_counter() - start
