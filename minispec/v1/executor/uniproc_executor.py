@@ -1,7 +1,10 @@
-"""An in-process pipeline: one ``GPUModelRunner`` per stage, one Python process.
+"""An in-process pipeline: one ``GPUModelRunner`` per stage, one Python process
+(vLLM 0.13.0: ``vllm/v1/executor/uniproc_executor.py``, ``UniProcExecutor``; in
+0.9.2 that class is in ``vllm/v1/executor/abstract.py``, line 99, and drives a
+single worker, so it has no pipeline).
 
-vLLM runs each stage in its own worker process (``vllm/v1/executor/
-multiproc_executor.py``) and sends hidden states between them with
+With pipeline parallelism, vLLM runs each stage in its own worker process
+(``vllm/v1/executor/multiproc_executor.py``) and sends hidden states between them with
 ``torch.distributed``. Here a stage is an object and the hand-off is a
 function argument, which makes every stage event deterministic and steppable.
 
