@@ -31,7 +31,8 @@ def test_docstring_parsing():
 
 
 def test_a_release_named_before_the_twin_is_its_release():
-    twin = docstring_twin("d.py", "Drafting (vLLM 0.15.0: ``vllm/v1/spec_decode/draft_model.py``), after ``vllm/x.py``.")
+    doc = "Drafting (vLLM 0.15.0: ``vllm/v1/spec_decode/draft_model.py``), after ``vllm/x.py``."
+    twin = docstring_twin("d.py", doc)
     assert (twin.vllm_path, twin.release, twin.summary) == ("vllm/v1/spec_decode/draft_model.py", "0.15.0", "Drafting.")
 
 

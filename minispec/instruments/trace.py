@@ -21,7 +21,7 @@ class RowRecord:
     token_ids: list[int]  # token_ids_cpu[row, :end]: live region and every gathered slot
     num_tokens: int  # the stage's count, drafts included
     num_tokens_no_spec: int  # the stage's count of tokens it holds as its own (no drafts)
-    num_computed_tokens: int  # the stage's, before this step's forward
+    num_computed_tokens: int  # the stage's count of tokens whose KV is computed, before this step's
     num_scheduled_tokens: int  # what this stage gathers for the request this step
     num_drafts: int  # how many of those are drafts (the last ones)
     # Who held this row index when this stage last recorded it, and its token_ids

@@ -15,9 +15,9 @@ As in v0.9.2, a request leaves ``requests`` when it finishes (``_free_request``;
 vLLM's ``_free_blocks``, ``scheduler.py`` line 996), so one engine reused all
 afternoon holds only what is unfinished; ``totals()`` keeps the counts of those
 that left, for ``LLM.stats``. ``schedule()`` clears ``finished_req_ids`` every
-time, as v0.9.2 does (``_update_after_schedule``, line 609): each id travels in
-exactly one ``SchedulerOutput``, and the engine hands back those of a schedule it
-does not execute (``EngineCore``).
+time, as v0.9.2 does (``_update_after_schedule``, line 609): a finished id goes
+out with the next ``SchedulerOutput`` and is forgotten, and the engine hands back
+the ids of a schedule it does not execute, for the one after (``EngineCore``).
 
 Deliberate differences from v0.9.2:
 
