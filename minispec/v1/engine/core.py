@@ -77,8 +77,8 @@ class EngineCore:
                 yield f"schedule step {out.step}"
             else:
                 # Never executed, so no stage would hear of these finishes: the next
-                # schedule carries them (vLLM 0.9.2's batch queue drops them; 0.14.0
-                # executes empty schedules instead).
+                # schedule carries them (vLLM 0.9.2's batch queue drops them, core.py
+                # 266; 0.14.0 executes empty schedules too, core.py 437-440).
                 self.scheduler.finished_req_ids |= out.finished_req_ids
         if self.batch_queue and (not scheduled or self.max_concurrent_batches == 1):
             batch = self.batch_queue[0]
