@@ -110,6 +110,12 @@ docs-serve: docs
 	@echo "the site: http://127.0.0.1:$(DOCS_PORT)/ (Ctrl-C stops it)"
 	$(BIN)/python -m http.server --bind 127.0.0.1 --directory build/docs/html $(DOCS_PORT)
 
+# The first run on a GPU (README: "Devices, and what has not been run"): greedy equality with
+# the CPU and tokens/s on cuda, both executors; without CUDA one line, and exit status 0.
+.PHONY: gpu-check
+gpu-check: $(LAB_STAMP)
+	$(BIN)/python -m minispec gpu-check
+
 # vLLM's own code on minispec's schedules (minispec/lab/vllm_reference): on first use it
 # builds vLLM's environment in a cache outside the repository ($MINISPEC_VLLM_CACHE, else
 # $XDG_CACHE_HOME or ~/.cache, then minispec-vllm/); prints the table of equal stage-steps;

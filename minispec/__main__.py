@@ -1,4 +1,4 @@
-"""Command line: ``python -m minispec {check,demo,generate,replay}`` (vLLM's own is the
+"""Command line: ``python -m minispec {check,demo,generate,gpu-check,replay}`` (vLLM's own is the
 ``vllm`` command, ``vllm/entrypoints/cli/main.py``; only ``generate`` has a
 counterpart there, as offline ``LLM.generate``).
 
@@ -11,6 +11,13 @@ counterpart there, as offline ``LLM.generate``).
   stored reference; a figure saved; JupyterLab and its widgets importable) and prints
   no exercise answer: no draft tokens, no acceptance rates.
 * ``generate``: one or more prompts with any engine option.
+* ``gpu-check``: the first run on a GPU, as one command (``make gpu-check``). Greedy
+  generation with draft tokens on ``cuda`` -- 1 stage, 2 stages on one GPU, 2 stages
+  on two GPUs where there are two -- with both executors ("uni" and "mp"), each
+  compared token for token with the CPU's greedy tokens without drafts, and its
+  tokens/s printed beside the same run's on the CPU. A difference that greedy
+  decoding without drafts on the GPU shares is the GPU's rounding (a note); any
+  other is a failure (exit status 1). Without CUDA it prints one line and exits 0.
 * ``replay``: the forum thread's scenario under a preset, buffers step by step.
 """
 
@@ -33,7 +40,8 @@ CHECK_PROMPT, CHECK_TOKENS = "The import statement ", [
 DEMO_PROMPTS = ["The for statement ", "A class definition ", "Exceptions are ", "The import statement "]
 
 
-def _print_run(title: str, llm, prompts, params) -> None:
+def _print_run(title: str, llm, prompts, params) -> list[list[int]]:
+    """Generate, print each text, tokens per forward, acceptance and time; return the token ids per prompt."""
     start = time.perf_counter()
     outputs = llm.generate(prompts, params)
     seconds = time.perf_counter() - start
@@ -177,6 +185,112 @@ def check(args) -> None:
         sys.exit(1)
 
 
+@dataclass(frozen=True)
+class GpuCase:
+    label: str
+    stages: int
+    device: str | None  # LLM(device=...): "cuda:0" puts every stage there; None puts stage i on cuda:i
+    gpus: int  # how many GPUs it needs
+
+
+GPU_CASES = (GpuCase("1 stage", 1, "cuda:0", 1), GpuCase("2 stages on one GPU", 2, "cuda:0", 1),
+             GpuCase("2 stages on two GPUs", 2, None, 2))
+GPU_BACKENDS = ("uni", "mp")
+GPU_DRAFTS = {"method": "draft_model", "num_speculative_tokens": 3}
+
+
+def gpu_plan(num_gpus: int) -> list[tuple[str, GpuCase, str | None]]:
+    """(backend, case, why it is skipped or None) for every run gpu-check makes."""
+    return [(backend, case, None if num_gpus >= case.gpus else f"needs {case.gpus} GPUs, this machine has {num_gpus}")
+            for backend in GPU_BACKENDS for case in GPU_CASES]
+
+
+@dataclass(frozen=True)
+class Measured:
+    tokens: list[list[int]]  # per prompt
+    tokens_per_s: float
+
+
+def measure(params, stages: int = 1, device: str | None = "cpu", backend: str = "uni", drafts: dict | None = None,
+            prompts=tuple(DEMO_PROMPTS)) -> Measured:
+    """Greedy tokens and throughput of one configuration, timed after a short warm-up run."""
+    from minispec import LLM, SamplingParams
+
+    with LLM(pipeline_parallel_size=stages, device=device, distributed_executor_backend=backend,
+             speculative_config=drafts) as llm:
+        llm.generate(list(prompts[:1]), SamplingParams(temperature=0, max_tokens=4))  # kernels, caches, workers
+        start = time.perf_counter()
+        outputs = llm.generate(list(prompts), params)
+        seconds = time.perf_counter() - start
+    tokens = [list(o.outputs[0].token_ids) for o in outputs]
+    return Measured(tokens, sum(map(len, tokens)) / seconds)
+
+
+def gpu_verdict(got: list[list[int]], cpu: list[list[int]], gpu_plain: list[list[int]]) -> Outcome:
+    """Equal to the CPU reference; or different only where the GPU without drafts differs too."""
+    from minispec.lab.viz.text import first_divergence
+
+    for i, (tokens, reference, plain) in enumerate(zip(got, cpu, gpu_plain)):
+        if (position := first_divergence(tokens, reference)) is None:
+            continue
+        if tokens == plain:
+            return Outcome(Verdict.NOTE, f"prompt {i} differs from the CPU at token {position}, as greedy decoding "
+                           "without drafts on the GPU does: the GPU rounds differently, the engine agrees with itself")
+        return Outcome(Verdict.FAIL, f"prompt {i} differs from the CPU reference at token {position}: "
+                       f"{tokens[position:position + 5]} where the CPU has {reference[position:position + 5]}")
+    return OK
+
+
+def _no_cuda() -> str:
+    import torch
+
+    build = (f"torch {torch.__version__} is a CPU-only build" if torch.version.cuda is None
+             else f"torch {torch.__version__} is built for CUDA {torch.version.cuda} but sees no GPU")
+    return f"gpu-check: skipped, no CUDA device ({build}); nothing was run"
+
+
+def _gpu_run(backend: str, case: GpuCase, params, cpu: Measured, plain: Measured) -> tuple[Outcome, str]:
+    """One configuration on cuda and on the CPU: its verdict, and the two throughputs."""
+    try:
+        on_gpu = measure(params, case.stages, case.device, backend, GPU_DRAFTS)
+        on_cpu = measure(params, case.stages, "cpu", backend, GPU_DRAFTS)
+    except Exception as e:  # a first run fails in ways no one can list: say which run, and go on
+        return Outcome(Verdict.FAIL, f"{type(e).__name__}: {e}"), ""
+    speed = f"{on_gpu.tokens_per_s:.0f} tokens/s on cuda, {on_cpu.tokens_per_s:.0f} on the CPU"
+    return gpu_verdict(on_gpu.tokens, cpu.tokens, plain.tokens), speed
+
+
+def gpu_check(args) -> None:
+    """Each run prints one line, ok, a note, skip or what failed; the exit status is 1 if any failed."""
+    import torch
+
+    from minispec import SamplingParams
+
+    if not torch.cuda.is_available():
+        print(_no_cuda())
+        return
+    torch.set_num_threads(1)  # as in check: the CPU figures with one thread, the tiny models' best
+    n = torch.cuda.device_count()
+    print(f"gpu-check: torch {torch.__version__}, CUDA {torch.version.cuda}, {n} GPU{'s' if n > 1 else ''}: "
+          + ", ".join(torch.cuda.get_device_name(i) for i in range(n)))
+    params = SamplingParams(temperature=0, max_tokens=args.max_tokens)
+    cpu, plain = measure(params), measure(params, device="cuda:0")
+    print(f"reference: greedy without drafts, 1 stage, {len(DEMO_PROMPTS)} prompts x {args.max_tokens} tokens: "
+          f"{cpu.tokens_per_s:.0f} tokens/s on the CPU, {plain.tokens_per_s:.0f} on cuda:0")
+    failed = 0
+    for backend, case, skip in gpu_plan(n):
+        title = f"{backend:<3} {case.label}, draft model k={GPU_DRAFTS['num_speculative_tokens']}"
+        if skip:
+            print(f"skip {title}: {skip}")
+            continue
+        outcome, speed = _gpu_run(backend, case, params, cpu, plain)
+        failed += outcome.verdict is Verdict.FAIL
+        print(f"{outcome.verdict.value} {title}: {outcome.detail or 'greedy equal to the CPU'}"
+              + (f"; {speed}" if speed else ""))
+    print("gpu-check passed" if not failed else f"gpu-check: {failed} run(s) failed")
+    if failed:
+        sys.exit(1)
+
 def generate(args) -> None:
     from minispec import LLM, SamplingParams
 
@@ -253,6 +367,10 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=_int_from(0), default=None)
     p.add_argument("--max-tokens", type=_int_from(1), default=64)
     p.set_defaults(func=generate)
+
+    p = sub.add_parser("gpu-check", help="greedy equality and tokens/s on cuda, against the CPU (make gpu-check)")
+    p.add_argument("--max-tokens", type=_int_from(1), default=64)
+    p.set_defaults(func=gpu_check)
 
     p = sub.add_parser("replay", help="the forum thread's scenario, buffers per step")
     p.add_argument("--fixes", choices=sorted(PRESETS), default="vllm-0.9.2")

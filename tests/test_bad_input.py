@@ -112,10 +112,10 @@ def test_duplicate_request_id_is_refused(llm):
 def test_explicit_ids_never_collide_with_automatic_ones():
     llm = LLM(max_model_len=64)
     params = SamplingParams(temperature=0, max_tokens=3)
-    llm.add_request("The ", params, request_id="req-0")
+    explicit = llm.add_request("The ", params, request_id="req-0")
     out = llm.generate(["A list "], params)
     assert out[0].request_id != "req-0" and len(out[0].outputs[0].token_ids) == 3
-    assert len(llm.scheduler.requests["req-0"].output_token_ids) == 3
+    assert len(explicit.output_token_ids) == 3
 
 
 # -- issue 9: inputs that used to get a raw error, a late one, or none --------------------------

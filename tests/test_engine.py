@@ -117,3 +117,20 @@ def test_update_states_leaves_a_scheduled_row_it_has_no_entry_for():
     runner._update_states(out)
     assert runner.input_batch.req_id_to_index == {"A": 0}
     assert runner.input_batch.token_ids_cpu[0, :3].tolist() == before == [5, 6, 7]
+
+
+def test_an_llm_reused_for_many_calls_keeps_only_unfinished_requests():
+    """vLLM's scheduler forgets a request when it finishes (0.9.2 ``_free_blocks``); so
+    does minispec's, and every stage is told: what it holds stays one call's worth."""
+    from minispec import LLM, SamplingParams
+
+    llm = LLM(pipeline_parallel_size=2, max_model_len=64,
+              speculative_config={"method": "ngram", "num_speculative_tokens": 2}, check_invariants=True)
+    params = SamplingParams(temperature=0, max_tokens=3)
+    for _ in range(12):
+        outputs = llm.generate(["The for ", "A list "], params, arrival_steps=[0, 1])  # two batches in flight
+        assert [len(o.outputs[0].token_ids) for o in outputs] == [3, 3]
+        assert llm.scheduler.requests == {}
+        # the last finishes reach the stages with the next call's first schedule
+        assert all(len(runner.requests) <= 2 for runner in llm.engine.executor.runners)
+    assert llm.stats()["generated_tokens"] == 12 * 2 * 3

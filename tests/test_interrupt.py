@@ -175,12 +175,9 @@ def test_interrupt_multiproc(monkeypatch):
 
 
 def test_an_abort_leaves_nothing_behind():
-    from minispec.v1.request import RequestStatus
-
     llm = make_llm("all", check=True)
     run_traced(llm, LineInterrupt(reference("all")[1] // 2))
-    requests = llm.scheduler.requests.values()
-    assert RequestStatus.FINISHED_ABORTED in {r.status for r in requests} and all(r.is_finished() for r in requests)
+    assert llm.scheduler.requests == {}  # aborted requests leave the scheduler, as finished ones do
     assert llm.scheduler.kv_cache_manager.num_free_blocks == llm.scheduler.kv_cache_manager.num_blocks
     assert not (llm.scheduler.running or llm.scheduler.waiting or llm.engine.batch_queue or llm.engine.arrivals)
     for runner in llm.engine.executor.runners:

@@ -102,11 +102,11 @@ def test_finishes_on_max_tokens_and_stop_tokens():
     sched.add_request(stop)
     finish_batch(sched, sched.schedule(), {"A": [5], "B": [6]}, spec={"A": [7, 8], "B": [42, 9]})
     out = sched.schedule()
-    finished = finish_batch(sched, out, {"A": [7, 8, 1], "B": [42, 9, 9]})
-    assert sched.requests["A"].output_token_ids == [5, 7]  # truncated at max_tokens
-    assert sched.requests["B"].output_token_ids == [6, 42]
-    assert sched.requests["B"].status == RequestStatus.FINISHED_STOPPED
-    assert {r.request_id for r in finished} == {"A", "B"}
+    finished = {r.request_id: r for r in finish_batch(sched, out, {"A": [7, 8, 1], "B": [42, 9, 9]})}
+    assert finished["A"].output_token_ids == [5, 7]  # truncated at max_tokens
+    assert finished["B"].output_token_ids == [6, 42]
+    assert finished["B"].status == RequestStatus.FINISHED_STOPPED
+    assert sched.requests == {}  # finished requests leave the scheduler, as in vLLM
 
 
 def test_drafts_never_run_past_max_model_len():
@@ -117,17 +117,37 @@ def test_drafts_never_run_past_max_model_len():
     # 13 tokens, 12 computed: positions 12..14 may run, so 2 of the 5 drafts
     assert out.num_scheduled_tokens == {"A": 3} and out.scheduled_spec_decode_tokens == {"A": [1, 2]}
     finished = finish_batch(sched, out, {"A": [1, 2, 9]})
-    assert sched.requests["A"].num_tokens == 16 and finished[0].status == RequestStatus.FINISHED_LENGTH_CAPPED
+    assert finished[0].num_tokens == 16 and finished[0].status == RequestStatus.FINISHED_LENGTH_CAPPED
 
 
-def test_finished_ids_wait_for_a_step_that_runs():
+def test_finished_ids_are_cleared_on_every_schedule():
+    """As vLLM 0.9.2's ``_update_after_schedule``: each finished id travels in one
+    SchedulerOutput, even an empty one; the engine hands back those it does not run."""
     sched = make()
     sched.add_request(req("A", 3, max_tokens=1))
-    finish_batch(sched, sched.schedule(), {"A": [9]})
-    empty = sched.schedule()  # nothing to run: this output is never executed
-    assert empty.total_num_scheduled_tokens == 0
     sched.add_request(req("B", 3))
-    assert sched.schedule().finished_req_ids == {"A"}
+    finish_batch(sched, sched.schedule(), {"A": [9], "B": [9]})
+    assert sched.finished_req_ids == {"A"} and "A" not in sched.requests
+    out = sched.schedule()
+    assert out.finished_req_ids == {"A"} and out.total_num_scheduled_tokens
+    assert sched.finished_req_ids == set() and sched.schedule().finished_req_ids == set()
+    sched.finish_requests("B", RequestStatus.FINISHED_ABORTED)  # its batch still in flight
+    empty = sched.schedule()
+    assert empty.total_num_scheduled_tokens == 0 and empty.finished_req_ids == {"B"}
+    assert sched.schedule().finished_req_ids == set()
+    assert finish_batch(sched, out, {"B": [1]}) == []  # the aborted request's batch returns: ignored
+
+
+def test_finished_requests_leave_the_scheduler_and_their_counts_stay():
+    sched = make()
+    for r in (req("A", 3, max_tokens=2), req("B", 3, max_tokens=2)):
+        sched.add_request(r)
+    finish_batch(sched, sched.schedule(), {"A": [5], "B": [6]}, spec={"A": [7], "B": [8]})
+    finish_batch(sched, sched.schedule(), {"A": [7, 1], "B": [4]})
+    assert sched.requests == {} and not sched.has_unfinished_requests()
+    totals = sched.totals()
+    assert (totals.num_output_tokens, totals.num_draft_tokens, totals.num_accepted_tokens,
+            totals.num_sampling_steps) == (4, 2, 1, 4)
 
 
 def test_finish_requests_takes_one_id_or_several():
@@ -138,6 +158,6 @@ def test_finish_requests_takes_one_id_or_several():
         sched.add_request(r)
     sched.finish_requests("10", RequestStatus.FINISHED_ABORTED)
     assert [r.request_id for r in sched.waiting] == ["1", "0"]
-    assert sched.requests["10"].status == RequestStatus.FINISHED_ABORTED
+    assert "10" not in sched.requests and set(sched.requests) == {"1", "0"}
     sched.finish_requests(["1", "0"], RequestStatus.FINISHED_ABORTED)
     assert not sched.waiting and sched.finished_req_ids == {"1", "0", "10"}

@@ -41,7 +41,7 @@ OWN = ("minispec.instruments", "minispec.lab", "minispec.training")
 # finds (a new guide in docs/ appears without a change here).
 TOC = [("Walkthrough", ["notebooks/0*", "notebooks/glossary", "notebooks/*"]),
        ("Workshop", ["docs/workshop", "docs/opening", "docs/handout", "docs/*"]),
-       ("Reference", ["docs/api"])]
+       ("Reference", ["docs/api", "docs/invariants"])]
 
 
 def toctree(found: set[str]) -> str:

@@ -215,12 +215,10 @@ class LLM:
         )
 
     def stats(self) -> dict:
-        """Engine totals since construction."""
-        reqs = self.scheduler.requests.values()
-        generated = sum(r.num_output_tokens for r in reqs)
-        drafts = sum(r.num_draft_tokens for r in reqs)
-        accepted = sum(r.num_accepted_tokens for r in reqs)
-        steps = sum(r.num_sampling_steps for r in reqs)
+        """Engine totals since construction, over every request, finished or not."""
+        totals = self.scheduler.totals()
+        generated, steps = totals.num_output_tokens, totals.num_sampling_steps
+        drafts, accepted = totals.num_draft_tokens, totals.num_accepted_tokens
         return {
             "target_forwards": self.engine.num_batches,
             "generated_tokens": generated,

@@ -1,36 +1,91 @@
-"""minispec's invariants, checked on trace records.
+"""minispec's invariants, stated here and checked on trace records.
 
-Live (``check_invariants=True``) the first violation raises
-``InvariantViolation``; offline ``check_trace(trace)`` lists them all. Six rules
-are numbered: 2-5 (``STATEMENTS``) are checked here on every stage-step; 1
-(greedy output with drafts equals greedy output without, and transformers'
-``generate``) and 6 (random sampling with drafts keeps the target distribution)
-compare whole runs with references, so they live in the tests
-(``test_greedy_equivalence.py``, ``test_sampling_distribution.py``).
+``Invariant`` numbers them 1-6, as the notebooks, the tests and
+``docs/invariants.md`` cite them (``tools/invariants_doc.py`` writes that page
+from this module). Each member carries a short ``title``, its ``rule`` and what it
+``reads``; ``on_trace`` says whether the checker here can see it. 2-5 are checked
+on every schedule, stage and update: live (``check_invariants=True``) the first
+violation raises ``InvariantViolation``; offline ``check_trace(trace)`` lists
+them all. 1 and 6 compare whole runs with references, so they live in the tests
+(``where``). Any runner that records the same snapshots can be checked the same
+way: ``docs/invariants.md`` says what to record. No vLLM twin: vLLM has no such
+checker, and its unit tests never look at a non-last stage's buffers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 
 from minispec.instruments.events import EventKind
 from minispec.instruments.trace import ScheduleRecord, StageRecord, StepRecord, Trace
 
-NAMES = {
-    2: "draft agreement",
-    3: "token history",
-    4: "shared accounting",
-    5: "one in-flight batch per decode request",
-}
-STATEMENTS = {  # each rule as this module checks it (4 compares block tables too)
-    2: "the drafts every stage embeds and the last stage verifies are the scheduler's "
-       "scheduled_spec_decode_tokens",
-    3: "on every stage, token_ids_cpu[row, :num_tokens_no_spec] is the scheduler's all_token_ids "
-       "before inputs are gathered",
-    4: "every stage's num_computed_tokens (and block table) is the scheduler's, and after rejection "
-       "num_computed_tokens is old + scheduled - rejected",
-    5: "a decode request is in at most one in-flight batch",
-}
+
+class Invariant(IntEnum):
+    """One rule; the member's value is the number everything cites."""
+
+    title: str
+    rule: str
+    where: str
+    reads: tuple[str, ...]
+
+    def __new__(cls, number: int, title: str, rule: str, where: str, reads: tuple[str, ...] = ()):
+        member = int.__new__(cls, number)
+        member._value_ = number
+        member.title, member.rule, member.where, member.reads = title, rule, where, reads
+        return member
+
+    @property
+    def on_trace(self) -> bool:
+        """Checked here, on the records of every step (else: by comparing whole runs)."""
+        return bool(self.reads)
+
+    GREEDY_EQUIVALENCE = (
+        1, "greedy equivalence",
+        "With temperature 0, a run emits the same tokens with draft tokens as without, whatever the number of "
+        "stages, the proposer, the batch queue, chunked prefill or preemption, and those tokens are transformers' "
+        "generate(do_sample=False).",
+        "whole runs against references: tests/test_greedy_equivalence.py, tests/test_properties.py")
+    DRAFT_AGREEMENT = (
+        2, "draft agreement",
+        "At every step, the drafts each stage gathers into its inputs (the last num_drafts slots of the row's "
+        "scheduled region) are the scheduler's scheduled_spec_decode_tokens for the request, and so are the drafts "
+        "the last stage's rejection sampler verifies.",
+        "InvariantChecker.check_stage, every stage of every step",
+        ("ScheduleRecord.scheduled_spec_decode_tokens", "RowRecord.draft_slots", "StageRecord.is_last",
+         "StageRecord.verified_drafts"))
+    TOKEN_HISTORY = (
+        3, "token history",
+        "On every stage, before its inputs are gathered, the row's history (token_ids_cpu[row, :n], n the larger "
+        "of num_computed_tokens + num_scheduled_tokens - num_drafts and num_tokens_no_spec) is the first n tokens "
+        "of the scheduler's all_token_ids.",
+        "InvariantChecker.check_stage, every stage of every step",
+        ("ScheduleRecord.all_token_ids", "RowRecord.token_ids", "RowRecord.num_computed_tokens",
+         "RowRecord.num_scheduled_tokens", "RowRecord.num_drafts", "RowRecord.num_tokens_no_spec"))
+    SHARED_ACCOUNTING = (
+        4, "shared accounting",
+        "Every stage's num_computed_tokens for a request is the scheduler's, and so is its block table row (a "
+        "stage that reads or writes KV through other blocks computes other tokens while every token id is right); "
+        "after update_from_output the scheduler's num_computed_tokens is old + scheduled - rejected.",
+        "InvariantChecker.check_stage (counts and block tables) and check_update (the rollback)",
+        ("ScheduleRecord.num_computed_tokens", "ScheduleRecord.block_ids", "RowRecord.num_computed_tokens",
+         "RowRecord.block_ids", "StepRecord.num_accepted", "StepRecord.num_computed_before_update",
+         "StepRecord.num_computed_after"))
+    ONE_IN_FLIGHT_BATCH = (
+        5, "one in-flight batch per decode request",
+        "A request is in at most one in-flight batch that samples it (one whose chunk reaches the request's last "
+        "token); prefill chunks that do not sample may be pipelined across batches.",
+        "InvariantChecker.check_schedule and check_update, in the order of Trace.events",
+        ("ScheduleRecord.num_scheduled_tokens", "ScheduleRecord.num_computed_tokens", "ScheduleRecord.all_token_ids",
+         "Trace.events"))
+    LOSSLESS_SAMPLING = (
+        6, "lossless sampling",
+        "With random sampling, the tokens a run emits with draft tokens follow the target model's distribution, "
+        "as sampling without drafts does: accepted, recovered and bonus tokens together lose nothing.",
+        "whole runs against references, by chi-square: tests/test_sampling_distribution.py")
+
+
+CHECKED = tuple(i for i in Invariant if i.on_trace)  # 2-5, what check_trace can see
 
 
 def samples(s: ScheduleRecord, req_id: str) -> bool:
@@ -41,17 +96,20 @@ def samples(s: ScheduleRecord, req_id: str) -> bool:
 
 @dataclass
 class Violation:
-    invariant: int
+    invariant: Invariant  # a number is taken too, and checked
     step: int
     stage: int | None
     req_id: str
     expected: object
     actual: object
 
+    def __post_init__(self):
+        self.invariant = Invariant(self.invariant)
+
     @property
     def headline(self) -> str:
         where = f"step {self.step}" + (f", stage {self.stage}" if self.stage is not None else "")
-        return f"invariant {self.invariant} ({NAMES[self.invariant]}) violated at {where}, request {self.req_id}"
+        return f"invariant {self.invariant} ({self.invariant.title}) violated at {where}, request {self.req_id}"
 
     def __str__(self) -> str:
         return f"{self.headline}: expected {self.expected}, got {self.actual}"
@@ -63,14 +121,19 @@ class InvariantViolation(AssertionError):
         self.violation = violation
 
 
+# short names for the checks below
+DRAFTS, HISTORY, ACCOUNTING, IN_FLIGHT = (Invariant.DRAFT_AGREEMENT, Invariant.TOKEN_HISTORY,
+                                          Invariant.SHARED_ACCOUNTING, Invariant.ONE_IN_FLIGHT_BATCH)
+
+
 class InvariantChecker:
     def __init__(self, raise_on_violation: bool = True):
         self.raise_on_violation = raise_on_violation
         self.violations: list[Violation] = []
         self.sampling_in_flight: dict[str, int] = {}  # request -> step of the batch that will sample it
 
-    def _fail(self, *args) -> None:
-        violation = Violation(*args)
+    def _fail(self, invariant: Invariant, *args) -> None:
+        violation = Violation(invariant, *args)
         self.violations.append(violation)
         if self.raise_on_violation:
             raise InvariantViolation(violation)
@@ -80,7 +143,7 @@ class InvariantChecker:
             if not samples(s, req_id):
                 continue
             if req_id in self.sampling_in_flight:
-                self._fail(5, s.step, None, req_id, "not in another in-flight batch",
+                self._fail(IN_FLIGHT, s.step, None, req_id, "not in another in-flight batch",
                            f"also in step {self.sampling_in_flight[req_id]}, still in flight")
             self.sampling_in_flight[req_id] = s.step
 
@@ -88,26 +151,26 @@ class InvariantChecker:
         for row in st.rows:
             req_id = row.req_id
             if row.num_computed_tokens != s.num_computed_tokens[req_id]:
-                self._fail(4, s.step, st.stage, req_id, f"num_computed_tokens={s.num_computed_tokens[req_id]}",
+                self._fail(ACCOUNTING, s.step, st.stage, req_id, f"num_computed_tokens={s.num_computed_tokens[req_id]}",
                            row.num_computed_tokens)
             # The blocks too: a stage that reads or writes KV through other
             # blocks than the scheduler gave computes other tokens while every
             # token id above is right.
             if row.block_ids is not None and req_id in s.block_ids and row.block_ids != s.block_ids[req_id]:
-                self._fail(4, s.step, st.stage, req_id, f"block table {s.block_ids[req_id]}", row.block_ids)
+                self._fail(ACCOUNTING, s.step, st.stage, req_id, f"block table {s.block_ids[req_id]}", row.block_ids)
             # The history is everything before the drafts: what this step
             # gathers, and what the row claims as its own (num_tokens_no_spec).
             n_history = max(row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts,
                             row.num_tokens_no_spec)
             history = s.all_token_ids[req_id][:n_history]
             if row.token_ids[:n_history] != history:
-                self._fail(3, s.step, st.stage, req_id, f"token_ids_cpu[{row.row}, :{n_history}]={history}",
+                self._fail(HISTORY, s.step, st.stage, req_id, f"token_ids_cpu[{row.row}, :{n_history}]={history}",
                            row.token_ids[:n_history])
             drafts = s.scheduled_spec_decode_tokens.get(req_id, [])
             if row.draft_slots != drafts:
-                self._fail(2, s.step, st.stage, req_id, f"draft slots {drafts}", row.draft_slots)
+                self._fail(DRAFTS, s.step, st.stage, req_id, f"draft slots {drafts}", row.draft_slots)
             if st.is_last and st.verified_drafts.get(req_id, []) != drafts:
-                self._fail(2, s.step, st.stage, req_id, f"verified drafts {drafts}",
+                self._fail(DRAFTS, s.step, st.stage, req_id, f"verified drafts {drafts}",
                            st.verified_drafts.get(req_id, []))
 
     def check_update(self, step: StepRecord) -> None:
@@ -115,12 +178,14 @@ class InvariantChecker:
         for req_id in s.num_scheduled_tokens:
             if self.sampling_in_flight.get(req_id) == s.step:
                 del self.sampling_in_flight[req_id]
+            if req_id not in step.num_computed_after:
+                continue  # aborted while this batch was in flight: the scheduler dropped it
             rejected = len(s.scheduled_spec_decode_tokens.get(req_id, [])) - step.num_accepted.get(req_id, 0)
             # "old + scheduled" is the value before the update: scheduling already added it
             expected = step.num_computed_before_update[req_id] - rejected
             if step.num_computed_after[req_id] != expected:
-                self._fail(4, s.step, None, req_id, f"num_computed_tokens={expected} (old + scheduled - rejected)",
-                           step.num_computed_after[req_id])
+                self._fail(ACCOUNTING, s.step, None, req_id,
+                           f"num_computed_tokens={expected} (old + scheduled - rejected)", step.num_computed_after[req_id])
 
 
 def check_trace(trace: Trace) -> list[Violation]:

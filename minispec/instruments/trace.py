@@ -19,15 +19,15 @@ from minispec.instruments.events import Event, EventKind
 
 @dataclass
 class RowRecord:
-    row: int
+    row: int  # the row's index in the stage's persistent batch (or the slot's, in a slot table)
     req_id: str
     path: str  # "new", "stayed", "moved" (by condense) or "re-added": how the row was filled this step
     token_ids: list[int]  # token_ids_cpu[row, :end]: live region and every gathered slot
-    num_tokens: int
-    num_tokens_no_spec: int
-    num_computed_tokens: int
-    num_scheduled_tokens: int
-    num_drafts: int
+    num_tokens: int  # the stage's count, drafts included
+    num_tokens_no_spec: int  # the stage's count of tokens it holds as its own (no drafts)
+    num_computed_tokens: int  # the stage's count of tokens whose KV is computed, before this step's
+    num_scheduled_tokens: int  # what this stage gathers for the request this step
+    num_drafts: int  # how many of those are drafts (the last ones)
     # Who held this row index when this stage last recorded it, and its token_ids
     # then: where a re-added row's unwritten slots came from (remove_request
     # leaves tokens behind). None for a row index the stage had not used before.
@@ -46,9 +46,9 @@ class RowRecord:
 class StageRecord:
     step: int
     stage: int
-    is_last: bool
-    rows: list[RowRecord]
-    input_ids: list[int]
+    is_last: bool  # the stage that samples and verifies
+    rows: list[RowRecord]  # one per request the stage holds
+    input_ids: list[int]  # what the stage's forward embeds
     verified_drafts: dict[str, list[int]]  # last stage: drafts the rejection sampler checks
     sampled: dict[str, list[int]] = field(default_factory=dict)  # last stage: tokens it emitted
 
@@ -59,11 +59,11 @@ class StageRecord:
 @dataclass
 class ScheduleRecord:
     step: int
-    num_scheduled_tokens: dict[str, int]
-    scheduled_spec_decode_tokens: dict[str, list[int]]
-    new_token_ids: dict[str, list[int]]
+    num_scheduled_tokens: dict[str, int]  # per request, drafts included
+    scheduled_spec_decode_tokens: dict[str, list[int]]  # the drafts sent with it
+    new_token_ids: dict[str, list[int]]  # the tokens relayed to non-last stages
     num_computed_tokens: dict[str, int]  # before this schedule advanced them
-    all_token_ids: dict[str, list[int]]
+    all_token_ids: dict[str, list[int]]  # the scheduler's prompt + output tokens (no drafts)
     new_req_ids: list[str]
     num_prompt_tokens: dict[str, int]
     block_ids: dict[str, list[int]] = field(default_factory=dict)  # the KV cache manager's, once scheduled
@@ -74,10 +74,11 @@ class StepRecord:
     schedule: ScheduleRecord
     stages: list[StageRecord] = field(default_factory=list)
     # around update_from_output: per request, accepted drafts and num_computed_tokens
-    # just before and just after (later batches may already have advanced it)
+    # just before and just after (later batches may already have advanced it); a
+    # request aborted while the batch was in flight has no num_computed entries
     num_accepted: dict[str, int] = field(default_factory=dict)
-    num_computed_before_update: dict[str, int] = field(default_factory=dict)
-    num_computed_after: dict[str, int] = field(default_factory=dict)
+    num_computed_before_update: dict[str, int] = field(default_factory=dict)  # the scheduler's, just before
+    num_computed_after: dict[str, int] = field(default_factory=dict)  # the scheduler's, just after
 
     @property
     def step(self) -> int:
@@ -155,11 +156,13 @@ class TraceRecorder:
             self.checker.check_stage(self._by_step[out.step].schedule, record)
         return record
 
-    def on_update(self, out, scheduler, num_accepted: dict[str, int], num_computed_before: dict[str, int]) -> None:
+    def on_update(self, out, requests: dict, num_accepted: dict[str, int], num_computed_before: dict[str, int]) -> None:
+        """``requests``: the batch's requests still in the scheduler before the update
+        (one that finishes in it leaves the scheduler's dict; an aborted one is absent)."""
         step = self._by_step[out.step]
         step.num_accepted = num_accepted
         step.num_computed_before_update = num_computed_before
-        step.num_computed_after = {r: scheduler.requests[r].num_computed_tokens for r in out.num_scheduled_tokens}
+        step.num_computed_after = {r: request.num_computed_tokens for r, request in requests.items()}
         self.trace.events.append(Event(EventKind.UPDATE, out.step))
         if self.checker:
             self.checker.check_update(step)

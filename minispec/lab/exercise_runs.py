@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from minispec.instruments.invariants import NAMES, InvariantViolation, Violation
+from minispec.instruments.invariants import InvariantViolation, Violation
 from minispec.lab import scenarios
 
 
@@ -284,8 +284,9 @@ def run_attempt(schedule: Schedule, make_fixes, fn, contract) -> Attempt:
         attempt.error = exc
         return attempt
     reference = greedy_reference(schedule.prompts, schedule.max_tokens)
+    finished = {r.request_id: r for r in attempt.llm.engine.finished}  # they have left the scheduler
     for req_id, want in reference.items():
-        got = attempt.llm.scheduler.requests[req_id].output_token_ids
+        got = finished[req_id].output_token_ids
         if got != want:
             i = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
             attempt.diverged = (req_id, i, got[i : i + 5], want[i : i + 5])
@@ -296,7 +297,7 @@ def run_attempt(schedule: Schedule, make_fixes, fn, contract) -> Attempt:
 def describe_violation(v: Violation, trace, text) -> str:
     """One sentence naming where the rule broke and what the buffers hold."""
     where = f"step {v.step}" + (f", stage {v.stage}" if v.stage is not None else "") + f", request {v.req_id}: "
-    rule = f" (invariant {v.invariant}, {NAMES[v.invariant]})"
+    rule = f" (invariant {v.invariant}, {v.invariant.title})"
     step = trace.step(v.step)
     stage = next((st for st in step.stages if st.stage == v.stage), None)
     if stage is None or v.invariant not in (2, 3):

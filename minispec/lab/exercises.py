@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass
 
 from minispec.v1.worker.runner_fixes import RunnerFixes
-from minispec.instruments.invariants import NAMES, check_trace
+from minispec.instruments.invariants import check_trace
 from minispec.lab import scenarios
 from minispec.lab.exercise_runs import (
     THREAD,
@@ -271,9 +271,9 @@ def _locate(answer, truths: list, what: str, symptoms: dict[int, str] | None = N
                               f"({'; '.join(HINTS[k] for k in wrong)})"])
     at = f"at step {named.step}, stage {named.stage}, request {named.req_id}"
     if named is root:
-        return Report(True, [f"correct: {what} first breaks invariant {root.invariant} ({NAMES[root.invariant]}) {at}"])
-    return Report(True, [f"correct: {what} breaks invariant {named.invariant} ({NAMES[named.invariant]}) {at}, "
-                         f"and invariant {root.invariant} ({NAMES[root.invariant]}) there too, which is the root",
+        return Report(True, [f"correct: {what} first breaks invariant {root.invariant} ({root.invariant.title}) {at}"])
+    return Report(True, [f"correct: {what} breaks invariant {named.invariant} ({named.invariant.title}) {at}, "
+                         f"and invariant {root.invariant} ({root.invariant.title}) there too, which is the root",
                          (symptoms or {}).get(named.invariant, "")])
 
 

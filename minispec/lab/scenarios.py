@@ -57,7 +57,8 @@ def run_recorded(llm):
     request's output and the engine's stats filled in."""
     llm.engine.run()
     trace = llm.trace
-    trace.outputs = {r: list(req.output_token_ids) for r, req in llm.scheduler.requests.items()}
+    # finished requests leave the scheduler; the engine keeps them
+    trace.outputs = {req.request_id: list(req.output_token_ids) for req in llm.engine.finished}
     trace.stats = llm.stats()
     return trace
 

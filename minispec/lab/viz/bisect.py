@@ -7,7 +7,7 @@ switch cures which invariant and where the first break was.
 
 from __future__ import annotations
 
-from minispec.instruments.invariants import NAMES, Violation
+from minispec.instruments.invariants import CHECKED, Invariant, Violation
 
 
 def first_by_invariant(violations: list[Violation]) -> dict[int, Violation]:
@@ -25,11 +25,11 @@ def where(v: Violation | None) -> str:
     return f"step {v.step}{stage} {v.req_id}"
 
 
-def render_bisect(runs: dict[str, list[Violation]], invariants=tuple(NAMES)) -> str:
+def render_bisect(runs: dict[str, list[Violation]], invariants=CHECKED) -> str:
     """A text table: one row per run, one column per invariant, each cell the
     first break ("step 4 stage 0 A") or "holds"."""
     firsts = {name: first_by_invariant(vs) for name, vs in runs.items()}
-    headers = [f"{i} {NAMES[i]}" for i in invariants]
+    headers = [f"{i} {Invariant(i).title}" for i in invariants]
     cells = {name: [where(f.get(i)) for i in invariants] for name, f in firsts.items()}
     widths = [max([len(h)] + [len(c[k]) for c in cells.values()]) for k, h in enumerate(headers)]
     name_width = max(len("run"), *(len(n) for n in runs))

@@ -10,7 +10,11 @@ its own ``InputBatch`` below it.
 
 Two layouts: ``WORKSHOP`` (the default) has large type and a few words per box,
 so it can be read on a 1280×720 projector; ``FULL`` adds to every box the
-minispec module and the vLLM v0.9.2 file it mirrors, for reading at a desk.
+minispec module and the vLLM file it mirrors, for reading at a desk. Each box
+names only its minispec module; its vLLM file is the twin that module's
+docstring names (``minispec.lab.vllm_map.twin_of``), so the map cannot disagree
+with the code. The executor box is the multi-process one: it is the executor that
+runs a pipeline in vLLM 0.9.2.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from dataclasses import dataclass
 
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+from minispec.lab.vllm_map import REFERENCE, twin_of
 
 # Okabe-Ito (colour-blind safe); the legend names each layer, and each layer also has its own
 # hatching and outline (hatch, line style), so colour is never the only cue.
@@ -68,7 +74,7 @@ class Box:
     name: str
     role: str
     minispec: str  # path under minispec/
-    vllm: str  # path in vLLM v0.9.2
+    vllm: str  # its twin's path in vLLM, and the release if not the reference one ("vLLM 0.13.0: vllm/...")
     layer: str
     x: float
     y: float
@@ -80,26 +86,25 @@ def components(pipeline_parallel_size: int = 2, layout: Layout = WORKSHOP) -> li
     """The engine's loop down the left column; the stages along the bottom rows."""
     rows, full = layout.rows, int(layout.paths)
 
-    def box(name: str, role: str, minispec: str, vllm: str, layer: str, x: float, y: float) -> Box:
+    def box(name: str, role: str, minispec: str, layer: str, x: float, y: float) -> Box:
+        twin = twin_of(minispec)
+        vllm = twin.vllm_path if twin.release == REFERENCE else f"{twin.release}: {twin.vllm_path}"
         return Box(name, ROLES[role][full], minispec, vllm, layer, x, y, layout.box_w, layout.box_h)
 
     boxes = [
-        box("LLM.generate", "LLM.generate", "entrypoints/llm.py", "vllm/entrypoints/llm.py", "API", 0.2, rows[0]),
-        box("EngineCore", "EngineCore", "v1/engine/core.py", "vllm/v1/engine/core.py", "engine", 0.2, rows[1]),
-        box("Scheduler.schedule", "Scheduler.schedule", "v1/core/sched/scheduler.py",
-            "vllm/v1/core/sched/scheduler.py", "engine", 0.2, rows[2]),
-        box("Executor", "Executor", "v1/executor/uniproc_executor.py", "vllm/v1/executor/multiproc_executor.py",
-            "engine", 0.2, rows[3]),
+        box("LLM.generate", "LLM.generate", "entrypoints/llm.py", "API", 0.2, rows[0]),
+        box("EngineCore", "EngineCore", "v1/engine/core.py", "engine", 0.2, rows[1]),
+        box("Scheduler.schedule", "Scheduler.schedule", "v1/core/sched/scheduler.py", "engine", 0.2, rows[2]),
+        box("Executor", "Executor", "v1/executor/multiproc_executor.py", "engine", 0.2, rows[3]),
     ]
     for stage in range(pipeline_parallel_size):
         x = 0.2 + layout.box_w + layout.gap + stage * (layout.gap + layout.box_w)
         role = "last runner" if stage == pipeline_parallel_size - 1 else "runner"
-        boxes.append(box(f"stage {stage}: GPUModelRunner", role, "v1/worker/gpu_model_runner.py",
-                         "vllm/v1/worker/gpu_model_runner.py", "worker", x, rows[3]))
-        boxes.append(box(f"stage {stage}: InputBatch", "InputBatch", "v1/worker/gpu_input_batch.py",
-                         "vllm/v1/worker/gpu_input_batch.py", "worker", x, rows[4]))
+        boxes.append(box(f"stage {stage}: GPUModelRunner", role, "v1/worker/gpu_model_runner.py", "worker", x, rows[3]))
+        boxes.append(box(f"stage {stage}: InputBatch", "InputBatch", "v1/worker/gpu_input_batch.py", "worker", x,
+                         rows[4]))
     boxes.append(box("Scheduler.update_from_output", "Scheduler.update_from_output", "v1/core/sched/scheduler.py",
-                     "vllm/v1/core/sched/scheduler.py", "engine", x, rows[1]))
+                     "engine", x, rows[1]))
     return boxes
 
 

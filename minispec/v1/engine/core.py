@@ -72,9 +72,8 @@ class EngineCore:
 
     def unfinished_request_ids(self) -> set[str]:
         """Every request not yet finished, wherever it is (queued, waiting, running)."""
-        sched = self.scheduler
-        ids = {r.request_id for r in sched.requests.values() if not r.is_finished()}
-        return ids | {r.request_id for r in [*sched.running, *sched.waiting]} | {r.request_id for _, r in self.arrivals}
+        # the scheduler's requests are its unfinished ones: finished requests leave it
+        return set(self.scheduler.requests) | {r.request_id for _, r in self.arrivals}
 
     def has_work(self) -> bool:
         return bool(self.arrivals or self.batch_queue or self.scheduler.has_unfinished_requests())
@@ -100,6 +99,11 @@ class EngineCore:
                     self.recorder.on_schedule(out, self.scheduler)
                 self.batch_queue.append(self.executor.execute_model(out))
                 yield Event(EventKind.SCHEDULE, out.step)
+            else:
+                # Never executed, so no stage would hear of these finishes: the next
+                # schedule carries them (vLLM 0.9.2's batch queue drops them, core.py
+                # 266; 0.14.0 executes empty schedules too, core.py 437-440).
+                self.scheduler.finished_req_ids |= out.finished_req_ids
         if self.batch_queue and (not scheduled or self.max_concurrent_batches == 1):
             batch = self.batch_queue[0]
             yield from self.executor.wait(batch)
@@ -113,11 +117,13 @@ class EngineCore:
             r: len(output.sampled_token_ids[output.req_id_to_index[r]]) - 1
             for r in out.scheduled_spec_decode_tokens
         }
-        before = {r: self.scheduler.requests[r].num_computed_tokens for r in out.num_scheduled_tokens}
+        # held here: a request that finishes in this update leaves scheduler.requests
+        requests = {r: self.scheduler.requests[r] for r in out.num_scheduled_tokens if r in self.scheduler.requests}
+        before = {r: request.num_computed_tokens for r, request in requests.items()}
         self.finished.extend(self.scheduler.update_from_output(out, output))
         self.num_batches += 1
         if self.recorder:
-            self.recorder.on_update(out, self.scheduler, num_accepted, before)
+            self.recorder.on_update(out, requests, num_accepted, before)
 
     def step_with_batch_queue(self) -> list[Event]:
         """One engine step; returns the events it ran."""

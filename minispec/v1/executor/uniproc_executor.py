@@ -1,14 +1,14 @@
 """Every pipeline stage in one process: one ``GPUModelRunner`` per stage
-(vLLM: ``UniProcExecutor``, in ``vllm/v1/executor/abstract.py`` in 0.9.2, lines
-99-100, and in its own ``vllm/v1/executor/uniproc_executor.py`` by 0.13.0).
+(vLLM 0.13.0: ``vllm/v1/executor/uniproc_executor.py``, ``UniProcExecutor``; in
+0.9.2 that class is in ``vllm/v1/executor/abstract.py``, line 99).
 
 vLLM's ``UniProcExecutor`` runs one worker in-process (its ``driver_worker``,
-0.14.0 ``uniproc_executor.py`` 27-48), so it has no pipeline:
-vLLM runs pipeline stages one process each (``multiproc_executor.py``) and sends
-hidden states between them with ``torch.distributed``. minispec's runs every
-stage in this one process, each an object, and the hand-off is a function
-argument, which makes every stage event deterministic and steppable. The stages
-stay readable as ``runners`` for the notebooks and tests that look inside them.
+0.14.0 ``uniproc_executor.py`` 27-48), so it has no pipeline: vLLM runs pipeline
+stages one process each (``multiproc_executor.py``) and sends hidden states
+between them with ``torch.distributed``. minispec's runs every stage in this one
+process, each an object, and the hand-off is a function argument, which makes
+every stage event deterministic and steppable. The stages stay readable as
+``runners`` for the notebooks and tests that look inside them.
 
 Time advances in *ticks*: in one tick every stage that has a batch waiting runs
 it, oldest batch (the one furthest along) first, so a batch moves one stage per

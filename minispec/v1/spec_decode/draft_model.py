@@ -1,4 +1,4 @@
-"""Drafting with a small model (vLLM: ``vllm/v1/spec_decode/draft_model.py``).
+"""Drafting with a small model (vLLM 0.15.0: ``vllm/v1/spec_decode/draft_model.py``).
 
 A note on history: vLLM V1 gained draft-model drafting after v0.14.0 (PR
 #24322): 0.14.0 still raises ``NotImplementedError`` for

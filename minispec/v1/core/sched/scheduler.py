@@ -9,7 +9,17 @@ nothing left to schedule: that is why, with a batch queue, decode batches
 alternate between two sets of requests.
 
 Left out: priorities, prefix caching, encoder inputs, structured output, LoRA,
-async scheduling. Deliberate differences from v0.9.2:
+async scheduling.
+
+As in v0.9.2, a request leaves ``requests`` when it finishes (``_free_request``;
+vLLM's ``_free_blocks``, ``scheduler.py`` line 996), so one engine reused all
+afternoon holds only what is unfinished; ``totals()`` keeps the counts of those
+that left, for ``LLM.stats``. ``schedule()`` clears ``finished_req_ids`` every
+time, as v0.9.2 does (``_update_after_schedule``, line 609): a finished id goes
+out with the next ``SchedulerOutput`` and is forgotten, and the engine hands back
+the ids of a schedule it does not execute, for the one after (``EngineCore``).
+
+Deliberate differences from v0.9.2:
 
 * Preemption only picks requests with nothing in flight (v0.9.2 could free the
   blocks of a batch that was still running) and never one already scheduled in
@@ -17,8 +27,6 @@ async scheduling. Deliberate differences from v0.9.2:
 * Drafts that do not fit the budget are dropped even when none fit. v0.9.2 kept
   all of them in that case, so they could be scheduled in the *other* batch
   while this one was in flight; later vLLM drops them too.
-* ``finished_req_ids`` are kept until a non-empty output carries them to the
-  workers; an empty step is never executed, so they would otherwise be lost.
 * A request computes at most ``max_model_len - 1`` positions, so the token each
   position can emit still fits.
 * A preempted request loses its drafts (``_preempt``), as in vLLM 0.14.0
@@ -29,20 +37,36 @@ async scheduling. Deliberate differences from v0.9.2:
 
 ``make vllm-check`` runs vLLM 0.9.2's own ``Scheduler`` beside this one on the
 same requests and model outputs (``minispec.lab.vllm_reference.scheduler_check``):
-every schedule is equal up to one of these differences, and it shows the third
-by execution: vLLM puts finished ids in empty schedules its engine never runs.
+every schedule is equal up to one of these differences, and it shows one more by
+execution: vLLM 0.9.2's batch queue never runs an empty schedule, so the finished
+ids it carries reach no worker (minispec's engine hands them back).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass, fields
 
 from minispec.config import SchedulerConfig
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 from minispec.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
 from minispec.v1.outputs import ModelRunnerOutput
 from minispec.v1.request import Request, RequestStatus
+
+
+@dataclass
+class RequestTotals:
+    """Per-request counts added up (``Request`` has a field of each name)."""
+
+    num_output_tokens: int = 0
+    num_draft_tokens: int = 0
+    num_accepted_tokens: int = 0
+    num_sampling_steps: int = 0
+
+    def add(self, request: Request) -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(request, f.name))
 
 
 class Scheduler:
@@ -54,6 +78,7 @@ class Scheduler:
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
         self.finished_req_ids: set[str] = set()
+        self.finished_totals = RequestTotals()  # of the requests that have left self.requests
         self.num_preemptions = 0
         self.step_counter = 0
 
@@ -89,12 +114,27 @@ class Scheduler:
             if request in self.waiting:
                 self.waiting.remove(request)
             request.status = finished_status
-            self.kv_cache_manager.free(request)
-            request.spec_token_ids.clear()
-            self.finished_req_ids.add(req_id)
+            self._free_request(request)
+
+    def _free_request(self, request: Request) -> None:
+        """A finished request leaves the scheduler: its blocks are freed, every stage
+        is told (``finished_req_ids``) and it leaves ``requests`` (vLLM 0.9.2:
+        ``_free_request`` and ``_free_blocks``)."""
+        self.kv_cache_manager.free(request)
+        request.spec_token_ids.clear()
+        self.finished_req_ids.add(request.request_id)
+        self.finished_totals.add(request)
+        del self.requests[request.request_id]
 
     def has_unfinished_requests(self) -> bool:
         return bool(self.waiting or self.running)
+
+    def totals(self) -> RequestTotals:
+        """The counts of every request since the scheduler was built, finished or not."""
+        totals = RequestTotals(**vars(self.finished_totals))
+        for request in self.requests.values():
+            totals.add(request)
+        return totals
 
     # -- schedule ---------------------------------------------------------
     def schedule(self) -> SchedulerOutput:
@@ -171,8 +211,8 @@ class Scheduler:
             request = self.requests[req_id]
             request.num_computed_tokens += n
             request.num_inflight_batches += 1
-        if output.total_num_scheduled_tokens:
-            self.finished_req_ids = set()
+        # A new set, not clear(): the output just built carries the old one.
+        self.finished_req_ids = set()
         return output
 
     def _allocate_or_preempt(self, request, n, preempted, num_scheduled) -> list[int] | None:
@@ -226,10 +266,10 @@ class Scheduler:
         """Apply one batch's results; return the requests that finished."""
         finished = []
         for req_id in scheduler_output.num_scheduled_tokens:
-            request = self.requests[req_id]
-            request.num_inflight_batches -= 1
-            if request.is_finished():  # aborted while its batch was in flight
+            request = self.requests.get(req_id)
+            if request is None:  # aborted while its batch was in flight: already gone
                 continue
+            request.num_inflight_batches -= 1
             index = output.req_id_to_index[req_id]
             generated = list(output.sampled_token_ids[index])
             drafts = scheduler_output.scheduled_spec_decode_tokens.get(req_id)
@@ -263,6 +303,4 @@ class Scheduler:
 
     def _finish(self, request: Request) -> None:
         self.running.remove(request)
-        self.kv_cache_manager.free(request)
-        request.spec_token_ids.clear()
-        self.finished_req_ids.add(request.request_id)
+        self._free_request(request)

@@ -1,0 +1,184 @@
+"""Write ``docs/invariants.md`` from ``minispec.instruments.invariants`` and the trace's records.
+
+The rules come from the ``Invariant`` members, the record tables from the
+dataclasses in ``minispec.instruments.trace`` (each field's type and the comment
+beside or above it), and the worked example is run here, so the page shows what
+it prints. ``tests/test_invariants_doc.py`` checks that the committed page is
+what this writes and runs the example from the page.
+
+    python tools/invariants_doc.py          # rewrite docs/invariants.md
+    python tools/invariants_doc.py --check  # exit 1 if it is out of date
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import inspect
+import io
+import re
+import sys
+
+from generated import ROOT, write_or_check
+
+sys.path.insert(0, str(ROOT))
+
+from minispec.instruments import trace as records  # noqa: E402
+from minispec.instruments.invariants import Invariant  # noqa: E402
+
+DOC = ROOT / "docs" / "invariants.md"
+RECORDS = {  # each record, and when a runner makes it
+    records.RowRecord: "One request's row (or slot) on one stage, read from that stage's own buffers.",
+    records.StageRecord: "One stage at one step, after it gathered its inputs and before its forward.",
+    records.ScheduleRecord: "What the scheduler sent at one step, and what it believed then.",
+    records.StepRecord: "One step: its schedule, every stage's record, and the update that came back.",
+    records.Trace: "A whole run: the steps, and the events in the order they happened.",
+}
+FIELD = re.compile(r"^\s+(\w+): [^#]*?(?:#\s*(.*))?$")
+
+INTRO = """\
+# The invariants
+
+<!-- Written by tools/invariants_doc.py from minispec/instruments/invariants.py and
+minispec/instruments/trace.py: edit those, then run the tool. -->
+
+minispec states six rules that speculative decoding under pipeline parallelism must keep.
+The numbers are the ones the notebooks and the tests cite. Rules 2-5 are checked on the
+records of every step: live, `LLM(..., check_invariants=True)` raises `InvariantViolation` at
+the first break; offline, `check_trace(trace)` lists every break of a recorded run. Rules 1
+and 6 compare whole runs with references, so the tests check them.
+"""
+
+CONFORMANCE = """\
+## The checker as a conformance test
+
+Nothing in `check_trace` knows minispec's runner: it reads plain records. Any runner that
+keeps per-request state on several pipeline stages (vLLM's V1 persistent batch, a V2-style
+slot table, a design of your own) can be checked by recording the same snapshots:
+
+1. After each `schedule()`, a `ScheduleRecord`: what the scheduler sent and what it believes
+   (`num_computed_tokens` as it was *before* this schedule advanced it, `all_token_ids`).
+2. On every stage, after it has brought its state up to date and gathered its inputs, before
+   its forward: a `StageRecord` with one `RowRecord` per request it holds, read from the
+   stage's own buffers (its copy of the token ids, its counts, its block table), never from
+   the scheduler. A runner whose state is a slot table rather than rows records each slot's
+   request as a row.
+3. After `update_from_output`: on the step's `StepRecord`, the drafts accepted per request
+   and the scheduler's `num_computed_tokens` just before and just after.
+4. In `Trace.events`, each of those as it happened (a schedule, a stage, an update), so that
+   rule 5 sees which batches were in flight together.
+
+Then `check_trace(trace)` returns a `Violation` per break (its `invariant` is an `Invariant`
+member; `step`, `stage`, `req_id`, `expected`, `actual` say where and what). To check as you
+go, call an `InvariantChecker`'s `check_schedule`, `check_stage` and `check_update` at the
+same three points, as minispec's `TraceRecorder` does. Fields that no rule reads may be left
+at their defaults.
+"""
+
+EXAMPLE = '''\
+from minispec.instruments.events import Event, EventKind
+from minispec.instruments.invariants import Invariant, check_trace
+from minispec.instruments.trace import RowRecord, ScheduleRecord, StageRecord, StepRecord, Trace
+
+# Request A: prompt [1, 2, 3] and one token out (4). This step decodes it with the
+# drafts [5, 6]: 1 + 2 tokens, scheduled from position 3.
+schedule = ScheduleRecord(
+    step=0, num_scheduled_tokens={"A": 3}, scheduled_spec_decode_tokens={"A": [5, 6]},
+    new_token_ids={"A": [4]}, num_computed_tokens={"A": 3}, all_token_ids={"A": [1, 2, 3, 4]},
+    new_req_ids=[], num_prompt_tokens={"A": 3})
+
+
+def row(token_ids):
+    """What a stage holds for A once it has gathered this step's inputs."""
+    return RowRecord(row=0, req_id="A", path="stayed", token_ids=token_ids, num_tokens=6,
+                     num_tokens_no_spec=4, num_computed_tokens=3, num_scheduled_tokens=3, num_drafts=2)
+
+
+stages = [  # stage 0 never wrote the first draft: its slot still holds 9
+    StageRecord(step=0, stage=0, is_last=False, rows=[row([1, 2, 3, 4, 9, 6])],
+                input_ids=[4, 9, 6], verified_drafts={}),
+    StageRecord(step=0, stage=1, is_last=True, rows=[row([1, 2, 3, 4, 5, 6])],
+                input_ids=[4, 5, 6], verified_drafts={"A": [5, 6]}),
+]
+# The last stage accepted 5 and rejected 6, so num_computed_tokens goes back from 6 to 5.
+step = StepRecord(schedule, stages, num_accepted={"A": 1},
+                  num_computed_before_update={"A": 6}, num_computed_after={"A": 5})
+trace = Trace(fixes="my runner", pipeline_parallel_size=2, steps=[step],
+              events=[Event(EventKind.SCHEDULE, 0), Event(EventKind.STAGE, 0, stage=0),
+                      Event(EventKind.STAGE, 0, stage=1), Event(EventKind.UPDATE, 0)])
+
+for violation in check_trace(trace):
+    print(violation)
+assert [(v.invariant, v.step, v.stage, v.req_id) for v in check_trace(trace)] == [
+    (Invariant.DRAFT_AGREEMENT, 0, 0, "A")]
+'''
+
+
+def field_notes(cls) -> dict[str, str]:
+    """Each field's comment: the one on its line, else the comment lines just above it."""
+    notes, above = {}, []
+    for line in inspect.getsource(cls).splitlines()[1:]:
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            above.append(stripped.lstrip("# "))
+        elif match := FIELD.match(line):
+            notes[match.group(1)] = match.group(2) or " ".join(above)
+            above = []
+        else:
+            above = []
+    return notes
+
+
+def readers(cls_name: str, field: str) -> str:
+    return ", ".join(str(i) for i in Invariant if f"{cls_name}.{field}" in i.reads) or "—"
+
+
+def record_table(cls) -> str:
+    notes = field_notes(cls)
+    lines = [f"### `{cls.__name__}`", "", RECORDS[cls], "",
+             "| field | type | read by rule | what it holds |", "|---|---|---|---|"]
+    props = [name for name, value in vars(cls).items() if isinstance(value, property)]
+    for f in dataclasses.fields(cls):
+        note = notes.get(f.name, "").replace("|", "\\|")
+        kind = str(f.type).replace("|", "\\|")
+        lines.append(f"| `{f.name}` | `{kind}` | {readers(cls.__name__, f.name)} | {note} |")
+    for name in props:
+        doc = (inspect.getdoc(getattr(cls, name)) or "").replace("\n", " ")
+        lines.append(f"| `{name}` (property) | | {readers(cls.__name__, name)} | {doc} |")
+    return "\n".join(lines)
+
+
+def rule_section(i: Invariant) -> str:
+    reads = ", ".join(f"`{r}`" for r in i.reads) if i.reads else "whole runs, not a trace"
+    return f"## {int(i)}. {i.title}\n\n{i.rule}\n\n- Checked by: {i.where}.\n- Reads: {reads}.\n"
+
+
+def run_example() -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(EXAMPLE, "docs/invariants.md", "exec"), {"__name__": "invariants_example"})
+    return out.getvalue()
+
+
+def render() -> str:
+    tables = "\n\n".join(record_table(cls) for cls in RECORDS)
+    return "\n".join([
+        INTRO, *(rule_section(i) for i in Invariant), CONFORMANCE,
+        "### What to record\n\nEvery field of each record, its type, which rules read it, and the comment "
+        "beside it in `minispec/instruments/trace.py`:\n", tables, "",
+        "### A worked example\n\nA two-stage runner of your own, one decode step of one request, recorded by "
+        "hand. Stage 0's row kept a stale token in a draft slot; the test suite runs this block "
+        "(`tests/test_invariants_doc.py`).\n",
+        f"```python\n{EXAMPLE}```\n", "It prints:\n", f"```text\n{run_example()}```\n",
+    ])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if docs/invariants.md is out of date")
+    return write_or_check(DOC, render(), parser.parse_args(argv).check, "tools/invariants_doc.py")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""Write the README's twin table (between its markers) from the modules' docstrings.
+
+Each mirrored module's docstring names its vLLM twin, and the release when it is
+not 0.9.2; ``minispec.lab.vllm_map`` reads them. This writes the same table into
+``README.md``, so the README cannot disagree with the code; the map's boxes and
+notebook 07 read the docstrings themselves. ``tests/test_vllm_map.py`` checks that
+the README is current and that each twin exists in the release it names.
+
+    python tools/twin_table.py          # rewrite the table in README.md
+    python tools/twin_table.py --check  # exit 1 if it is out of date
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from generated import ROOT, between, write_or_check
+
+sys.path.insert(0, str(ROOT))
+
+from minispec.lab.vllm_map import Column, render_twins_markdown, vllm_twins  # noqa: E402
+
+README = ROOT / "README.md"
+BEGIN = "<!-- twin table: tools/twin_table.py writes it from the modules' docstrings; edit those -->"
+END = "<!-- end of twin table -->"
+
+
+def render(readme: str) -> str:
+    """The README with its twin table as the docstrings make it."""
+    return between(readme, BEGIN, END, render_twins_markdown(vllm_twins(), Column.SUMMARY) + "\n")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the README's table is out of date")
+    return write_or_check(README, render(README.read_text()), parser.parse_args(argv).check, "tools/twin_table.py")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
