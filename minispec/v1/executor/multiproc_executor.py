@@ -46,6 +46,7 @@ import torch.multiprocessing as mp
 from minispec.distributed.parallel_state import StageGroup
 from minispec.instruments.timeline import StageSpan, Timeline
 from minispec.sequence import IntermediateTensors
+from minispec.v1.worker.gpu.pp_utils import bind_pp_group
 from minispec.v1.worker.gpu_worker import make_runner
 
 CTRL, HIDDEN, OUTPUT, SPAN = 1, 2, 3, 4  # message tags
@@ -68,6 +69,7 @@ def run_stage(group: StageGroup, runner, config) -> None:
     The next batch's control message and hidden states are always posted for
     before this batch's forward starts, so they arrive while it runs."""
     rank, last = group.rank, runner.is_last_rank
+    bind_pp_group(runner, group)  # Model Runner V2's broadcast goes over this group too; V1 ignores it
     shape = (config.scheduler_config.max_num_batched_tokens, config.arch.hidden_size)
 
     def post_hidden():  # in host memory: gloo sends and receives CPU tensors only
@@ -198,6 +200,7 @@ class MultiprocExecutor:
                 store, hostname = torchrun_store(self.pp), None
             self.runner = make_runner(config, 0, device=torchrun_device(launcher))
             self.group = StageGroup(store, 0, self.pp, self.timeout_s, hostname)
+            bind_pp_group(self.runner, self.group)  # as in run_stage
         except BaseException:
             self.shutdown()
             raise

@@ -14,6 +14,7 @@ from minispec.config import VllmConfig
 from minispec.platforms import stage_device
 from minispec.v1.spec_decode.draft_model import DraftModelProposer
 from minispec.v1.spec_decode.ngram_proposer import NgramProposer
+from minispec.v1.worker.gpu import use_v2_model_runner
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner
 
 
@@ -31,6 +32,11 @@ def make_runner(config: VllmConfig, rank: int, recorder=None, device=None) -> GP
     """``device`` overrides the placement ``stage_device`` would choose (torchrun: ``LOCAL_RANK``)."""
     pp = config.pipeline_parallel_size
     device = device or stage_device(rank, pp, config.device)
+    if use_v2_model_runner():  # issue 17: Model Runner V2, chosen as vLLM's Worker does (gpu/__init__.py)
+        from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
+
+        return GPUModelRunnerV2(config, rank, device, recorder,
+                                drafter=make_drafter(config, device) if rank == pp - 1 else None)
     return GPUModelRunner(
         config.model, rank, pp, config.scheduler_config, config.cache_config, config.fixes,
         drafter=make_drafter(config, device) if rank == pp - 1 else None,
