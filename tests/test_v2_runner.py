@@ -234,3 +234,50 @@ def test_an_entry_is_applied_when_its_request_is_next_scheduled():
     assert first.get_prev_sampled_outputs({1}) == []  # slot 1 has nothing pending: nothing taken
     taken = first.get_prev_sampled_outputs({2})  # the newer entry, and the older one before it
     assert [o.sampled_tokens[0, 0] for o in taken] == [40, 41] and not first.queue
+
+
+# -- the invariant checker on V2's state (stage_view.py) ----------------------------
+def _drop(field):
+    """Apply the broadcast with one of its parts lost on the way."""
+    get = PPHandler.get_prev_sampled_outputs
+
+    def lossy(self, slots):
+        outputs = get(self, slots)
+        for o in outputs:
+            if field == "everything":
+                o.idx_mapping = np.full_like(o.idx_mapping, -1)
+            elif field == "draft_tokens":
+                o.draft_tokens = None
+            else:
+                o.num_rejected = np.zeros_like(o.num_rejected)
+        return outputs
+
+    return lossy
+
+
+@pytest.mark.parametrize("lost,invariant,step,req", [
+    ("everything", 3, 2, "req-0"),  # last_sampled_tokens never arrives: the history's last token is stale
+    ("draft_tokens", 2, 2, "req-1"),  # the slot's drafts stay zero (the shape of PR #52295)
+    ("num_rejected", 4, 5, "req-2"),  # the optimistic num_computed_tokens is never taken back (RFC #44697)
+])
+def test_the_checker_names_a_lost_part_of_the_broadcast(v2, monkeypatch, lost, invariant, step, req):
+    from minispec.instruments.invariants import InvariantViolation
+
+    llm = LLM(pipeline_parallel_size=2, speculative_config={"method": "ngram", "num_speculative_tokens": 3},
+              check_invariants=True)
+    prompts = PROMPTS[:4]
+    with pytest.raises(InvariantViolation) as caught:
+        monkeypatch.setattr(PPHandler, "get_prev_sampled_outputs", _drop(lost))
+        llm.generate(prompts, SamplingParams(temperature=0, max_tokens=20), arrival_steps=[0, 0, 1, 1])
+    v = caught.value.violation
+    assert (v.invariant, v.step, v.stage, v.req_id) == (invariant, step, 0, req)
+
+
+def test_a_v2_trace_checks_clean_offline(v2, reference):
+    from minispec.instruments.invariants import check_trace
+
+    llm = engine(3, 2, "draft_model", record=True, max_num_batched_tokens=24, num_gpu_blocks=24, max_model_len=128)
+    assert generate(llm) == reference
+    stages = [st for s in llm.trace.steps for st in s.stages]
+    assert {st.stage for st in stages} == {0, 1, 2} and all(st.rows for st in stages)
+    assert check_trace(llm.trace) == []

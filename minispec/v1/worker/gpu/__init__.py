@@ -6,9 +6,9 @@ under pipeline parallelism the last stage's broadcast of what it sampled and dra
 
 Selected as vLLM selects it, by an environment variable: vLLM reads
 ``VLLM_USE_V2_MODEL_RUNNER`` (``envs.py`` 2037-2038) into
-``VllmConfig.use_v2_model_runner`` (``config/vllm.py`` 674-722; unset, 0.30.0 picks V2
+``VllmConfig.use_v2_model_runner`` (``config/vllm.py`` 674-723; unset, 0.30.0 picks V2
 wherever it supports the model and features) and its ``Worker`` builds the V2 runner
-when it is true (``v1/worker/gpu_worker.py`` 469-482). minispec reads
+when it is true (``v1/worker/gpu_worker.py`` 469-488). minispec reads
 ``MINISPEC_USE_V2_MODEL_RUNNER`` in ``gpu_worker.make_runner``; unset, it builds V1, the
 runner the workshop is about. Worker processes inherit the variable, so "mp" and
 torchrun stages agree with the engine's.

@@ -12,11 +12,11 @@ Each step, in vLLM's order (``execute_model``, 1631-1650):
 4. the stage's layers run; then
    * a non-last stage posts its receives for this batch's broadcast and advances
      ``num_computed_tokens`` by the whole query, drafts included (``sample_tokens``,
-     2017-2024: "Optimistically update num_computed_tokens"); the rejected part is
+     2016-2024: "Optimistically update num_computed_tokens"); the rejected part is
      taken back when the broadcast is applied;
    * the last stage samples or rejection-samples the drafts it embedded, broadcasts
      tokens and counts, updates its slots, proposes the next drafts into
-     ``draft_tokens`` and broadcasts those too (2049-2174).
+     ``draft_tokens`` and broadcasts those too (2048-2174).
 
 The scheduler's ``new_token_ids`` relay and its draft token *values* are never read:
 from the scheduler this runner takes only how many tokens and drafts to run. That
@@ -60,7 +60,9 @@ from minispec.v1.worker.gpu.input_batch import (
     prepare_prefill_inputs,
 )
 from minispec.v1.worker.gpu.pp_utils import PPHandler
+from minispec.v1.worker.gpu.stage_view import stage_view
 from minispec.v1.worker.gpu.states import RequestState
+from minispec.v1.worker.gpu_model_runner import RowPath
 
 
 def request_generator(engine_seed: int, req_id: str, params: SamplingParams) -> torch.Generator | None:
@@ -214,13 +216,26 @@ class GPUModelRunner:
         self.add_requests(out)
         self.update_requests(out)
         batch = self.prepare_inputs(out)
+        record = self._record_stage(out, batch) if self.recorder else None
         input_ids = torch.as_tensor(batch.input_ids_np, device=self.device)
         hidden = self.model(input_ids, batch.positions, batch.attn_metadata, intermediate_tensors)
         if not self.is_last_rank:
             self.pp_handler.receive(batch)
             post_update_num_computed_tokens(batch, self.req_states)
             return hidden
-        return self.sample_tokens(hidden, batch)
+        output = self.sample_tokens(hidden, batch)
+        if record is not None:
+            record.sampled = {r: output.sampled_token_ids[i] for r, i in output.req_id_to_index.items()}
+        return output
+
+    def _record_stage(self, out: SchedulerOutput, batch: InputBatch):
+        """Hand the recorder this stage's rows before the forward, as V1's runner does (``stage_view.py``)."""
+        cached = out.scheduled_cached_reqs
+        paths = dict.fromkeys(batch.req_ids, RowPath.STAYED) | dict.fromkeys(
+            (n.req_id for n in out.scheduled_new_reqs), RowPath.NEW) | dict.fromkeys(
+            (r for r, resumed in zip(cached.req_ids, cached.resumed_from_preemption) if resumed), RowPath.READDED)
+        view, inputs = stage_view(self, batch, paths)
+        return self.recorder.on_stage(view, out, inputs)
 
     def _sample_row(self, batch: InputBatch, row: int, logits: torch.Tensor) -> list[int]:
         params, generator = self.sampling[int(batch.idx_mapping_np[row])]

@@ -13,11 +13,11 @@ every row is a prefill chunk that is not the last); each non-last stage computes
 the same mask from the same batch and skips its receive too.
 
 A non-last stage posts its three receives right after its own forward of the batch
-(``receive``; vLLM: ``sample_tokens``, model_runner.py 2017-2024) and applies them
+(``receive``; vLLM: ``sample_tokens``, model_runner.py 2016-2024) and applies them
 later, at the start of a step, before it touches its slots (vLLM:
 ``update_pp_decode_requests``, 1110-1118, called first in ``execute_model``, 1643).
 When is "later"? vLLM 0.30.0 applies step T's entry at step T + pp_size, from a FIFO
-pre-seeded with pp_size empty entries (pp_utils.py 73-78, 116-124): with async
+pre-seeded with pp_size empty entries (pp_utils.py 71-77, 116-126): with async
 scheduling its scheduler makes a decoding request wait exactly pp_size steps
 (``next_decode_eligible_step``, async_scheduler.py 46-49, scheduler.py 633-636), so by
 then the broadcast has been sent. minispec's scheduler is not asynchronous: a
@@ -80,7 +80,7 @@ class SampledOutputs:
 
 
 def compute_need_sampled_mask(batch) -> np.ndarray | None:
-    """Per row: does this batch sample for it? None if for no row (vLLM 38-47).
+    """Per row: does this batch sample for it? None if for no row (vLLM 37-47).
     From the scheduler's counts, which every stage was given alike."""
     samples = batch.num_computed_tokens_np + batch.num_scheduled_tokens >= batch.prefill_len_np
     return samples if samples.any() else None
