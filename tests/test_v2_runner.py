@@ -281,3 +281,25 @@ def test_a_v2_trace_checks_clean_offline(v2, reference):
     stages = [st for s in llm.trace.steps for st in s.stages]
     assert {st.stage for st in stages} == {0, 1, 2} and all(st.rows for st in stages)
     assert check_trace(llm.trace) == []
+
+
+# -- an interrupted generate leaves nothing behind (test_interrupt.py's sweep) --------
+def _interrupt_sweep(n: int):
+    import test_interrupt
+
+    test_interrupt.reference.cache_clear()  # its cached run may be V1's: the line counts differ
+    try:
+        outcomes = test_interrupt.sweep("all", n, check=True)
+    finally:
+        test_interrupt.reference.cache_clear()
+    assert all(o.where for o in outcomes), "every point lies inside the run"
+    assert [o for o in outcomes if o.kind != "ok"] == []
+
+
+def test_an_interrupted_generate_recovers(v2):
+    _interrupt_sweep(3)
+
+
+@pytest.mark.slow
+def test_an_interrupted_generate_recovers_anywhere(v2):
+    _interrupt_sweep(14)

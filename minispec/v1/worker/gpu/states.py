@@ -66,9 +66,10 @@ class RequestState:
         self.total_len[req_idx] = prefill_len
         self.all_token_ids[req_idx, :prefill_len] = all_token_ids
         self.num_computed_tokens[req_idx] = self.num_computed_tokens_np[req_idx] = num_computed_tokens
-        # vLLM 0.30.0 clears the drafts (117) and leaves last_sampled_tokens to the
-        # prefill's first sample; PR #39833 (merged April 2026) is about a slot whose
-        # first step is a decode, which minispec's scheduler never makes.
+        # vLLM 0.30.0 clears the drafts (117). PR #39833 (April 2026) also set
+        # last_sampled_tokens here, for a slot whose first step is a decode (PD
+        # disaggregation); that half is not in this file in 0.30.0 or 0.33.0. Here a
+        # slot's first step is always a prefill, whose sample writes it first.
         self.draft_tokens[req_idx] = 0
         return req_idx
 
