@@ -23,6 +23,11 @@ from the scheduler this runner takes only how many tokens and drafts to run. Tha
 is the difference from V1 (``minispec/v1/worker/gpu_model_runner.py``), where a
 non-last stage rebuilt its rows from the relay and lost the accepted drafts.
 
+Like V1's runner, this one hands the trace recorder its rows before the forward when
+asked (``record``/``check_invariants``), rebuilt from the slots in the shape the recorder
+and the invariant checker read (the last section of this file): the invariants then
+check V2's own state.
+
 Two departures, both because minispec's scheduler is V1's: vLLM 0.30.0's scheduler
 sends a request resumed after preemption as a new one carrying every token
 (``scheduler.py`` 1323-1333) and lists preempted requests so their slots are freed
@@ -40,6 +45,7 @@ multimodal, pooling, KV connectors, data and context parallelism, EPLB.
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -60,7 +66,6 @@ from minispec.v1.worker.gpu.input_batch import (
     prepare_prefill_inputs,
 )
 from minispec.v1.worker.gpu.pp_utils import PPHandler
-from minispec.v1.worker.gpu.stage_view import stage_view
 from minispec.v1.worker.gpu.states import RequestState
 from minispec.v1.worker.gpu_model_runner import RowPath
 
@@ -229,7 +234,7 @@ class GPUModelRunner:
         return output
 
     def _record_stage(self, out: SchedulerOutput, batch: InputBatch):
-        """Hand the recorder this stage's rows before the forward, as V1's runner does (``stage_view.py``)."""
+        """Hand the recorder this stage's rows before the forward, as V1's runner does (below)."""
         cached = out.scheduled_cached_reqs
         paths = dict.fromkeys(batch.req_ids, RowPath.STAYED) | dict.fromkeys(
             (n.req_id for n in out.scheduled_new_reqs), RowPath.NEW) | dict.fromkeys(
@@ -300,3 +305,72 @@ class GPUModelRunner:
             states.draft_tokens[slot, : len(d)] = d
             self.draft_probs[slot], spec[row] = q, list(d)
         return spec
+
+
+
+
+# -- what the trace recorder reads (minispec's bookkeeping; vLLM has none) -----------
+# TraceRecorder.on_stage and the invariant checker know V1's persistent batch
+# (token_ids_cpu[row], num_tokens_no_spec, num_computed_tokens_cpu, a block table, the
+# drafts read back from input_ids). Each batch row is rebuilt from its slot in those
+# terms, so invariants 2-4 check V2's own state:
+# * the row's tokens: all_token_ids[slot, :num_computed_tokens], then what this step
+#   embeds (a decode: last_sampled_tokens, then the draft_tokens), then the rest of a
+#   prompt still to prefill. Invariant 3 compares them with the scheduler's tokens: a
+#   stale last_sampled_tokens or a lost broadcast shows there;
+# * num_computed_tokens_cpu is the runner's own count, from which V2 builds positions,
+#   not the scheduler's mirror: invariant 4 sees a count the broadcast failed to correct;
+# * the draft slots are the drafts embedded: invariant 2 sees stale or zero drafts.
+# A row's path is "new" when added this step, "re-added" when resumed into a fresh
+# slot, "stayed" otherwise: V2 never moves a request between slots.
+@dataclass
+class BatchView:
+    """V1's ``InputBatch`` fields the recorder reads, one row per batch row."""
+
+    req_ids: list[str]
+    token_ids_cpu: np.ndarray
+    num_tokens: np.ndarray
+    num_tokens_no_spec: np.ndarray
+    num_computed_tokens_cpu: np.ndarray
+    block_table: BlockTable
+
+
+@dataclass
+class StageView:
+    """The runner as the recorder sees it."""
+
+    input_batch: BatchView
+    row_paths: dict[str, RowPath]
+    pp_rank: int
+    is_last_rank: bool
+
+
+@dataclass
+class InputsView:
+    num_scheduled: np.ndarray
+    verified_drafts: list[list[int]]
+    input_ids: torch.Tensor
+
+
+def stage_view(runner: GPUModelRunner, batch: InputBatch, row_paths: dict[str, RowPath]
+               ) -> tuple[StageView, InputsView]:
+    states, idx, n = runner.req_states, batch.idx_mapping_np, batch.num_reqs
+    rows, drafts = [], []
+    for i, slot in enumerate(idx):
+        embedded = batch.input_ids_np[batch.query_start_loc_np[i] : batch.query_start_loc_np[i + 1]].tolist()
+        num_inputs = len(embedded) - int(batch.num_draft_tokens_per_req[i])  # before the drafts
+        computed = int(states.num_computed_tokens[slot])
+        known = states.all_token_ids[slot, computed + num_inputs : states.total_len[slot]].tolist()
+        rows.append(states.all_token_ids[slot, :computed].tolist() + embedded[:num_inputs] + known)
+        drafts.append(embedded[num_inputs:])
+    token_ids = np.zeros((n, max(len(r) + len(d) for r, d in zip(rows, drafts))), dtype=np.int64)
+    for i, (row, d) in enumerate(zip(rows, drafts)):
+        token_ids[i, : len(row) + len(d)] = row + d
+    tables = BlockTable(n, runner.block_tables.block_table_np.shape[1])
+    tables.block_table_np[:] = runner.block_tables.block_table_np[idx]
+    tables.num_blocks_per_row[:] = runner.block_tables.num_blocks_per_row[idx]
+    num_no_spec = np.array([len(r) for r in rows])
+    view = BatchView(list(batch.req_ids), token_ids, num_no_spec + batch.num_draft_tokens_per_req, num_no_spec,
+                     states.num_computed_tokens[idx].copy(), tables)
+    return (StageView(view, row_paths, runner.pp_rank, runner.is_last_rank),
+            InputsView(batch.num_scheduled_tokens, drafts, torch.as_tensor(batch.input_ids_np)))
