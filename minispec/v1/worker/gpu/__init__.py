@@ -11,7 +11,8 @@ wherever it supports the model and features) and its ``Worker`` builds the V2 ru
 when it is true (``v1/worker/gpu_worker.py`` 469-488). minispec reads
 ``MINISPEC_USE_V2_MODEL_RUNNER`` in ``gpu_worker.make_runner``; unset, it builds V1, the
 runner the workshop is about. Worker processes inherit the variable, so "mp" and
-torchrun stages agree with the engine's.
+torchrun stages agree with the engine's. Left out: vLLM's automatic choice and its list
+of features V2 does not support yet (``_get_v2_model_runner_unsupported_features``).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ check V2's own state.
 
 Two departures, both because minispec's scheduler is V1's: vLLM 0.30.0's scheduler
 sends a request resumed after preemption as a new one carrying every token
-(``scheduler.py`` 1323-1333) and lists preempted requests so their slots are freed
+(``v1/core/sched/scheduler.py`` 1323-1333) and lists preempted requests so their slots are freed
 (``finish_requests``, 1091-1103). minispec's sends the resumed request as cached with
 ``resumed_from_preemption``; this runner then frees its slot and adds it again from the
 slot's own tokens, which is the same request state. A preempted request keeps its

@@ -4,7 +4,9 @@
 Only the last stage samples and drafts. After each batch it sends every other
 stage, for the batch's rows in batch order:
 
-1. ``sampled_tokens`` ``[num_reqs, k + 1]``, padded to the full width (``broadcast``);
+1. ``sampled_tokens`` ``[num_reqs, k + 1]``, padded to the full width (``broadcast``;
+   0.33.0 sends width 1 for a batch without drafts, both sides working the width out
+   alike, ``_sample_len``, pp_utils.py 104-106; minispec keeps 0.30.0's fixed width);
 2. ``num_sampled`` and ``num_rejected`` stacked as ``[2, num_reqs]`` int32;
 3. with drafts (``k > 0``), the next ``draft_tokens`` ``[num_reqs, k]`` (``broadcast_drafts``).
 
