@@ -219,6 +219,29 @@ def test_in_process_group_matches_like_gloo():
         receiver.post(torch.zeros(2, dtype=torch.int64), 1, SAMPLED_TAG).take()
 
 
+def _exchange(sender, receiver) -> list[list[list[int]]]:
+    """A receive posted before its message and one after, both for a narrower
+    message than the buffer: a ``[3, 1]`` sampled-token block into a posted
+    ``[3, 4]`` one (the width mismatch of PR #46994)."""
+    early = receiver.post(torch.full((3, 4), -1, dtype=torch.int64), 1, SAMPLED_TAG)
+    sender.send(torch.tensor([[11], [12], [13]]), 0, SAMPLED_TAG)
+    sender.send(torch.tensor([[21], [22], [23]]), 0, SAMPLED_TAG)
+    late = receiver.post(torch.full((3, 4), -1, dtype=torch.int64), 1, SAMPLED_TAG)
+    return [early.take().tolist(), late.take().tolist()]
+
+
+def test_in_process_group_delivers_what_gloo_delivers():
+    """The same messages over two real gloo ranks and over ``InProcStageGroup``: the
+    same buffers, a narrow message packed into the front, not spread over rows."""
+    from test_parallel_state import pair
+
+    rank0, rank1 = pair()
+    gloo = _exchange(rank1, rank0)
+    local = InProcStageGroup(1)
+    assert _exchange(local, local.for_rank(0)) == gloo
+    assert gloo[0] == [[11, 12, 13, -1], [-1] * 4, [-1] * 4]
+
+
 def _batch(slots, num_computed, num_scheduled, prefill_len):
     return SimpleNamespace(idx_mapping_np=np.array(slots), num_computed_tokens_np=np.array(num_computed),
                            num_scheduled_tokens=np.array(num_scheduled), prefill_len_np=np.array(prefill_len),
