@@ -162,6 +162,41 @@ def test_without_the_broadcast_non_last_stages_diverge(v2, monkeypatch, referenc
     assert generate(engine(2, 3, "ngram")) != reference
 
 
+def test_while_batches_alternate_a_broadcast_is_applied_pp_size_steps_later(v2, monkeypatch):
+    """vLLM 0.30.0 applies step T's broadcast at step T + pp_size by construction (a FIFO
+    and a scheduler that waits exactly pp_size steps); minispec applies it on first need.
+    In the forum thread's schedule, where the two batches alternate, the two agree: stage
+    0 applies step T's at step T + 2. When requests finish, the cadence breaks, and an
+    entry nobody needs waits until a newer one is needed."""
+    from minispec.lab.scenarios import forum_thread_llm
+    from minispec.v1.worker.gpu.model_runner import GPUModelRunner as Runner
+
+    applied, received, step = [], [], {}
+    execute, receive, take = Runner.execute_model, PPHandler.receive, PPHandler.get_prev_sampled_outputs
+
+    def execute_model(self, out, intermediate_tensors=None):
+        step[self.pp_rank] = out.step
+        return execute(self, out, intermediate_tensors)
+
+    def receiving(self, batch):
+        before = len(self.queue)
+        receive(self, batch)
+        received.extend([step[0]] * (len(self.queue) - before))
+
+    def taking(self, slots):
+        entries = take(self, slots)
+        applied.extend((received.pop(0), step[0]) for _ in entries)
+        return entries
+
+    monkeypatch.setattr(Runner, "execute_model", execute_model)
+    monkeypatch.setattr(PPHandler, "receive", receiving)
+    monkeypatch.setattr(PPHandler, "get_prev_sampled_outputs", taking)
+    llm = forum_thread_llm("all", max_tokens=10)
+    llm.engine.run()
+    assert applied[:7] == [(t, t + 2) for t in range(7)]
+    assert any(later - t > 2 for t, later in applied[7:])
+
+
 # -- hypothesis: the same schedules as V1 ----------------------------------------------
 def run_v2(config) -> None:
     """One configuration of ``test_properties``: V2 ignores ``fixes``, so every

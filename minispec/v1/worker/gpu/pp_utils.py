@@ -28,7 +28,9 @@ number of steps later, and an empty step is never executed. So here a stage appl
 entries on first need: at each step it takes, oldest first, every entry up to the
 newest one that holds a request scheduled now (``get_prev_sampled_outputs``). That
 entry's batch has left the last stage, and so has every older one, since the last
-stage runs batches in order: nothing is waited for that is not already sent.
+stage runs batches in order: nothing is waited for that is not already sent. While two
+batches alternate, as in the forum thread's schedule, first need *is* T + pp_size; the
+two differ when requests finish or arrive (``tests/test_v2_runner.py``).
 
 As in vLLM, each slot has a generation counter bumped when it is freed (``on_req_idx_freed``);
 an entry's rows whose slot was freed since its receive are skipped, so a finished
