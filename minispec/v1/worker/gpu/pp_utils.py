@@ -21,20 +21,22 @@ later, at the start of a step, before it touches its slots (vLLM:
 When is "later"? vLLM 0.30.0 applies step T's entry at step T + pp_size, from a FIFO
 pre-seeded with pp_size empty entries (pp_utils.py 71-77, 116-126): with async
 scheduling its scheduler makes a decoding request wait exactly pp_size steps
-(``next_decode_eligible_step``, async_scheduler.py 46-49, scheduler.py 633-636), so by
-then the broadcast has been sent. minispec's scheduler is not asynchronous: a
-decoding request waits for its batch's ``update_from_output``, which may come any
-number of steps later, and an empty step is never executed. So here a stage applies
-entries on first need: at each step it takes, oldest first, every entry up to the
-newest one that holds a request scheduled now (``get_prev_sampled_outputs``). That
-entry's batch has left the last stage, and so has every older one, since the last
-stage runs batches in order: nothing is waited for that is not already sent. While two
-batches alternate, as in the forum thread's schedule, first need *is* T + pp_size; the
-two differ when requests finish or arrive (``tests/test_v2_runner.py``).
+(``next_decode_eligible_step``: ``v1/core/sched/async_scheduler.py`` 46-49,
+``scheduler.py`` 633-636), so by then the broadcast has been sent. minispec's
+scheduler is not asynchronous: a decoding request waits for its batch's
+``update_from_output``, which may come any number of steps later, and an empty step
+is never executed. So here a stage applies entries on first need: at each step it
+takes, oldest first, every entry up to the newest one that holds a request scheduled
+now (``get_prev_sampled_outputs``). That entry's batch has left the last stage, and so
+has every older one, since the last stage runs batches in order: nothing is waited
+for that is not already sent. While two batches alternate, as in the forum thread's
+schedule, first need *is* T + pp_size; the two differ when requests finish or arrive
+(``tests/test_v2_runner.py``).
 
-As in vLLM, each slot has a generation counter bumped when it is freed (``on_req_idx_freed``);
-an entry's rows whose slot was freed since its receive are skipped, so a finished
-request's tokens never land in the slot's next occupant.
+As in vLLM (pp_utils.py 79-82, 128-132), each slot has a generation counter bumped
+when it is freed (``on_req_idx_freed``); an entry's rows whose slot was freed since
+its receive are skipped, so a finished request's tokens never land in the slot's
+next occupant.
 
 The messages go over the pipeline's own point-to-point group, the same in both
 executors: the gloo ``StageGroup`` in "mp" and torchrun, ``InProcStageGroup`` in the
