@@ -21,7 +21,9 @@ Each step, in vLLM's order (``execute_model``, 1631-1650):
 The scheduler's ``new_token_ids`` relay and its draft token *values* are never read:
 from the scheduler this runner takes only how many tokens and drafts to run. That
 is the difference from V1 (``minispec/v1/worker/gpu_model_runner.py``), where a
-non-last stage rebuilt its rows from the relay and lost the accepted drafts.
+non-last stage rebuilt its rows from the relay and lost the accepted drafts. V1's
+fault switches (``RunnerFixes``, ``fixes=``) do not apply here: this design has
+neither of those faults, and every preset runs the same code.
 
 Like V1's runner, this one hands the trace recorder its rows before the forward when
 asked (``record``/``check_invariants``), rebuilt from the slots in the shape the recorder
