@@ -10,7 +10,7 @@
 * The transport and the broadcast's bookkeeping, by hand.
 
 The default run takes a few configurations and examples; ``slow`` runs the whole grid,
-the full hypothesis profile and the "mp" executor.
+the full hypothesis profile and the "mp" executor, ``torchrun`` three torchrun ranks.
 """
 
 from __future__ import annotations
@@ -236,6 +236,40 @@ def test_the_forum_thread_schedule_is_greedy_under_every_preset():
 def test_multiproc_v2_equals_transformers(v2, reference, pp, k, method):
     with engine(pp, k, method, distributed_executor_backend="mp") as llm:
         assert generate(llm) == reference
+
+
+TORCHRUN_SCRIPT = """
+import json, sys
+from minispec import LLM, SamplingParams
+
+llm = LLM(pipeline_parallel_size=3, distributed_executor_backend="torchrun",  # ranks > 0 serve and exit here
+          speculative_config={{"method": "draft_model", "num_speculative_tokens": 3}},
+          max_num_seqs=16, max_num_batched_tokens=96, block_size=8, num_gpu_blocks=64)
+outs = llm.generate({prompts!r}, SamplingParams(temperature=0, max_tokens={max_tokens}), arrival_steps={arrivals})
+llm.shutdown()
+with open(sys.argv[1], "w") as f:
+    json.dump([o.outputs[0].token_ids for o in outs], f)
+"""
+
+
+@pytest.mark.torchrun
+def test_torchrun_v2_equals_transformers(v2, reference, tmp_path):
+    """Three ranks started by torchrun, one process each, as across machines: the broadcast goes over gloo."""
+    import json
+    import subprocess
+    import sys
+
+    from test_torchrun import ROOT, free_port
+
+    script, result = tmp_path / "pipeline.py", tmp_path / "tokens.json"
+    script.write_text(TORCHRUN_SCRIPT.format(prompts=PROMPTS, max_tokens=MAX_TOKENS,
+                                             arrivals=[i // 4 for i in range(NUM_REQUESTS)]))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "3",
+           "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}", str(script), str(result)]
+    env = dict(os.environ, PYTHONPATH=ROOT, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(result.read_text()) == reference
 
 
 # -- the transport and the bookkeeping, by hand -----------------------------------
