@@ -119,3 +119,70 @@ def _gloo_device(hostname: str | None):
     if os.environ.get("GLOO_SOCKET_IFNAME"):
         return dist.ProcessGroupGloo.create_device(interface=os.environ["GLOO_SOCKET_IFNAME"])
     return dist.ProcessGroupGloo.create_default_device()
+
+
+class InProcStageGroup:
+    """One rank's view of an in-process pipeline's messages, with ``StageGroup``'s
+    ``send`` / ``post`` / ``take`` and gloo's matching rules, so code that talks
+    over a ``StageGroup`` (Model Runner V2's sampled-token broadcast,
+    ``minispec/v1/worker/gpu/pp_utils.py``) runs unchanged in ``UniProcExecutor``,
+    where every stage is an object in one thread (minispec's; vLLM has no twin).
+
+    As gloo does, a message goes to the oldest receive posted for its source and
+    tag, and fills the front of a larger buffer. Where gloo would wait, this
+    raises: in one thread a receive nobody has sent to yet can never complete.
+    """
+
+    def __init__(self, rank: int, mailbox: dict | None = None):
+        self.rank = rank
+        # (src, dst, tag) -> receives posted and not yet filled, and messages not yet received
+        self.mailbox = {} if mailbox is None else mailbox
+
+    def for_rank(self, rank: int) -> "InProcStageGroup":
+        """Another rank's view of the same messages."""
+        return InProcStageGroup(rank, self.mailbox)
+
+    def _queues(self, src: int, dst: int, tag: int) -> tuple[deque, deque]:
+        return self.mailbox.setdefault((src, dst, tag), (deque(), deque()))
+
+    def send(self, tensor: torch.Tensor, dst: int, tag: int) -> None:
+        posted, unreceived = self._queues(self.rank, dst, tag)
+        if posted:
+            posted.popleft().fill(tensor)
+        else:
+            unreceived.append(tensor.clone())
+
+    def post(self, buffer: torch.Tensor, src: int, tag: int) -> "InProcReceive":
+        receive = InProcReceive(buffer, src, self.rank, tag)
+        posted, unreceived = self._queues(src, self.rank, tag)
+        if unreceived:
+            receive.fill(unreceived.popleft())
+        else:
+            posted.append(receive)
+        return receive
+
+    def reset(self) -> None:
+        """Forget every message and posted receive (after the engine discarded its batches)."""
+        self.mailbox.clear()
+
+
+class InProcReceive:
+    def __init__(self, buffer: torch.Tensor, src: int, dst: int, tag: int):
+        self.buffer, self.src, self.dst, self.tag, self.filled = buffer, src, dst, tag, False
+
+    def fill(self, tensor: torch.Tensor) -> None:
+        if tensor.numel() * tensor.element_size() > self.buffer.numel() * self.buffer.element_size():
+            # gloo's receiving process aborts here ("op.preamble.length <= op.nbytes",
+            # transport/tcp/pair.cc, with torch 2.13.0): say which message did not fit instead
+            raise RuntimeError(f"rank {self.src} sent {tuple(tensor.shape)} to rank {self.dst} (tag {self.tag}), "
+                               f"larger than the {tuple(self.buffer.shape)} buffer it posted")
+        flat = self.buffer.view(-1).view(torch.uint8)
+        data = tensor.contiguous().view(-1).view(torch.uint8)
+        flat[: data.numel()] = data
+        self.filled = True
+
+    def take(self, idle: bool = False) -> torch.Tensor:
+        if not self.filled:
+            raise RuntimeError(f"rank {self.dst} waits for a message from rank {self.src} (tag {self.tag}) that "
+                               "was never sent: in one process it would wait forever")
+        return self.buffer

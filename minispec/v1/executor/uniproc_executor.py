@@ -31,6 +31,7 @@ from minispec.instruments.events import Event, EventKind
 from minispec.instruments.timeline import StageSpan, Timeline
 from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.executor.abstract import Executor, PendingBatch
+from minispec.v1.worker.gpu.pp_utils import bind_pp_groups
 from minispec.v1.worker.gpu_worker import make_runner
 
 
@@ -45,6 +46,8 @@ class PipelineBatch(PendingBatch):
 class UniProcExecutor(Executor):
     def __init__(self, config, recorder=None):
         self.runners = [make_runner(config, rank, recorder) for rank in range(config.pipeline_parallel_size)]
+        # Model Runner V2's stages message each other (the last stage's broadcast); V1's ignore it.
+        bind_pp_groups(self.runners)
         self.in_flight: deque[PipelineBatch] = deque()
         self.timeline = Timeline(config.pipeline_parallel_size, clock="ticks")
         self.num_ticks = 0

@@ -64,6 +64,18 @@ from minispec.v1.worker.runner_fixes import (
 )
 
 
+def make_drafter(vllm_config: VllmConfig, device, dtype):
+    """The last stage's proposer, by method (vLLM 0.9.2 picks it in ``GPUModelRunner.__init__``,
+    ``gpu_model_runner.py`` lines 174-193); ``None`` without speculative decoding."""
+    spec, sched = vllm_config.speculative_config, vllm_config.scheduler_config
+    if not spec.enabled:
+        return None
+    if spec.method == "ngram":
+        return NgramProposer(spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens)
+    return DraftModelProposer(spec.model, spec.num_speculative_tokens, sched.max_model_len, sched.max_num_seqs,
+                              vllm_config.cache_config.block_size, device, dtype, arch=spec.draft_arch)
+
+
 class RowPath(StrEnum):
     """How a scheduled request got its row this step (minispec's trace bookkeeping;
     vLLM keeps no such record). A ``StrEnum``, so a recorded path prints as its word."""
@@ -107,7 +119,7 @@ class GPUModelRunner:
         self.requests: dict[str, CachedRequestState] = {}
         self.row_paths: dict[str, RowPath] = {}  # trace bookkeeping, per scheduled request
         self.sampler = Sampler()
-        self.drafter = self._make_drafter() if self.is_last_rank else None
+        self.drafter = make_drafter(vllm_config, self.device, self.dtype) if self.is_last_rank else None
         self.rejection_sampler = RejectionSampler()
 
     def _load_model(self):
@@ -121,17 +133,6 @@ class GPUModelRunner:
                                               config.arch.num_key_value_heads, config.arch.head_dim, self.dtype,
                                               self.device)
         return model
-
-    def _make_drafter(self):
-        """vLLM 0.9.2 picks the drafter by method, on the last rank only
-        (``gpu_model_runner.py``, ``__init__``, lines 174-193)."""
-        spec, sched = self.vllm_config.speculative_config, self.vllm_config.scheduler_config
-        if not spec.enabled:
-            return None
-        if spec.method == "ngram":
-            return NgramProposer(spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens)
-        return DraftModelProposer(spec.model, spec.num_speculative_tokens, sched.max_model_len, sched.max_num_seqs,
-                                  self.block_size, self.device, self.dtype, arch=spec.draft_arch)
 
     def _make_input_batch(self) -> InputBatch:
         sched = self.vllm_config.scheduler_config

@@ -1,0 +1,30 @@
+"""Model Runner V2 (vLLM 0.30.0: ``vllm/v1/worker/gpu/``, "[Experimental] Model Runner V2"
+in its README), minispec's second runner design: per-request state in persistent slots
+(``states.py``), an input batch gathered from them each step (``input_batch.py``), and
+under pipeline parallelism the last stage's broadcast of what it sampled and drafted
+(``pp_utils.py``), applied by every other stage (``model_runner.py``).
+
+Selected as vLLM selects it, by an environment variable: vLLM reads
+``VLLM_USE_V2_MODEL_RUNNER`` (``envs.py`` 2037-2038) into
+``VllmConfig.use_v2_model_runner`` (``config/vllm.py`` 674-723; unset, 0.30.0 picks V2
+wherever it supports the model and features) and its ``Worker`` builds the V2 runner
+when it is true (``v1/worker/gpu_worker.py`` 469-488). minispec reads
+``MINISPEC_USE_V2_MODEL_RUNNER`` in ``gpu_worker.make_runner``; unset, it builds V1, the
+runner the workshop is about. Worker processes inherit the variable, so "mp" and
+torchrun stages agree with the engine's. Left out: vLLM's automatic choice and its list
+of features V2 does not support yet (``_get_v2_model_runner_unsupported_features``).
+"""
+
+from __future__ import annotations
+
+import os
+
+ENV_VAR = "MINISPEC_USE_V2_MODEL_RUNNER"
+_VALUES = {"1": True, "true": True, "0": False, "false": False, "": False}
+
+
+def use_v2_model_runner() -> bool:
+    value = os.environ.get(ENV_VAR, "")
+    if value.lower() not in _VALUES:
+        raise ValueError(f"{ENV_VAR}={value!r}: expected 1 or 0 (true or false)")
+    return _VALUES[value.lower()]

@@ -1,0 +1,379 @@
+"""One pipeline stage of Model Runner V2 (vLLM 0.30.0: ``vllm/v1/worker/gpu/model_runner.py``,
+``GPUModelRunner``; selected by ``MINISPEC_USE_V2_MODEL_RUNNER``, see ``__init__.py``).
+
+Each step, in vLLM's order (``execute_model``, 1631-1650):
+
+1. ``update_pp_decode_requests``: a non-last stage applies the last stage's
+   broadcast of earlier batches to its slots (``pp_utils.py``);
+2. ``finish_requests``, ``add_requests``, ``update_requests``: slots are freed and
+   filled; a cached request only gets new blocks and the scheduler's
+   ``num_computed_tokens`` as a mirror (1177-1200): the runner keeps its own count;
+3. ``prepare_inputs``: the input batch is gathered from the slots (``input_batch.py``);
+4. the stage's layers run; then
+   * a non-last stage posts its receives for this batch's broadcast and advances
+     ``num_computed_tokens`` by the whole query, drafts included (``sample_tokens``,
+     2016-2024: "Optimistically update num_computed_tokens"); the rejected part is
+     taken back when the broadcast is applied;
+   * the last stage samples or rejection-samples the drafts it embedded, broadcasts
+     tokens and counts, updates its slots, proposes the next drafts into
+     ``draft_tokens`` and broadcasts those too (2048-2174).
+
+The scheduler's ``new_token_ids`` relay and its draft token *values* are never read:
+from the scheduler this runner takes only how many tokens and drafts to run. That
+is the difference from V1 (``minispec/v1/worker/gpu_model_runner.py``), where a
+non-last stage rebuilt its rows from the relay and lost the accepted drafts. V1's
+fault switches (``RunnerFixes``, ``fixes=``) do not apply here: this design has
+neither of those faults, and every preset runs the same code.
+
+Like V1's runner, this one hands the trace recorder its rows before the forward when
+asked (``record``/``check_invariants``), rebuilt from the slots in the shape the recorder
+and the invariant checker read (the last section of this file): the invariants then
+check V2's own state.
+
+Two departures, both because minispec's scheduler is V1's: vLLM 0.30.0's scheduler
+sends a request resumed after preemption as a new one carrying every token
+(``v1/core/sched/scheduler.py`` 1323-1333) and lists preempted requests so their slots are freed
+(``finish_requests``, 1091-1103). minispec's sends the resumed request as cached with
+``resumed_from_preemption``; this runner then frees its slot and adds it again from the
+slot's own tokens, which is the same request state. A preempted request keeps its
+slot until then; minispec's scheduler resumes preempted requests before it admits
+new ones, so slots never run short.
+
+Left out: CUDA graphs, Triton kernels (numpy loops stand in), async scheduling and
+async output copies, streams, structured output, logprobs, penalties, LoRA,
+multimodal, pooling, KV connectors, data and context parallelism, EPLB.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from minispec.attention import allocate_kv_cache, make_attention_metadata
+from minispec.model_executor.model_loader import get_model
+from minispec.sampling_params import SamplingParams
+from minispec.v1.core.sched.output import SchedulerOutput
+from minispec.v1.outputs import ModelRunnerOutput
+from minispec.v1.sample.rejection_sampler import RejectionSampler
+from minispec.v1.sample.sampler import Sampler
+from minispec.v1.worker.block_table import BlockTable
+from minispec.v1.worker.gpu.input_batch import (
+    InputBatch,
+    combine_sampled_and_draft_tokens,
+    post_update,
+    post_update_num_computed_tokens,
+    prepare_prefill_inputs,
+)
+from minispec.v1.worker.gpu.pp_utils import PPHandler
+from minispec.v1.worker.gpu.states import RequestState
+from minispec.v1.worker.gpu_model_runner import RowPath, make_drafter
+
+
+def request_generator(engine_seed: int, req_id: str, params: SamplingParams) -> torch.Generator | None:
+    """A random request's own generator, seeded as V1's runner seeds it."""
+    if params.greedy:
+        return None
+    seed = params.seed if params.seed is not None else zlib.crc32(f"{engine_seed}:{req_id}".encode())
+    return torch.Generator().manual_seed(seed)
+
+
+class GPUModelRunner:
+    def __init__(self, vllm_config, rank: int, device, recorder=None):
+        """The last stage picks its proposer as V1's runner does (``make_drafter``). vLLM's V2
+        builds its own with ``init_speculator`` (``gpu/spec_decode/__init__.py`` 8-58), which in
+        0.30.0 offers EAGLE, MTP, DFlash and other learned drafters, and raises
+        ``NotImplementedError`` for anything else: neither n-gram lookup nor a separate
+        draft model, the two proposers minispec runs here."""
+        pp = vllm_config.pipeline_parallel_size
+        sched, cache, spec = vllm_config.scheduler_config, vllm_config.cache_config, vllm_config.speculative_config
+        self.pp_rank, self.pp_size = rank, pp
+        self.is_first_rank, self.is_last_rank = rank == 0, rank == pp - 1
+        self.device, self.recorder, self.seed = device, recorder, vllm_config.seed
+        self.block_size, self.max_model_len, self.max_num_reqs = cache.block_size, sched.max_model_len, sched.max_num_seqs
+        self.num_speculative_steps = spec.num_speculative_tokens if spec.enabled else 0
+        dtype = vllm_config.dtype or torch.float32
+        self.model = get_model(vllm_config.model, rank, pp, device=device, dtype=dtype)
+        arch = self.model.arch
+        for attn in self.model.attention_layers:
+            attn.kv_cache = allocate_kv_cache(cache.num_gpu_blocks, self.block_size, arch.num_key_value_heads,
+                                              arch.head_dim, dtype, device)
+        self.speculator = make_drafter(vllm_config, device, dtype) if self.is_last_rank else None
+        self.sampler, self.rejection_sampler = Sampler(), RejectionSampler()
+        self.pp_handler: PPHandler | None = None  # bound by the executor: bind_pp_group
+        self._init_states()
+
+    def _init_states(self) -> None:
+        self.req_states = RequestState(self.max_num_reqs, self.max_model_len, self.num_speculative_steps)
+        self.block_tables = BlockTable(self.max_num_reqs, -(-self.max_model_len // self.block_size))
+        # last stage, per slot (vLLM: the sampler's and speculator's own states)
+        self.sampling: dict[int, tuple[SamplingParams, torch.Generator | None]] = {}
+        self.draft_probs: dict[int, torch.Tensor | None] = {}
+
+    def bind_pp_group(self, group) -> None:
+        """The group the last stage's broadcast travels on (vLLM: ``get_pp_group()``)."""
+        if self.pp_size > 1:
+            self.pp_handler = PPHandler(group, self.pp_size, self.max_num_reqs, self.num_speculative_steps)
+
+    def drop_all_requests(self) -> None:
+        """Forget every request and pending broadcast (after the engine aborted them all)."""
+        self._init_states()
+        if self.speculator is not None:
+            self.speculator.reset()
+        if self.pp_handler is not None:
+            self.pp_handler.reset()
+
+    # -- request states ---------------------------------------------------------
+    def update_pp_decode_requests(self, out: SchedulerOutput) -> None:
+        if self.pp_handler is None or self.is_last_rank:
+            return
+        index = self.req_states.req_id_to_index
+        scheduled = {index[r] for r in out.num_scheduled_tokens if r in index}
+        for sampled in self.pp_handler.get_prev_sampled_outputs(scheduled):
+            post_update(sampled.idx_mapping, self.req_states, sampled.sampled_tokens, sampled.num_sampled,
+                        sampled.num_rejected, query_lens=None)
+            if sampled.draft_tokens is not None:
+                keep = sampled.idx_mapping >= 0
+                self.req_states.draft_tokens[sampled.idx_mapping[keep]] = sampled.draft_tokens[keep]
+
+    def _remove_request(self, req_id: str) -> None:
+        req_idx = self.req_states.remove_request(req_id)
+        if req_idx is None:
+            return
+        if self.pp_handler is not None:
+            self.pp_handler.on_req_idx_freed(req_idx)
+        self.sampling.pop(req_idx, None)
+        self.draft_probs.pop(req_idx, None)
+
+    def finish_requests(self, out: SchedulerOutput) -> None:
+        for req_id in sorted(out.finished_req_ids):
+            self._remove_request(req_id)
+            if self.speculator is not None:
+                self.speculator.remove(req_id)
+
+    def _add(self, req_id: str, prompt_len: int, token_ids: list[int], num_computed: int, max_tokens: int,
+             block_ids: list[int]) -> int:
+        req_idx = self.req_states.add_request(req_id, prompt_len, token_ids, num_computed, max_tokens)
+        self.block_tables.add_row(block_ids, req_idx)
+        return req_idx
+
+    def add_requests(self, out: SchedulerOutput) -> None:
+        for new in out.scheduled_new_reqs:
+            params = new.sampling_params
+            req_idx = self._add(new.req_id, len(new.prompt_token_ids), list(new.prompt_token_ids),
+                                new.num_computed_tokens, params.max_tokens, new.block_ids)
+            if self.is_last_rank:
+                self.sampling[req_idx] = (params, request_generator(self.seed, new.req_id, params))
+
+    def _resume(self, req_id: str, num_computed: int, block_ids: list[int]) -> None:
+        """Add a resumed request again, prefilling every token it has (see the module docstring)."""
+        states = self.req_states
+        old = states.req_id_to_index[req_id]
+        token_ids, prompt_len = states.token_ids(old), int(states.prompt_len[old])
+        max_tokens = int(states.max_seq_len[old]) - prompt_len
+        sampling = self.sampling.get(old)
+        self._remove_request(req_id)
+        req_idx = self._add(req_id, prompt_len, token_ids, num_computed, max_tokens, block_ids)
+        if sampling is not None:
+            self.sampling[req_idx] = sampling
+
+    def update_requests(self, out: SchedulerOutput) -> None:
+        cached, index = out.scheduled_cached_reqs, self.req_states.req_id_to_index
+        for i, req_id in enumerate(cached.req_ids):
+            if cached.resumed_from_preemption[i]:
+                self._resume(req_id, cached.num_computed_tokens[i], cached.new_block_ids[i])
+                continue
+            self.block_tables.append_row(cached.new_block_ids[i], index[req_id])
+            self.req_states.num_computed_tokens_np[index[req_id]] = cached.num_computed_tokens[i]
+
+    # -- inputs -----------------------------------------------------------------
+    def prepare_inputs(self, out: SchedulerOutput) -> InputBatch:
+        states = self.req_states
+        req_ids = list(out.num_scheduled_tokens)
+        idx = np.array([states.req_id_to_index[r] for r in req_ids], dtype=np.int64)
+        num_scheduled = np.array([out.num_scheduled_tokens[r] for r in req_ids], dtype=np.int64)
+        num_drafts = np.array([len(out.scheduled_spec_decode_tokens.get(r, ())) for r in req_ids], dtype=np.int64)
+        query_start_loc = np.concatenate([[0], np.cumsum(num_scheduled)])
+        num_computed = states.num_computed_tokens[idx]
+        positions, meta = make_attention_metadata(num_computed, num_scheduled, self.block_tables.block_table_np[idx],
+                                                  self.block_size, self.device)
+        ends = query_start_loc[1:]
+        batch = InputBatch(
+            req_ids=req_ids, idx_mapping_np=idx, num_scheduled_tokens=num_scheduled,
+            num_draft_tokens_per_req=num_drafts, num_computed_tokens_np=states.num_computed_tokens_np[idx],
+            prefill_len_np=states.prefill_len[idx], query_start_loc_np=query_start_loc,
+            seq_lens=num_computed + num_scheduled, input_ids_np=np.zeros(int(ends[-1]), dtype=np.int64),
+            positions=positions, attn_metadata=meta,
+            logits_indices=[list(range(e - 1 - d, e)) for e, d in zip(ends.tolist(), num_drafts.tolist())],
+        )
+        prepare_prefill_inputs(batch.input_ids_np, batch, states)
+        combine_sampled_and_draft_tokens(batch.input_ids_np, batch, states)
+        return batch
+
+    # -- execute_model ----------------------------------------------------------
+    @torch.inference_mode()
+    def execute_model(self, scheduler_output: SchedulerOutput, intermediate_tensors=None):
+        if self.pp_size > 1 and self.pp_handler is None:
+            raise RuntimeError(f"stage {self.pp_rank}: no pipeline group bound; the executor must call "
+                               "bind_pp_group (minispec.v1.worker.gpu.pp_utils) before the first step")
+        out = scheduler_output
+        self.update_pp_decode_requests(out)
+        self.finish_requests(out)
+        self.add_requests(out)
+        self.update_requests(out)
+        batch = self.prepare_inputs(out)
+        record = self._record_stage(out, batch) if self.recorder else None
+        input_ids = torch.as_tensor(batch.input_ids_np, device=self.device)
+        hidden = self.model(input_ids, batch.positions, batch.attn_metadata, intermediate_tensors)
+        if not self.is_last_rank:
+            self.pp_handler.receive(batch)
+            post_update_num_computed_tokens(batch, self.req_states)
+            return hidden
+        output = self.sample_tokens(hidden, batch)
+        if record is not None:
+            record.sampled = {r: output.sampled_token_ids[i] for r, i in output.req_id_to_index.items()}
+        return output
+
+    def _record_stage(self, out: SchedulerOutput, batch: InputBatch):
+        """Hand the recorder this stage's rows before the forward, as V1's runner does (below)."""
+        cached = out.scheduled_cached_reqs
+        paths = dict.fromkeys(batch.req_ids, RowPath.STAYED) | dict.fromkeys(
+            (n.req_id for n in out.scheduled_new_reqs), RowPath.NEW) | dict.fromkeys(
+            (r for r, resumed in zip(cached.req_ids, cached.resumed_from_preemption) if resumed), RowPath.READDED)
+        view, inputs = stage_view(self, batch, paths)
+        return self.recorder.on_stage(view, out, inputs)
+
+    def _sample_row(self, batch: InputBatch, row: int, logits: torch.Tensor) -> list[int]:
+        params, generator = self.sampling[int(batch.idx_mapping_np[row])]
+        if logits.shape[0] == 1:
+            return [self.sampler(logits[0], params, generator)]
+        # The drafts to verify are read back out of input_ids, as vLLM does.
+        end, num_drafts = batch.query_start_loc_np[row + 1], int(batch.num_draft_tokens_per_req[row])
+        q = self.draft_probs.get(int(batch.idx_mapping_np[row]))
+        return self.rejection_sampler(batch.input_ids_np[end - num_drafts : end].tolist(), logits, params,
+                                q[:num_drafts] if q is not None else None, generator)
+
+    def sample(self, hidden, batch: InputBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``sampled_tokens`` ``[num_reqs, k + 1]`` (padded with -1), ``num_sampled``,
+        ``num_rejected``; a prefill chunk that is not the last samples nothing
+        (vLLM: ``get_num_sampled_and_rejected``)."""
+        flat = [i for rows in batch.logits_indices for i in rows]
+        logits = self.model.compute_logits(hidden[flat])
+        n = batch.num_reqs
+        sampled = np.full((n, self.num_speculative_steps + 1), -1, dtype=np.int64)
+        num_sampled, num_rejected = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        offset = 0
+        for row, rows in enumerate(batch.logits_indices):
+            row_logits, offset = logits[offset : offset + len(rows)], offset + len(rows)
+            if batch.seq_lens[row] < batch.prefill_len_np[row]:
+                continue
+            tokens = self._sample_row(batch, row, row_logits)
+            sampled[row, : len(tokens)] = tokens
+            num_sampled[row], num_rejected[row] = len(tokens), len(rows) - len(tokens)
+        return sampled, num_sampled, num_rejected
+
+    def sample_tokens(self, hidden, batch: InputBatch) -> ModelRunnerOutput:
+        sampled, num_sampled, num_rejected = self.sample(hidden, batch)
+        if self.pp_handler is not None:
+            self.pp_handler.broadcast(batch, sampled, num_sampled, num_rejected)
+        post_update(batch.idx_mapping_np, self.req_states, sampled, num_sampled, num_rejected,
+                    batch.num_scheduled_tokens)
+        spec = self.propose(batch, num_sampled)
+        if self.pp_handler is not None and self.num_speculative_steps > 0:
+            self.pp_handler.broadcast_drafts(batch, self.req_states.draft_tokens[batch.idx_mapping_np])
+        return ModelRunnerOutput(
+            req_ids=list(batch.req_ids),
+            req_id_to_index={r: i for i, r in enumerate(batch.req_ids)},
+            sampled_token_ids=[sampled[i, : num_sampled[i]].tolist() for i in range(batch.num_reqs)],
+            spec_token_ids=spec,
+        )
+
+    def propose(self, batch: InputBatch, num_sampled: np.ndarray) -> list[list[int]]:
+        """Draft for every row that sampled, into its slot's ``draft_tokens``."""
+        if self.speculator is None:
+            return []
+        states = self.req_states
+        rows = [row for row in range(batch.num_reqs) if num_sampled[row] > 0]
+        slots = [int(batch.idx_mapping_np[row]) for row in rows]
+        params = [self.sampling[s] for s in slots]
+        drafts, probs = self.speculator.propose(
+            [states.all_token_ids[s, : states.total_len[s]] for s in slots], [p for p, _ in params],
+            [g for _, g in params], [batch.req_ids[row] for row in rows],
+        )
+        spec = [[] for _ in batch.req_ids]
+        for row, slot, d, q in zip(rows, slots, drafts, probs):
+            states.draft_tokens[slot] = 0
+            states.draft_tokens[slot, : len(d)] = d
+            self.draft_probs[slot], spec[row] = q, list(d)
+        return spec
+
+
+
+
+# -- what the trace recorder reads (minispec's bookkeeping; vLLM has none) -----------
+# TraceRecorder.on_stage and the invariant checker know V1's persistent batch
+# (token_ids_cpu[row], num_tokens_no_spec, num_computed_tokens_cpu, a block table, the
+# drafts read back from input_ids). Each batch row is rebuilt from its slot in those
+# terms, so invariants 2-4 check V2's own state:
+# * the row's tokens: all_token_ids[slot, :num_computed_tokens], then what this step
+#   embeds (a decode: last_sampled_tokens, then the draft_tokens), then the rest of a
+#   prompt still to prefill. Invariant 3 compares them with the scheduler's tokens: a
+#   stale last_sampled_tokens or a lost broadcast shows there;
+# * num_computed_tokens_cpu is the runner's own count, from which V2 builds positions,
+#   not the scheduler's mirror: invariant 4 sees a count the broadcast failed to correct;
+# * the draft slots are the drafts embedded: invariant 2 sees stale or zero drafts.
+# A row's path is "new" when added this step, "re-added" when resumed into a fresh
+# slot, "stayed" otherwise: V2 never moves a request between slots.
+@dataclass
+class BatchView:
+    """V1's ``InputBatch`` fields the recorder reads, one row per batch row."""
+
+    req_ids: list[str]
+    token_ids_cpu: np.ndarray
+    num_tokens: np.ndarray
+    num_tokens_no_spec: np.ndarray
+    num_computed_tokens_cpu: np.ndarray
+    block_table: BlockTable
+
+
+@dataclass
+class StageView:
+    """The runner as the recorder sees it."""
+
+    input_batch: BatchView
+    row_paths: dict[str, RowPath]
+    pp_rank: int
+    is_last_rank: bool
+
+
+@dataclass
+class InputsView:
+    num_scheduled: np.ndarray
+    verified_drafts: list[list[int]]
+    input_ids: torch.Tensor
+
+
+def stage_view(runner: GPUModelRunner, batch: InputBatch, row_paths: dict[str, RowPath]
+               ) -> tuple[StageView, InputsView]:
+    states, idx, n = runner.req_states, batch.idx_mapping_np, batch.num_reqs
+    rows, drafts = [], []
+    for i, slot in enumerate(idx):
+        embedded = batch.input_ids_np[batch.query_start_loc_np[i] : batch.query_start_loc_np[i + 1]].tolist()
+        num_inputs = len(embedded) - int(batch.num_draft_tokens_per_req[i])  # before the drafts
+        computed = int(states.num_computed_tokens[slot])
+        known = states.all_token_ids[slot, computed + num_inputs : states.total_len[slot]].tolist()
+        rows.append(states.all_token_ids[slot, :computed].tolist() + embedded[:num_inputs] + known)
+        drafts.append(embedded[num_inputs:])
+    token_ids = np.zeros((n, max(len(r) + len(d) for r, d in zip(rows, drafts))), dtype=np.int64)
+    for i, (row, d) in enumerate(zip(rows, drafts)):
+        token_ids[i, : len(row) + len(d)] = row + d
+    tables = BlockTable(n, runner.block_tables.block_table_np.shape[1])
+    tables.block_table_np[:] = runner.block_tables.block_table_np[idx]
+    tables.num_blocks_per_row[:] = runner.block_tables.num_blocks_per_row[idx]
+    num_no_spec = np.array([len(r) for r in rows])
+    view = BatchView(list(batch.req_ids), token_ids, num_no_spec + batch.num_draft_tokens_per_req, num_no_spec,
+                     states.num_computed_tokens[idx].copy(), tables)
+    return (StageView(view, row_paths, runner.pp_rank, runner.is_last_rank),
+            InputsView(batch.num_scheduled_tokens, drafts, torch.as_tensor(batch.input_ids_np)))

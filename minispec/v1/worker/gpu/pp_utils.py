@@ -1,0 +1,173 @@
+"""Pipeline parallelism for Model Runner V2: the last stage's broadcast (vLLM 0.30.0:
+``vllm/v1/worker/gpu/pp_utils.py``, ``PPHandler``, from PR #33960).
+
+Only the last stage samples and drafts. After each batch it sends every other
+stage, for the batch's rows in batch order:
+
+1. ``sampled_tokens`` ``[num_reqs, k + 1]``, padded to the full width (``broadcast``;
+   0.33.0 sends width 1 for a batch without drafts, both sides working the width out
+   alike, ``_sample_len``, pp_utils.py 104-106; minispec keeps 0.30.0's fixed width);
+2. ``num_sampled`` and ``num_rejected`` stacked as ``[2, num_reqs]`` int32;
+3. with drafts (``k > 0``), the next ``draft_tokens`` ``[num_reqs, k]`` (``broadcast_drafts``).
+
+It skips all three when no row of the batch sampled (``compute_need_sampled_mask``:
+every row is a prefill chunk that is not the last); each non-last stage computes
+the same mask from the same batch and skips its receive too.
+
+A non-last stage posts its three receives right after its own forward of the batch
+(``receive``; vLLM: ``sample_tokens``, model_runner.py 2016-2024) and applies them
+later, at the start of a step, before it touches its slots (vLLM:
+``update_pp_decode_requests``, 1110-1118, called first in ``execute_model``, 1643).
+When is "later"? vLLM 0.30.0 applies step T's entry at step T + pp_size, from a FIFO
+pre-seeded with pp_size empty entries (pp_utils.py 71-77, 116-126): with async
+scheduling its scheduler makes a decoding request wait exactly pp_size steps
+(``next_decode_eligible_step``: ``v1/core/sched/async_scheduler.py`` 46-49,
+``scheduler.py`` 633-636), so by then the broadcast has been sent. minispec's
+scheduler is not asynchronous: a decoding request waits for its batch's
+``update_from_output``, which may come any number of steps later, and an empty step
+is never executed. So here a stage applies entries on first need: at each step it
+takes, oldest first, every entry up to the newest one that holds a request scheduled
+now (``get_prev_sampled_outputs``). That entry's batch has left the last stage, and so
+has every older one, since the last stage runs batches in order: nothing is waited
+for that is not already sent. While two batches alternate, as in the forum thread's
+schedule, first need *is* T + pp_size; the two differ when requests finish or arrive
+(``tests/test_v2_runner.py``).
+
+As in vLLM (pp_utils.py 79-82, 128-132), each slot has a generation counter bumped
+when it is freed (``on_req_idx_freed``); an entry's rows whose slot was freed since
+its receive are skipped, so a finished request's tokens never land in the slot's
+next occupant.
+
+The messages go over the pipeline's own point-to-point group, the same in both
+executors: the gloo ``StageGroup`` in "mp" and torchrun, ``InProcStageGroup`` in the
+in-process executor (``minispec/distributed/parallel_state.py``). vLLM broadcasts on a
+sibling NCCL group on a side CUDA stream; minispec sends one message per non-last rank.
+Left out: streams and events, the aux-hidden-state relay (EAGLE 3), XPU.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from minispec.distributed.parallel_state import InProcStageGroup
+
+# Its own tag: the executors' messages use 1-4 (multiproc_executor.py), 1001-1004 for spills.
+SAMPLED_TAG = 17
+
+
+@dataclass
+class PendingRecv:
+    """One batch's posted receives on a non-last stage (vLLM: ``PendingRecv``)."""
+
+    receives: list  # sampled tokens, then [num_sampled; num_rejected], then drafts if k > 0
+    idx_mapping_np: np.ndarray
+    need_sampled_mask: np.ndarray
+    gen_at_receive_np: np.ndarray
+
+    def needs(self, slots: set[int], gen: np.ndarray) -> bool:
+        """Does it hold a sample for one of these slots' current occupants?"""
+        live = self.need_sampled_mask & (gen[self.idx_mapping_np] == self.gen_at_receive_np)
+        return any(int(s) in slots for s in self.idx_mapping_np[live])
+
+
+@dataclass
+class SampledOutputs:
+    """What ``post_update`` applies: rows whose slot is -1 are skipped."""
+
+    idx_mapping: np.ndarray
+    sampled_tokens: np.ndarray
+    num_sampled: np.ndarray
+    num_rejected: np.ndarray
+    draft_tokens: np.ndarray | None
+
+
+def compute_need_sampled_mask(batch) -> np.ndarray | None:
+    """Per row: does this batch sample for it? None if for no row (vLLM 37-47).
+    From the scheduler's counts, which every stage was given alike."""
+    samples = batch.num_computed_tokens_np + batch.num_scheduled_tokens >= batch.prefill_len_np
+    return samples if samples.any() else None
+
+
+class PPHandler:
+    def __init__(self, group, pp_size: int, max_num_reqs: int, num_speculative_steps: int):
+        self.group, self.last_rank = group, pp_size - 1
+        self.is_last_rank = group.rank == self.last_rank
+        self.num_speculative_steps = num_speculative_steps
+        self.max_sample_len = num_speculative_steps + 1
+        self.queue: deque[PendingRecv] = deque()
+        self.req_idx_gen_np = np.zeros(max_num_reqs, dtype=np.int64)
+
+    def on_req_idx_freed(self, req_idx: int) -> None:
+        self.req_idx_gen_np[req_idx] += 1
+
+    def reset(self) -> None:
+        """Forget every pending receive (the in-process executor discarded its batches)."""
+        self.queue.clear()
+        if isinstance(self.group, InProcStageGroup):
+            self.group.reset()
+
+    # -- the last stage ---------------------------------------------------------
+    def _send(self, tensor: torch.Tensor) -> None:
+        for dst in range(self.last_rank):
+            self.group.send(tensor, dst, SAMPLED_TAG)
+
+    def broadcast(self, batch, sampled_tokens: np.ndarray, num_sampled: np.ndarray,
+                  num_rejected: np.ndarray) -> None:
+        if compute_need_sampled_mask(batch) is None:
+            return
+        width = sampled_tokens.shape[1]
+        padded = np.pad(sampled_tokens, ((0, 0), (0, self.max_sample_len - width)), constant_values=-1)
+        self._send(torch.from_numpy(padded.astype(np.int64)))
+        self._send(torch.from_numpy(np.stack([num_sampled, num_rejected]).astype(np.int32)))
+
+    def broadcast_drafts(self, batch, draft_tokens: np.ndarray) -> None:
+        """``draft_tokens``: ``[num_reqs, k]``, the rows' slots in batch order."""
+        if compute_need_sampled_mask(batch) is None:
+            return
+        self._send(torch.from_numpy(np.ascontiguousarray(draft_tokens, dtype=np.int64)))
+
+    # -- a non-last stage -------------------------------------------------------
+    def receive(self, batch) -> None:
+        mask = compute_need_sampled_mask(batch)
+        if mask is None:
+            return
+        n = batch.num_reqs
+        shapes = [((n, self.max_sample_len), torch.int64), ((2, n), torch.int32)]
+        if self.num_speculative_steps > 0:
+            shapes.append(((n, self.num_speculative_steps), torch.int64))
+        receives = [self.group.post(torch.empty(shape, dtype=dtype), self.last_rank, SAMPLED_TAG)
+                    for shape, dtype in shapes]
+        idx = batch.idx_mapping_np.copy()
+        self.queue.append(PendingRecv(receives, idx, mask, self.req_idx_gen_np[idx].copy()))
+
+    def get_prev_sampled_outputs(self, scheduled_slots: set[int]) -> list[SampledOutputs]:
+        """Take, oldest first, every entry up to the newest one that holds a sample
+        for a slot scheduled now (see the module docstring for why that is enough)."""
+        newest = max((i for i, e in enumerate(self.queue) if e.needs(scheduled_slots, self.req_idx_gen_np)),
+                     default=-1)
+        return [self._take(self.queue.popleft()) for _ in range(newest + 1)]
+
+    def _take(self, entry: PendingRecv) -> SampledOutputs:
+        tensors = [r.take().numpy() for r in entry.receives]
+        freed = self.req_idx_gen_np[entry.idx_mapping_np] != entry.gen_at_receive_np
+        idx = np.where(freed | ~entry.need_sampled_mask, -1, entry.idx_mapping_np)
+        drafts = tensors[2] if len(tensors) > 2 else None
+        return SampledOutputs(idx, tensors[0], tensors[1][0], tensors[1][1], drafts)
+
+
+def bind_pp_groups(runners: list) -> None:
+    """Give each in-process stage its view of one ``InProcStageGroup`` (a runner
+    without a broadcast, V1's ``GPUModelRunner``, has no ``bind_pp_group``)."""
+    group = InProcStageGroup(0)
+    for rank, runner in enumerate(runners):
+        bind_pp_group(runner, group.for_rank(rank))
+
+
+def bind_pp_group(runner, group) -> None:
+    """Hand a stage the group its broadcast travels on, if it has one (Model Runner V2)."""
+    if hasattr(runner, "bind_pp_group"):
+        runner.bind_pp_group(group)

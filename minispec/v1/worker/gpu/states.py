@@ -1,0 +1,88 @@
+"""Per-request state in persistent slots (vLLM 0.30.0: ``vllm/v1/worker/gpu/states.py``,
+``RequestState``).
+
+Model Runner V2 gives each request a *slot* (``req_idx``) when it is added and keeps
+it until the request finishes or is preempted. Everything a stage needs to build
+its next input lives in that slot, on every stage alike:
+
+* ``all_token_ids[slot, :total_len]``: prompt and every token sampled so far;
+* ``num_computed_tokens[slot]``: the runner's own count, from which positions and
+  sequence lengths are built; ``num_computed_tokens_np[slot]`` mirrors the
+  scheduler's (vLLM: "optimistic CPU mirror ... upper bound on GPU value", 61-62);
+* ``last_sampled_tokens[slot]``: the token a decode step embeds first;
+* ``draft_tokens[slot]``: the drafts it embeds after it.
+
+Nothing moves between slots: V1's persistent batch moved rows in ``condense`` and
+re-added requests every step under pipeline parallelism; here the input batch is
+built from the slots each step (``input_batch.py``), and a freed slot is simply
+handed to the next new request (``free_indices`` is a stack, as in vLLM, 29 and 100).
+
+Left out: the UVA/GPU split and staged writes (``StagedWriteTensor``,
+``UvaBackedTensor``: minispec's slots are numpy arrays), ``next_prefill_tokens``
+(EAGLE's prefill lookahead), multimodal and LoRA state.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class RequestState:
+    def __init__(self, max_num_reqs: int, max_model_len: int, num_speculative_steps: int):
+        self.max_num_reqs, self.max_model_len = max_num_reqs, max_model_len
+        self.num_speculative_steps = num_speculative_steps
+        self.req_id_to_index: dict[str, int] = {}
+        self.index_to_req_id: dict[int, str] = {}
+        self.free_indices = list(range(max_num_reqs))
+
+        self.all_token_ids = np.zeros((max_num_reqs, max_model_len), dtype=np.int64)
+        # prompt_len: the user's prompt; prefill_len: what the runner was given to
+        # prefill, prompt plus outputs for a request resumed after preemption (vLLM 40-48).
+        self.prompt_len = np.zeros(max_num_reqs, dtype=np.int64)
+        self.prefill_len = np.zeros(max_num_reqs, dtype=np.int64)
+        self.total_len = np.zeros(max_num_reqs, dtype=np.int64)
+        self.num_computed_tokens = np.zeros(max_num_reqs, dtype=np.int64)
+        self.num_computed_tokens_np = np.zeros(max_num_reqs, dtype=np.int64)
+        self.last_sampled_tokens = np.zeros(max_num_reqs, dtype=np.int64)
+        self.max_seq_len = np.zeros(max_num_reqs, dtype=np.int64)
+        self.draft_tokens = np.zeros((max_num_reqs, num_speculative_steps), dtype=np.int64)
+
+    @property
+    def num_reqs(self) -> int:
+        return len(self.req_id_to_index)
+
+    def add_request(self, req_id: str, prompt_len: int, all_token_ids: list[int], num_computed_tokens: int,
+                    max_tokens: int) -> int:
+        """Give the request a slot and fill it; return the slot."""
+        if not self.free_indices:
+            raise RuntimeError(f"RequestState is full ({self.max_num_reqs} slots): expected the scheduler to "
+                               f"run at most max_num_seqs requests, adding {req_id!r}")
+        req_idx = self.free_indices.pop()
+        self.req_id_to_index[req_id] = req_idx
+        self.index_to_req_id[req_idx] = req_id
+        prefill_len = len(all_token_ids)
+        self.max_seq_len[req_idx] = prompt_len + max_tokens
+        self.prompt_len[req_idx], self.prefill_len[req_idx] = prompt_len, prefill_len
+        self.total_len[req_idx] = prefill_len
+        self.all_token_ids[req_idx, :prefill_len] = all_token_ids
+        self.num_computed_tokens[req_idx] = self.num_computed_tokens_np[req_idx] = num_computed_tokens
+        # vLLM 0.30.0 clears the drafts (117). PR #39833 (April 2026) also set
+        # last_sampled_tokens here, for a slot whose first step is a decode (PD
+        # disaggregation); that half is not in this file in 0.30.0 or 0.33.0. Here a
+        # slot's first step is always a prefill, whose sample writes it first.
+        self.draft_tokens[req_idx] = 0
+        return req_idx
+
+    def remove_request(self, req_id: str) -> int | None:
+        """Free the slot (its arrays keep their values: the next occupant overwrites
+        what it uses). Return it, or None for a request this state never held."""
+        req_idx = self.req_id_to_index.pop(req_id, None)
+        if req_idx is None:
+            return None
+        self.index_to_req_id.pop(req_idx, None)
+        self.free_indices.append(req_idx)
+        return req_idx
+
+    def token_ids(self, req_idx: int) -> list[int]:
+        """The slot's history: prompt and every token sampled so far."""
+        return self.all_token_ids[req_idx, : self.total_len[req_idx]].tolist()
