@@ -280,7 +280,7 @@ def test_token_ids_are_read_as_characters():
 
 
 def test_counts_take_singular_and_plural():
-    from minispec.lab.exercise_runs import plural
+    from minispec.lab.runs import plural
 
     class Stats:
         def __init__(self, n):
