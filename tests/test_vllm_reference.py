@@ -13,16 +13,14 @@ from dataclasses import replace
 
 import pytest
 
-from minispec.config import DEFAULT_TARGET
+from minispec.lab.exercise_runs import decoder
 from minispec.lab.scenarios import forum_thread
-from minispec.lab.viz.text import char_decoder
 from minispec.lab.vllm_reference import artifact, environment, report
 from minispec.lab.vllm_reference.capture import capturing
 from minispec.lab.vllm_reference.compare import BUFFERS, buffer_difference, compare, stage_step_differences
 from minispec.lab.vllm_reference.scenarios import reference_schedule
-from minispec.transformers_utils.tokenizer import load_tokenizer
 
-DECODE = char_decoder(load_tokenizer(DEFAULT_TARGET))
+DECODE = decoder()
 
 
 @pytest.fixture(scope="module")

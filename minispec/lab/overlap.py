@@ -29,13 +29,14 @@ HEAVY = dict(vocab_size=2048, hidden_size=640, intermediate_size=1792, num_hidde
              tie_word_embeddings=True)
 
 
-def random_llama(directory: Path, **overrides) -> Path:
-    """Save a random-weight ``LlamaForCausalLM`` (``HEAVY``, 52M parameters, unless overridden) in ``directory``."""
+def random_llama(directory: Path, seed: int = 0, **overrides) -> Path:
+    """Save a random-weight ``LlamaForCausalLM`` (``HEAVY``, 52M parameters, unless overridden), drawn
+    with ``seed``, in ``directory``."""
     from transformers import LlamaConfig, LlamaForCausalLM
     from transformers.utils import logging
 
     logging.disable_progress_bar()
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     LlamaForCausalLM(LlamaConfig(**{**HEAVY, **overrides})).save_pretrained(directory, safe_serialization=True)
     return Path(directory)
 
