@@ -332,8 +332,8 @@ def test_vllm_092_puts_finished_ids_in_schedules_it_never_runs(thread_check):
     them anyway (scheduler.py line 609) and its engine does not execute an empty
     schedule; minispec keeps them for the next one (its scheduler's docstring).
     With that carried over, every schedule of the run is equal."""
-    from minispec.lab.vllm_reference.run import ScenarioRun
     from minispec.lab.runs import run_schedule
+    from minispec.lab.vllm_reference.run import ScenarioRun
     from minispec.lab.vllm_reference.scheduler_check import check_scheduler
 
     with capturing() as captures:

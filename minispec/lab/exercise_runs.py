@@ -27,7 +27,6 @@ from minispec.lab import scenarios
 from minispec.lab.metrics import first_divergence
 from minispec.lab.runs import Schedule, build_llm, intra_op_threads, plural, schedule_reference
 
-
 THREAD = scenarios.thread_schedule(check_invariants=True)
 
 

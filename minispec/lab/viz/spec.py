@@ -17,7 +17,6 @@ from minispec.lab.metrics import expected_tokens_per_forward
 from minispec.lab.viz.palette import OKABE_ITO
 
 
-
 def render_acceptance_table(rows: list[dict]) -> str:
     """One line per k: rows are ``acceptance_summary`` dicts with a ``k`` key."""
     lines = [f"{'k':>2} {'accepted/drafted':>17} {'cond. alpha':>12} {'acc. len':>9} "
