@@ -14,10 +14,11 @@ from __future__ import annotations
 import argparse
 
 from minispec import LLM, SamplingParams
-from minispec.training.corpus import split_text
-from minispec.v1.worker.runner_fixes import PRESETS
+from minispec.lab.runs import greedy_reference
 from minispec.lab.scenarios import PROMPTS, forum_thread
 from minispec.lab.viz.text import render_comparison
+from minispec.training.corpus import split_text
+from minispec.v1.worker.runner_fixes import PRESETS
 
 
 def main() -> None:
@@ -30,9 +31,8 @@ def main() -> None:
     greedy = SamplingParams(temperature=0, max_tokens=args.max_tokens)
     _, heldout = split_text()
     prompts = [heldout[211 * i : 211 * i + 20 + 3 * i] for i in range(16)]
-    plain = LLM()
-    ref_thread = dict(zip(PROMPTS, (o.outputs[0].token_ids for o in plain.generate(list(PROMPTS.values()), greedy))))
-    ref_16 = {i: o.outputs[0].token_ids for i, o in enumerate(plain.generate(prompts, greedy))}
+    ref_thread = greedy_reference(PROMPTS, args.max_tokens)
+    ref_16 = greedy_reference(dict(enumerate(prompts)), args.max_tokens)
 
     print(f"{args.method}, k={args.k}, {args.max_tokens} tokens per request, 2 stages, greedy\n")
     thread_runs, wave_runs = [], []

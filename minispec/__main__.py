@@ -31,7 +31,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-FIRST_DECODE = 2  # the thread's step where batch_0 decodes for the first time
 # `check`'s reference: the shipped target's greedy tokens for this prompt (one stage, no
 # drafts), recorded with torch 2.13.0 on CPU; the test suite proves the engine's greedy
 # tokens equal transformers'. Speculative decoding must give the same tokens.
@@ -57,12 +56,13 @@ def _print_run(title: str, llm, prompts, params) -> list[list[int]]:
 def _thread(out) -> None:
     """The thread's scenario under each preset: text before/after, table, figures."""
     from minispec.config import DEFAULT_TARGET
-    from minispec.lab.scenarios import BATCH_0, BATCH_1, batch_label, forum_thread, forum_thread_reference
+    from minispec.lab.scenarios import BATCH_0, BATCH_1, FIRST_DECODE, batch_label, forum_thread, forum_thread_reference
     from minispec.lab.viz.text import char_decoder, render_comparison, render_step
     from minispec.transformers_utils.tokenizer import load_tokenizer
+    from minispec.v1.worker.runner_fixes import PRESETS
 
     tokenizer = load_tokenizer(DEFAULT_TARGET)
-    traces = {preset: forum_thread(preset) for preset in ("vllm-0.9.2", "vllm-0.14", "all")}
+    traces = {preset: forum_thread(preset) for preset in PRESETS}
     print(f"== The forum thread's scenario: 2 pipeline stages, draft model k=3, "
           f"{batch_label(BATCH_0)}, {batch_label(BATCH_1)}")
     for title, preset in (("before", "vllm-0.9.2"), ("after", "all")):
@@ -77,6 +77,7 @@ def _thread(out) -> None:
 
 def _save_figures(traces, folder: Path, decode) -> list[str]:
     """Step 2 before and after, side by side per stage and whole; acceptance per preset."""
+    from minispec.lab.scenarios import FIRST_DECODE
     from minispec.lab.viz.plots import plot_presets, plot_step_rows, plot_strip_diff
 
     before, after = (traces[p].step(FIRST_DECODE) for p in ("vllm-0.9.2", "all"))
@@ -127,7 +128,7 @@ def _check_generate() -> Outcome:
     import torch
 
     from minispec import LLM, SamplingParams
-    from minispec.lab.viz.text import first_divergence
+    from minispec.lab.metrics import first_divergence
 
     params = SamplingParams(temperature=0, max_tokens=len(CHECK_TOKENS))
     drafting = {"pipeline_parallel_size": 2, "speculative_config": {"method": "draft_model", "num_speculative_tokens": 3}}

@@ -10,23 +10,45 @@ import torch  # noqa: E402
 
 from minispec.config import DEFAULT_DRAFT, DEFAULT_TARGET
 
-torch.set_num_threads(1)
+torch.set_num_threads(1)  # so no test needs a fixture of its own for it
+
+# Shared helpers: test files import them (``from conftest import cached_state``).
+SMALL_LLAMA = dict(
+    vocab_size=97, hidden_size=96, intermediate_size=160, num_hidden_layers=5,
+    num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=256,
+    rope_theta=5000.0, tie_word_embeddings=True,
+)
 
 
 def save_random_llama(path, **overrides):
-    """A randomly initialised transformers Llama saved as a checkpoint directory."""
-    from transformers import LlamaConfig, LlamaForCausalLM
+    """A small randomly initialised transformers Llama saved as a checkpoint directory."""
+    from minispec.lab.overlap import random_llama
 
-    cfg = dict(
-        vocab_size=97, hidden_size=96, intermediate_size=160, num_hidden_layers=5,
-        num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=256,
-        rope_theta=5000.0, tie_word_embeddings=True,
-    )
-    cfg.update(overrides)
-    torch.manual_seed(1)
-    model = LlamaForCausalLM(LlamaConfig(**cfg))
-    model.save_pretrained(path, safe_serialization=True)
-    return path
+    return random_llama(path, seed=1, **{**SMALL_LLAMA, **overrides})
+
+
+def cached_state(req_id, prompt, output=(), blocks=(0,)):
+    """A runner's CachedRequestState for token ids ``prompt`` + ``output``, nothing computed yet."""
+    from minispec.sampling_params import SamplingParams
+    from minispec.v1.worker.gpu_input_batch import CachedRequestState
+
+    return CachedRequestState(req_id, list(prompt), SamplingParams(), None, list(blocks), len(prompt), list(output))
+
+
+@pytest.fixture(scope="session")
+def decode():
+    """Token id -> character, for the shipped tokenizer."""
+    from minispec.lab.exercise_runs import decoder
+
+    return decoder()
+
+
+@pytest.fixture(scope="session")
+def visible_decode():
+    """The same, with spaces drawn as ␣ (as the figures draw them)."""
+    from minispec.lab.exercise_runs import decoder
+
+    return decoder(visible_spaces=True)
 
 
 @pytest.fixture(scope="session")

@@ -131,6 +131,7 @@ def test_an_llm_reused_for_many_calls_keeps_only_unfinished_requests():
         outputs = llm.generate(["The for ", "A list "], params, arrival_steps=[0, 1])  # two batches in flight
         assert [len(o.outputs[0].token_ids) for o in outputs] == [3, 3]
         assert llm.scheduler.requests == {}
+        assert [r.request_id for r in llm.engine.finished] == [o.request_id for o in outputs]  # this call's only
         # the last finishes reach the stages with the next call's first schedule
         assert all(len(runner.requests) <= 2 for runner in llm.engine.executor.runners)
     assert llm.stats()["generated_tokens"] == 12 * 2 * 3

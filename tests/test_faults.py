@@ -14,15 +14,14 @@ import pytest
 
 from minispec.config import DEFAULT_TARGET
 from minispec.instruments.invariants import check_trace
-from minispec.lab.scenarios import PROMPTS, forum_thread, forum_thread_reference
+from minispec.lab.scenarios import FIRST_DECODE, PROMPTS, forum_thread, forum_thread_reference
 from minispec.transformers_utils.tokenizer import load_tokenizer
-
-FIRST_DECODE = 2  # scheduler step of batch_0's first decode
+from minispec.v1.worker.runner_fixes import PRESETS
 
 
 @pytest.fixture(scope="module")
 def traces():
-    return {preset: forum_thread(preset) for preset in ("vllm-0.9.2", "vllm-0.14", "all")}
+    return {preset: forum_thread(preset) for preset in PRESETS}
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,9 @@
 """InputBatch: rows, stale data, condense -- and the thread's question about add_request."""
 
 import numpy as np
+from conftest import cached_state as state
 
-from minispec.sampling_params import SamplingParams
-from minispec.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
-
-
-def state(req_id, prompt, output=(), blocks=(0,)):
-    return CachedRequestState(req_id, list(prompt), SamplingParams(), None, list(blocks), len(prompt), list(output))
+from minispec.v1.worker.gpu_input_batch import InputBatch
 
 
 def test_add_request_copies_prompt_and_output_but_not_drafts():

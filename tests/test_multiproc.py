@@ -5,6 +5,7 @@ greedy-equivalence tests tie to transformers."""
 import pytest
 
 from minispec import LLM, SamplingParams
+from minispec.lab.runs import greedy_reference
 from minispec.v1.executor.multiproc_executor import WorkerError
 
 pytestmark = pytest.mark.slow
@@ -16,7 +17,7 @@ ARRIVALS = [i // 2 for i in range(len(PROMPTS))]
 
 @pytest.fixture(scope="module")
 def reference():
-    return [o.outputs[0].token_ids for o in LLM().generate(PROMPTS, PARAMS)]
+    return list(greedy_reference(dict(enumerate(PROMPTS)), PARAMS.max_tokens).values())
 
 
 @pytest.mark.parametrize("pp,method", [(2, "draft_model"), (3, "ngram")])

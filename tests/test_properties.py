@@ -12,7 +12,7 @@ invariant checked live:
   through fails the test.
 
 The reference is a one-stage, no-draft minispec engine (greedy), cached per
-prompt; ``tests/test_greedy_equivalence.py`` checks that engine against
+prompt (``minispec.lab.runs.greedy_reference``); ``tests/test_greedy_equivalence.py`` checks that engine against
 transformers' ``generate`` token for token. (transformers itself costs ~0.1 s
 per prompt here, too much for hundreds of examples per run.)
 
@@ -22,13 +22,12 @@ Profiles (``tests/conftest.py``): ``ci`` (default, 300 examples) and ``long``
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 from hypothesis import event, example, given, strategies as st
 
 from minispec import LLM, SamplingParams
 from minispec.instruments.invariants import InvariantViolation
+from minispec.lab.runs import greedy_reference
 from minispec.training.corpus import split_text
 
 MAX_LEN = 64  # largest max_model_len drawn: keeps one example well under a second
@@ -37,21 +36,13 @@ TEXT = split_text()[1]  # held-out text: prompts the target was not trained on
 OFFSETS = [0, 531, 1207, 2290, 3318, 4402, 5573, 6610]  # a few, so references are reused
 
 
-@functools.lru_cache(maxsize=1)
-def _reference_engine() -> LLM:
-    return LLM(max_model_len=MAX_LEN, max_num_seqs=8)
-
-
-@functools.lru_cache(maxsize=None)
-def greedy(prompt: tuple[int, ...]) -> tuple[int, ...]:
+def greedy(prompt: tuple[int, ...]) -> list[int]:
     """Plain greedy continuation, as long as any drawn request can ask for."""
-    n = min(MAX_TOKENS, MAX_LEN - len(prompt))
-    out = _reference_engine().generate([list(prompt)], SamplingParams(temperature=0, max_tokens=n))
-    return tuple(out[0].outputs[0].token_ids)
+    return greedy_reference({0: prompt}, min(MAX_TOKENS, MAX_LEN - len(prompt)))[0]
 
 
 def expected(prompt: list[int], max_tokens: int, max_model_len: int, stop: list[int]) -> list[int]:
-    tokens = list(greedy(tuple(prompt)))[: min(max_tokens, max_model_len - len(prompt))]
+    tokens = greedy(tuple(prompt))[: min(max_tokens, max_model_len - len(prompt))]
     for i, t in enumerate(tokens):
         if t in stop:
             return tokens[: i + 1]

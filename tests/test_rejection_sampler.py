@@ -43,18 +43,9 @@ def test_wrong_number_of_logit_rows_is_refused():
 TRIALS = 20_000
 
 
-@pytest.fixture
-def one_thread():
-    # Thousands of tiny ops: thread hand-offs would cost more than the math.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("proposer", ["ngram", "draft_model"])
-def test_random_sampling_keeps_target_distribution(proposer, one_thread):
+def test_random_sampling_keeps_target_distribution(proposer):
     """The first emitted token must follow p0 whatever the drafts are. n-gram
     drafts are a fixed token with one-hot q; draft-model drafts are sampled
     from their own q and passed with it."""

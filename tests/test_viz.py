@@ -8,29 +8,18 @@ at step 2 batch_0 = {A, B} comes round again and both are re-added, A into row
 import pytest
 from matplotlib.figure import Figure
 
-from minispec.config import DEFAULT_TARGET
 from minispec.instruments.invariants import check_trace
 from minispec.instruments.trace import ScheduleRecord, StepRecord, Trace
-from minispec.lab.viz.plots import (
-    acceptance_per_step, alpha_estimate, expected_tokens_per_forward, fit_label, plot_acceptance, plot_presets,
-    plot_stage_rows, plot_step_rows, plot_strip_diff,
-)
+from minispec.lab.metrics import acceptance_per_step, alpha_estimate, expected_tokens_per_forward, first_divergence
+from minispec.lab.viz.plots import fit_label, plot_acceptance, plot_presets, plot_stage_rows, plot_step_rows, plot_strip_diff
 from minispec.lab.viz.stepper import move, nearest_stop, stepper_view, stop_position, stops, thread_runs
 from minispec.lab.viz.strip import diff_cells, stage_view
-from minispec.lab.viz.text import (
-    char_decoder, first_divergence, output_step, render_comparison, render_event, render_step,
-)
-from minispec.transformers_utils.tokenizer import load_tokenizer
+from minispec.lab.viz.text import output_step, render_comparison, render_event, render_step
 
 
 @pytest.fixture(scope="module")
 def runs():
     return thread_runs(max_tokens=8)
-
-
-@pytest.fixture(scope="module")
-def decode():
-    return char_decoder(load_tokenizer(DEFAULT_TARGET))
 
 
 def row(runs, preset, req_id, step=2, stage=0):
@@ -158,8 +147,8 @@ def test_labels_fit_their_cells(runs):
     assert labels and all(t.get_window_extent().width < cell_px for t in labels)
 
 
-def test_row_strip_figure(runs):
-    decode = char_decoder(load_tokenizer(DEFAULT_TARGET), visible_spaces=True)
+def test_row_strip_figure(runs, visible_decode):
+    decode = visible_decode
     fig = plot_step_rows(runs["vllm-0.9.2"].trace.step(2), decode, selected=0, max_rows=3, ncols=16)
     assert isinstance(fig, Figure) and len(fig.axes) == 2
     texts = [t.get_text() for t in fig.axes[0].texts]

@@ -2,12 +2,12 @@
 gather against the runner's own _prepare_inputs in the thread's scenario."""
 
 import pytest
+from conftest import cached_state
 
 from minispec.instruments.events import Event, EventKind
 from minispec.lab.scenarios import forum_thread_llm
 from minispec.lab.viz.batch import render_batch, render_gather
-from minispec.sampling_params import SamplingParams
-from minispec.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
+from minispec.v1.worker.gpu_input_batch import InputBatch
 
 LETTERS = " abcdefghijklmnopqrstuvwxyz"  # id i -> LETTERS[i]; id 0 is drawn as never written
 
@@ -21,7 +21,7 @@ def ids(text):
 
 
 def state(req_id, prompt, output=""):
-    return CachedRequestState(req_id, ids(prompt), SamplingParams(), None, [0], len(prompt), ids(output))
+    return cached_state(req_id, ids(prompt), ids(output))
 
 
 def rows_of(text):
@@ -70,9 +70,7 @@ def test_a_removed_row_shows_free_and_condense_is_visible():
 
 @pytest.mark.parametrize("fixes, slots", [("vllm-0.9.2", "tem"), ("all", " st")])
 def test_gather_shows_what_prepare_inputs_read(fixes, slots):
-    from minispec.config import DEFAULT_TARGET
-    from minispec.lab.viz.text import char_decoder
-    from minispec.transformers_utils.tokenizer import load_tokenizer
+    from minispec.lab.exercise_runs import decoder
 
     llm = forum_thread_llm(fixes)
     for event in llm.engine.iter_events():
@@ -81,7 +79,7 @@ def test_gather_shows_what_prepare_inputs_read(fixes, slots):
     runner = llm.engine.executor.runners[0]
     out = next(b.scheduler_output for b in llm.engine.batch_queue if b.scheduler_output.step == 2)
     inputs = runner._prepare_inputs(out)
-    text = render_gather(runner.input_batch, inputs, char_decoder(load_tokenizer(DEFAULT_TARGET)))
+    text = render_gather(runner.input_batch, inputs, decoder())
     lines = text.splitlines()
     assert lines[0] == f"row 0 A: reads positions 10..13 -> 10:a 11:{slots[0]} 12:{slots[1]} 13:{slots[2]}"
     assert lines[1].strip() == (f"the last 3 are the draft slots: [{slots}] "

@@ -7,16 +7,18 @@ from matplotlib.figure import Figure
 
 from minispec import LLM, SamplingParams
 from minispec.instruments.trace import ScheduleRecord, StepRecord, Trace
-from minispec.lab.viz.plots import expected_tokens_per_forward
-from minispec.lab.viz.spec import (
+from minispec.lab.metrics import (
     acceptance_summary,
     alpha_by_position,
     chi_square,
+    expected_tokens_per_forward,
+    verifications,
+)
+from minispec.lab.viz.spec import (
     plot_acceptance_vs_k,
     plot_rejection_example,
     plot_sampled_vs_target,
     render_acceptance_table,
-    verifications,
 )
 
 

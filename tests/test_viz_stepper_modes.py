@@ -9,23 +9,15 @@ import threading
 
 import pytest
 
-from minispec.config import DEFAULT_TARGET
 from minispec.lab.viz.static_stepper import placeholder_html, site_html, stepper_manifest
 from minispec.lab.viz.stepper import stepper_view, stops, thread_runs
 from minispec.lab.viz.stepper_figures import PROJECTOR_DPI, StepperFigures
-from minispec.lab.viz.text import char_decoder
 from minispec.lab.viz.widgets import TraceStepper, trace_stepper
-from minispec.transformers_utils.tokenizer import load_tokenizer
 
 
 @pytest.fixture(scope="module")
 def runs():
     return thread_runs(max_tokens=8)
-
-
-@pytest.fixture(scope="module")
-def decode():
-    return char_decoder(load_tokenizer(DEFAULT_TARGET), visible_spaces=True)
 
 
 class SlowFigures(StepperFigures):
@@ -43,9 +35,9 @@ class SlowFigures(StepperFigures):
         return super().pngs(view)
 
 
-def test_rapid_clicks_draw_only_the_latest_stop(runs, decode):
-    stepper = TraceStepper(runs, decode)
-    stepper.figures = slow = SlowFigures(runs, decode)
+def test_rapid_clicks_draw_only_the_latest_stop(runs, visible_decode):
+    stepper = TraceStepper(runs, visible_decode)
+    stepper.figures = slow = SlowFigures(runs, visible_decode)
     slow.release.clear()  # the first click's drawing hangs while nine more clicks come
     for _ in range(10):
         stepper.next.click()
@@ -58,10 +50,10 @@ def test_rapid_clicks_draw_only_the_latest_stop(runs, decode):
     assert stepper.settle(0) and "step 0 · stage 1" in stepper.label.value and len(slow.drawn) == 4
 
 
-def test_projector_mode_shows_one_stage_larger_and_fits_720p(runs, decode):
-    stepper = TraceStepper(runs, decode, step=2, projector=True)
+def test_projector_mode_shows_one_stage_larger_and_fits_720p(runs, visible_decode):
+    stepper = TraceStepper(runs, visible_decode, step=2, projector=True)
     assert stepper.gantt is None
-    normal = StepperFigures(runs, decode)
+    normal = StepperFigures(runs, visible_decode)
     view = stepper.view
     big, small = stepper.figures.strip(view), normal.strip(view)
     assert len(big.axes) == 1 and len(small.axes) == 2  # one stage's panel
@@ -76,26 +68,26 @@ def test_projector_mode_shows_one_stage_larger_and_fits_720p(runs, decode):
     assert stepper.strip.value == stepper.figures.pngs(stepper.view)[0]
 
 
-def test_display_carries_the_placeholder_of_its_stops(runs, decode):
-    box = trace_stepper(runs, decode, step=2)
+def test_display_carries_the_placeholder_of_its_stops(runs, visible_decode):
+    box = trace_stepper(runs, visible_decode, step=2)
     bundle = box._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    manifest = stepper_manifest(runs, decode, step=2)
+    manifest = stepper_manifest(runs, visible_decode, step=2)
     assert bundle["text/html"] == placeholder_html(manifest)
     assert f'data-stepper="{manifest["id"]}"' in bundle["text/html"]
 
 
-def test_manifest_is_what_the_live_stepper_shows(runs, decode):
-    manifest = stepper_manifest(runs, decode, step=2)
+def test_manifest_is_what_the_live_stepper_shows(runs, visible_decode):
+    manifest = stepper_manifest(runs, visible_decode, step=2)
     assert manifest["start"] == {"preset": "vllm-0.9.2", "step": 2, "stage": 0} and manifest["stages"] == 2
     for preset, rows in manifest["presets"].items():
         assert [tuple(r[:2]) for r in rows] == stops(runs[preset].trace)
         for step, stage, label, position, text in rows[::7]:
-            view = stepper_view(runs, preset, step, stage, decode)
+            view = stepper_view(runs, preset, step, stage, visible_decode)
             assert (label, position, text) == (view.label, view.position, view.text)
-    other = stepper_manifest(runs, decode, step=5)
+    other = stepper_manifest(runs, visible_decode, step=5)
     assert other["id"] == manifest["id"], "the id names the stops, not where the stepper starts"
-    assert stepper_manifest({"all": runs["all"]}, decode)["id"] != manifest["id"]
+    assert stepper_manifest({"all": runs["all"]}, visible_decode)["id"] != manifest["id"]
     page = site_html(manifest, "_static/stepper/x/")
     data = page.split('class="minispec-stepper-data">', 1)[1].split("</script>", 1)[0]
     assert json.loads(data.replace("<\\/", "</"))["frames"] == "_static/stepper/x/"

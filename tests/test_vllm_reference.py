@@ -13,16 +13,14 @@ from dataclasses import replace
 
 import pytest
 
-from minispec.config import DEFAULT_TARGET
+from minispec.lab.exercise_runs import decoder
 from minispec.lab.scenarios import forum_thread
-from minispec.lab.viz.text import char_decoder
 from minispec.lab.vllm_reference import artifact, environment, report
 from minispec.lab.vllm_reference.capture import capturing
 from minispec.lab.vllm_reference.compare import BUFFERS, buffer_difference, compare, stage_step_differences
 from minispec.lab.vllm_reference.scenarios import reference_schedule
-from minispec.transformers_utils.tokenizer import load_tokenizer
 
-DECODE = char_decoder(load_tokenizer(DEFAULT_TARGET))
+DECODE = decoder()
 
 
 @pytest.fixture(scope="module")
@@ -72,11 +70,11 @@ def test_job_gives_each_stage_its_own_schedules_in_order(thread_capture):
 
 
 def test_scheduler_output_data_keeps_resumed_and_output_lengths():
-    from minispec.lab.vllm_reference.scenarios import run_reference_schedule
+    from minispec.lab.runs import run_schedule
 
-    seed = next(s for s in range(40) if reference_schedule(s).config.num_gpu_blocks)
+    seed = next(s for s in range(40) if reference_schedule(s).num_gpu_blocks)
     with capturing() as captures:
-        run_reference_schedule(reference_schedule(seed), "all")
+        run_schedule(reference_schedule(seed), "all")
     cached = [o["cached"] for o in captures[0].schedules.values()]
     assert all(len(c["num_output_tokens"]) == len(c["req_ids"]) == len(c["resumed_from_preemption"]) for c in cached)
 
@@ -251,13 +249,13 @@ def test_no_recorded_run_resumes_a_request_that_still_holds_a_row():
     """vLLM 0.14.0 evicts such a request first (gpu_model_runner.py line 878) and
     minispec does not (gpu_model_runner.py docstring): a departure no run of
     minispec's scheduler can reach, checked here on runs that do resume."""
-    from minispec.lab.vllm_reference.scenarios import run_reference_schedule
+    from minispec.lab.runs import run_schedule
 
-    seeds = [s for s in range(60) if reference_schedule(s).config.num_gpu_blocks][:8]
+    seeds = [s for s in range(60) if reference_schedule(s).num_gpu_blocks][:8]
     resumed_rows = 0
     with capturing() as captures:
         for seed in seeds:
-            run_reference_schedule(reference_schedule(seed), "vllm-0.14")
+            run_schedule(reference_schedule(seed), "vllm-0.14")
     for c in captures:
         held: dict[int, set] = {}
         for ss in c.stage_steps:
@@ -340,11 +338,11 @@ def test_vllm_092_puts_finished_ids_in_schedules_it_never_runs(thread_check):
     them anyway (scheduler.py line 609) and its engine does not execute an empty
     schedule; minispec keeps them for the next one (its scheduler's docstring).
     With that carried over, every schedule of the run is equal."""
+    from minispec.lab.runs import run_schedule
     from minispec.lab.vllm_reference.run import ScenarioRun
-    from minispec.lab.vllm_reference.scenarios import run_reference_schedule
     from minispec.lab.vllm_reference.scheduler_check import check_scheduler
 
     with capturing() as captures:
-        run_reference_schedule(reference_schedule(95), "vllm-0.9.2")
+        run_schedule(reference_schedule(95), "vllm-0.9.2")
     row = check_scheduler(ScenarioRun("random", "vllm-0.9.2", {"random seed 95": captures[0]}))
     assert row.dropped_finished == 2 and (row.runs_equal, row.differences) == (1, [])

@@ -160,8 +160,7 @@ class InvariantChecker:
                 self._fail(ACCOUNTING, s.step, st.stage, req_id, f"block table {s.block_ids[req_id]}", row.block_ids)
             # The history is everything before the drafts: what this step
             # gathers, and what the row claims as its own (num_tokens_no_spec).
-            n_history = max(row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts,
-                            row.num_tokens_no_spec)
+            n_history = row.history_len
             history = s.all_token_ids[req_id][:n_history]
             if row.token_ids[:n_history] != history:
                 self._fail(HISTORY, s.step, st.stage, req_id, f"token_ids_cpu[{row.row}, :{n_history}]={history}",

@@ -21,7 +21,9 @@ from minispec.instruments.events import Event, EventKind
 class RowRecord:
     row: int  # the row's index in the stage's persistent batch (or the slot's, in a slot table)
     req_id: str
-    path: str  # "new", "stayed", "moved" (by condense) or "re-added": how the row was filled this step
+    # how the row was filled this step: the runner's RowPath (a StrEnum: "new", "stayed",
+    # "moved" by condense, "re-added"); instruments never import the engine, so typed as str
+    path: str
     token_ids: list[int]  # token_ids_cpu[row, :end]: live region and every gathered slot
     num_tokens: int  # the stage's count, drafts included
     num_tokens_no_spec: int  # the stage's count of tokens it holds as its own (no drafts)
@@ -36,10 +38,21 @@ class RowRecord:
     block_ids: list[int] | None = None  # block_table row: where this stage's KV for the request lives
 
     @property
+    def first_draft_pos(self) -> int:
+        """Where this step's drafts start: its inputs end at num_computed + num_scheduled,
+        and the last num_drafts of them are drafts."""
+        return self.num_computed_tokens + self.num_scheduled_tokens - self.num_drafts
+
+    @property
+    def history_len(self) -> int:
+        """How many leading slots are the request's history, not drafts: what this step
+        gathers before its drafts, or what the row claims (num_tokens_no_spec), the longer."""
+        return max(self.first_draft_pos, self.num_tokens_no_spec)
+
+    @property
     def draft_slots(self) -> list[int]:
         """The slots this stage gathers as drafts (positions of the last num_drafts inputs)."""
-        end = self.num_computed_tokens + self.num_scheduled_tokens
-        return self.token_ids[end - self.num_drafts : end]
+        return self.token_ids[self.first_draft_pos : self.first_draft_pos + self.num_drafts]
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """Running a learner's fix on one schedule and saying what went wrong: the machinery
 behind ``minispec.lab.exercises``.
 
-A ``Schedule`` builds an engine with its requests queued, recording and checking
-invariants live. ``run_attempt`` plugs the learner's function in through a
+A ``Schedule`` (``minispec.lab.runs``) describes an engine and its requests,
+recording and checking invariants live. ``run_attempt`` plugs the learner's function in through a
 *contract* wrapper that compares each call with what the scheduler knows at that
 moment, runs the engine to the end or to the first broken invariant, and compares
 the outputs with plain one-stage greedy decoding without drafts. ``Attempt``
@@ -14,77 +14,20 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import random
 import signal
 import threading
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from minispec.instruments.invariants import InvariantViolation, Violation
 from minispec.lab import scenarios
+from minispec.lab.metrics import first_divergence
+from minispec.lab.runs import Schedule, build_llm, intra_op_threads, plural, schedule_reference
 
-
-@dataclass(frozen=True)
-class Schedule:
-    name: str
-    details: str  # e.g. "PP 2, ngram drafts"
-    build: Callable  # fixes -> LLM with the requests queued, recording, invariants live
-    prompts: tuple[tuple[str, str], ...]  # (request id, prompt)
-    max_tokens: int
-
-    def describe(self, llm=None) -> str:
-        """The name, with what the run showed: how many preemptions it had."""
-        preemptions = llm.stats()["preemptions"] if llm is not None else 0
-        details = self.details + (f", {plural(preemptions, 'preemption')}" if preemptions else "")
-        return f"{self.name} ({details})" if details else self.name
-
-
-THREAD = Schedule("the thread scenario", "", functools.partial(scenarios.forum_thread_llm, check_invariants=True),
-                  tuple(scenarios.PROMPTS.items()), max_tokens=16)
-
-PROMPT_POOL = (
-    "The for statement ", "A list is ", "Exceptions are raised when", "The while loop ",
-    "Strings are ", "A function definition ", "The import statement ", "Dictionaries map ",
-    "The with statement ", "Numbers are ", "A class definition defines ", "The return statement ",
-)
-
-
-def _random_llm(pp: int, method: str, requests, max_tokens: int, fixes):
-    from minispec import LLM, SamplingParams
-
-    llm = LLM(pipeline_parallel_size=pp, speculative_config={"method": method, "num_speculative_tokens": 3},
-              fixes=fixes, record=True, check_invariants=True, max_num_batched_tokens=40, block_size=8,
-              num_gpu_blocks=8, max_model_len=64)
-    params = SamplingParams(temperature=0, max_tokens=max_tokens)
-    for req_id, prompt, arrival in requests:
-        llm.add_request(prompt, params, arrival_step=arrival, request_id=req_id)
-    return llm
-
-
-def random_schedule(seed: int, pp: int, method: str, num_requests: int = 6, max_tokens: int = 16) -> Schedule:
-    """Prompts and arrival steps drawn with ``seed``; a KV cache of 8 blocks of 8 tokens,
-    too small for all of them at once, so requests get preempted and resumed."""
-    rng = random.Random(seed)
-    req_ids = [chr(ord("A") + i) for i in range(num_requests)]
-    prompts = rng.sample(PROMPT_POOL, num_requests)
-    arrivals = sorted(rng.randrange(0, 2 * num_requests) for _ in req_ids)
-    requests = tuple(zip(req_ids, prompts, arrivals))
-    return Schedule(f"random schedule {seed}", f"PP {pp}, {method} drafts",
-                    functools.partial(_random_llm, pp, method, requests, max_tokens),
-                    tuple(zip(req_ids, prompts)), max_tokens)
-
-
-@functools.cache
-def greedy_reference(prompts: tuple[tuple[str, str], ...], max_tokens: int) -> dict[str, list[int]]:
-    """Plain greedy decoding: one stage, no drafts (the tests prove it equals transformers)."""
-    from minispec import LLM, SamplingParams
-
-    with intra_op_threads():
-        outs = LLM().generate([p for _, p in prompts], SamplingParams(temperature=0, max_tokens=max_tokens))
-    return {r: o.outputs[0].token_ids for (r, _), o in zip(prompts, outs)}
+THREAD = scenarios.thread_schedule(check_invariants=True)
 
 
 @functools.cache
@@ -152,10 +95,6 @@ def stopped_line(how: type, fn, where: str | None, check: str) -> str:
     if where:
         return f"not yet: you interrupted {check} while your {name} ran{at}; run the cell again when ready"
     return f"not yet: you interrupted {check} before it finished; nothing was judged, run the cell again when ready"
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" + "s" * (n != 1)
 
 
 def learner_error(exc: BaseException, fn) -> list[str] | None:
@@ -250,27 +189,11 @@ class Attempt:
         return plot_stage_rows(record, stage, decode)
 
 
-@contextlib.contextmanager
-def intra_op_threads(n: int = 1):
-    """Torch on ``n`` threads in this process (one unless told). These models are so small
-    that, on a laptop's two busy cores, threads handing work to each other cost more than
-    the arithmetic (measured: 5 to 15 times slower with two threads while other processes
-    competed for the cores)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def run_attempt(schedule: Schedule, make_fixes, fn, contract) -> Attempt:
     """Run ``schedule`` with ``make_fixes(wrapped fn)`` and record everything that went wrong."""
     attempt = Attempt(schedule, fn)
     plugged = contract(attempt, fn) if contract else fn
-    attempt.llm = schedule.build(make_fixes(plugged))
+    attempt.llm = build_llm(schedule, make_fixes(plugged))
     try:
         with intra_op_threads():
             attempt.llm.engine.run()
@@ -283,12 +206,10 @@ def run_attempt(schedule: Schedule, make_fixes, fn, contract) -> Attempt:
     except Exception as exc:  # the learner's bug, reported, never raised
         attempt.error = exc
         return attempt
-    reference = greedy_reference(schedule.prompts, schedule.max_tokens)
     finished = {r.request_id: r for r in attempt.llm.engine.finished}  # they have left the scheduler
-    for req_id, want in reference.items():
+    for req_id, want in schedule_reference(schedule).items():
         got = finished[req_id].output_token_ids
-        if got != want:
-            i = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        if (i := first_divergence(got, want)) is not None:
             attempt.diverged = (req_id, i, got[i : i + 5], want[i : i + 5])
             break
     return attempt
@@ -304,13 +225,12 @@ def describe_violation(v: Violation, trace, text) -> str:
         return where + f"expected {v.expected}, got {v.actual}" + rule
     row, s = stage.row_of(v.req_id), step.schedule
     if v.invariant == 2:
-        first = row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts
+        first = row.first_draft_pos
         drafts = s.scheduled_spec_decode_tokens.get(v.req_id, [])
         return (where + f"the draft slots {first}–{first + row.num_drafts - 1} hold `{text(row.draft_slots)}`, "
                 f"the scheduler sent `{text(drafts)}` (row {row.row}, {row.path})" + rule)
     history = s.all_token_ids[v.req_id]
-    n = max(row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts, row.num_tokens_no_spec)
-    mine = row.token_ids[:n]
+    mine = row.token_ids[: row.history_len]
     p = next((i for i, (a, b) in enumerate(zip(mine, history)) if a != b), min(len(mine), len(history)))
     missing = len(history) - row.num_tokens_no_spec
     short = f"the history misses {_tokens(missing)}; " if missing > 0 else ""

@@ -24,7 +24,7 @@ import numbers
 import os
 from dataclasses import dataclass
 
-from minispec.v1.worker.runner_fixes import RunnerFixes
+from minispec.v1.worker.runner_fixes import PRESETS, RunnerFixes
 from minispec.instruments.invariants import check_trace
 from minispec.lab import scenarios
 from minispec.lab.exercise_runs import (
@@ -36,17 +36,16 @@ from minispec.lab.exercise_runs import (
     fix1_contract,
     fix2_contract,
     learner_error,
-    intra_op_threads,
-    random_schedule,
     run_attempt,
     stopped_line,
     text,
     time_limit,
 )
+from minispec.lab.runs import intra_op_threads
+from minispec.lab.scenarios import FIRST_DECODE, exercise_schedule
 from minispec.lab.viz.text import render_stage
 
 PLUG_ENV = "MINISPEC_PLUG_SOLUTIONS"
-THREAD_FIRST_DECODE = 2  # scheduler step of batch_0's first decode in the thread scenario
 
 
 @dataclass
@@ -181,12 +180,12 @@ def check_draft_slots(prediction) -> Report:
     if said is None:
         return Report(False, [f"not yet: expected three characters as a string, e.g. \"abc\", got {prediction!r}"])
     trace = thread_trace("vllm-0.9.2")
-    step = trace.step(THREAD_FIRST_DECODE)
+    step = trace.step(FIRST_DECODE)
     stage = step.stages[0]
     row = stage.row_of("A")
     held, sent = text(row.draft_slots), text(step.schedule.scheduled_spec_decode_tokens["A"])
-    first = row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts
-    where = f"A's draft slots {first}–{first + row.num_drafts - 1} on stage 0 at step {THREAD_FIRST_DECODE}"
+    first = row.first_draft_pos
+    where = f"A's draft slots {first}–{first + row.num_drafts - 1} on stage 0 at step {FIRST_DECODE}"
     whose = _whose(said, stage, step)
     if _same(said, held):
         lines = [f"correct: {where} hold `{held}`, while the scheduler sent `{sent}`",
@@ -203,13 +202,10 @@ def check_draft_slots(prediction) -> Report:
         lines = [f"not quite: you said `{said}`; {where} hold `{held}` (the scheduler sent `{sent}`)",
                  f"A was re-added into row {row.row}, which C had just used: the slots keep C's prompt characters"]
     lines.append(render_stage(stage, step, decoder()))
-    return _finish(Report(_same(said, held), lines, _stage_figure(trace, THREAD_FIRST_DECODE, 0)), plugged)
+    return _finish(Report(_same(said, held), lines, _stage_figure(trace, FIRST_DECODE, 0)), plugged)
 
 
 ACCEPTANCE_TOLERANCE = 0.10
-
-
-PRESETS = ("vllm-0.9.2", "vllm-0.14", "all")
 
 
 def as_rates(prediction) -> dict | None:
@@ -231,7 +227,7 @@ def check_acceptance(prediction) -> Report:
         return _not_yet("your prediction", "acceptance")
     rates = as_rates(prediction)
     if rates is None:
-        return Report(False, [f"not yet: expected a dict with one rate (0 to 1) per preset {list(PRESETS)}, "
+        return Report(False, [f"not yet: expected a dict with one rate (0 to 1) per preset {list(map(str, PRESETS))}, "
                               f"got {prediction!r}"])
     measured = {p: thread_trace(p).stats["acceptance_rate"] for p in PRESETS}
     off = [p for p in PRESETS if abs(rates[p] - measured[p]) > ACCEPTANCE_TOLERANCE]
@@ -313,7 +309,7 @@ def check_fault2(answer) -> Report:
 
 
 # -- write the fixes ---------------------------------------------------------------
-SCHEDULES = [random_schedule(seed, pp, method)
+SCHEDULES = [exercise_schedule(seed, pp, method)
              for seed, (pp, method) in enumerate([(2, "ngram"), (3, "draft_model"), (2, "draft_model"), (3, "ngram")])]
 
 
@@ -355,7 +351,7 @@ def check_fix2(take_relayed_tokens) -> Report:
 
 
 # -- bonus: break condense -----------------------------------------------------------
-CONDENSE_SCHEDULE = random_schedule(0, 1, "draft_model")  # one stage: rows stay, and move when one finishes
+CONDENSE_SCHEDULE = exercise_schedule(0, 1, "draft_model")  # one stage: rows stay, and move when one finishes
 
 
 def move_row_contract(attempt, fn):
@@ -479,7 +475,8 @@ def check_recovered(recovered_distribution) -> Report:
     """Rejection sampling: ``recovered_distribution(p, q) -> probabilities`` for the token drawn
     after a rejection. Checked exactly, then by a chi-square test of 20,000 draws against p."""
     import torch
-    from scipy.stats import chisquare
+
+    from minispec.lab.metrics import chi_square
 
     fn, plugged = _plug(recovered_distribution, "recovered_distribution")
     if is_stub(fn):
@@ -497,8 +494,7 @@ def check_recovered(recovered_distribution) -> Report:
             return _finish(Report(False, lines), plugged)
         problem = recovered_problem(p, q, r)
         counts = simulate(p, q, r.clamp_min(0), RECOVERED_TRIALS, seed=1000 + i)
-        support = p > 0
-        pvalue = float(chisquare(counts[support].numpy(), (p[support] * RECOVERED_TRIALS).numpy()).pvalue)
+        pvalue = chi_square(counts.numpy(), p.numpy(), min_expected=0)[2]  # over the tokens p allows
         verdict = "lossless" if pvalue > RECOVERED_ALPHA else "not lossless"
         stats = (f"chi-square over {RECOVERED_TRIALS:,} draws against the target p: p-value {pvalue:.3g} ({verdict}); "
                  f"emitted {(counts / RECOVERED_TRIALS).numpy().round(3).tolist()}, target {p.numpy().round(3).tolist()}")

@@ -22,20 +22,21 @@ import torch
 
 from minispec import LLM, SamplingParams
 from minispec.instruments.timeline import Timeline
-from minispec.lab.exercise_runs import intra_op_threads
+from minispec.lab.runs import intra_op_threads
 
 HEAVY = dict(vocab_size=2048, hidden_size=640, intermediate_size=1792, num_hidden_layers=10,
              num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=1024,
              tie_word_embeddings=True)
 
 
-def random_llama(directory: Path, **overrides) -> Path:
-    """Save a random-weight ``LlamaForCausalLM`` (``HEAVY``, 52M parameters, unless overridden) in ``directory``."""
+def random_llama(directory: Path, seed: int = 0, **overrides) -> Path:
+    """Save a random-weight ``LlamaForCausalLM`` (``HEAVY``, 52M parameters, unless overridden), drawn
+    with ``seed``, in ``directory``."""
     from transformers import LlamaConfig, LlamaForCausalLM
     from transformers.utils import logging
 
     logging.disable_progress_bar()
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     LlamaForCausalLM(LlamaConfig(**{**HEAVY, **overrides})).save_pretrained(directory, safe_serialization=True)
     return Path(directory)
 

@@ -15,10 +15,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from minispec.instruments.timeline import StageSpan, Timeline
-from minispec.lab.viz.palette import SERIES
+from minispec.lab.viz.palette import EDGE, EDGE_LIGHT, FILL_IDLE, SERIES
 
 HATCHES = ["", "//"]
-IDLE = "#eeeeee"
+IDLE = FILL_IDLE
 
 
 def span_label(span: StageSpan, width: float, per_char: float) -> str:
@@ -85,7 +85,7 @@ def _draw(ax, timeline: Timeline, spans: list[StageSpan], extent: float, width: 
     per_char = extent * 4.8 / (width * 0.89 * 72)  # data units per 7.5-pt character (~4.8 pt wide)
     for stage in range(n):
         y = n - 1 - stage
-        ax.add_patch(Rectangle((0, y + 0.1), own, 0.8, facecolor=IDLE, hatch="..", edgecolor="#bbbbbb",
+        ax.add_patch(Rectangle((0, y + 0.1), own, 0.8, facecolor=IDLE, hatch="..", edgecolor=EDGE_LIGHT,
                                linewidth=0))
     for span in spans:
         y = n - 1 - span.stage
@@ -98,7 +98,7 @@ def _draw(ax, timeline: Timeline, spans: list[StageSpan], extent: float, width: 
             ax.text(x + w / 2, y + 0.5, label, ha="center", va="center", fontsize=7.5, color="black",
                     bbox=dict(boxstyle="round,pad=0.15", facecolor="white", alpha=0.8, linewidth=0))
         if span.wait:
-            ax.plot([x - span.wait * scale, x], [y + 0.5, y + 0.5], color="#555555", linewidth=1.2)
+            ax.plot([x - span.wait * scale, x], [y + 0.5, y + 0.5], color=EDGE, linewidth=1.2)
         if highlight == (span.step, span.stage):
             ax.add_patch(Rectangle((x, y + 0.05), w, 0.9, fill=False, edgecolor="black", linewidth=2.5))
     ax.set_xlim(0, extent)
@@ -114,10 +114,10 @@ def _draw(ax, timeline: Timeline, spans: list[StageSpan], extent: float, width: 
 
 def _legend(ax, highlight: bool, waits: bool, below: float) -> None:
     handles = [Patch(facecolor=SERIES[0], label="a stage working on a batch (label: its step)"),
-               Patch(facecolor=IDLE, hatch="..", edgecolor="#bbbbbb", label="idle (bubble)")]
+               Patch(facecolor=IDLE, hatch="..", edgecolor=EDGE_LIGHT, label="idle (bubble)")]
     if highlight:
         handles.append(Patch(fill=False, edgecolor="black", linewidth=2.5, label="current event"))
     if waits:
-        handles.append(Patch(facecolor="#555555", label="waiting to receive"))
+        handles.append(Patch(facecolor=EDGE, label="waiting to receive"))
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, below), ncol=len(handles),
               fontsize=7.5, frameon=False)

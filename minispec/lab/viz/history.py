@@ -19,13 +19,14 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from minispec.instruments.trace import StepRecord
+from minispec.lab.viz.palette import EDGE_SOFT, OKABE_ITO, PALE_BLUE, TEXT, WHITE
 
 WINDOW = 16  # positions shown, ending with the last gathered one
 
 # Okabe-Ito, with marks and hatching so colour is never the only cue.
-AGREES = "#cfe3f3"
-DIFFERS = "#E69F00"
-NEVER_WRITTEN = "#ffffff"
+AGREES = PALE_BLUE
+DIFFERS = OKABE_ITO["orange"]
+NEVER_WRITTEN = WHITE
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ def plot_history(step: StepRecord, req_id: str, decode=str, first: int | None = 
         y = n - 1 - i
         for x, c in enumerate(strip.cells):
             face = NEVER_WRITTEN if c.token is None else DIFFERS if c.differs else AGREES
-            ax.add_patch(Rectangle((x + 0.04, y + 0.1), 0.92, 0.7, facecolor=face, edgecolor="#888888",
+            ax.add_patch(Rectangle((x + 0.04, y + 0.1), 0.92, 0.7, facecolor=face, edgecolor=EDGE_SOFT,
                                    linewidth=0.5, hatch="///" if c.differs and c.token is not None else None))
             box = dict(boxstyle="square,pad=0.1", facecolor="white", linewidth=0) if c.differs else None
             ax.text(x + 0.5, y + 0.5, _label(c.token, decode), ha="center", va="center", fontsize=10,
@@ -147,7 +148,7 @@ def plot_history(step: StepRecord, req_id: str, decode=str, first: int | None = 
         counts = (f"computed={strip.num_computed_tokens}  "
                   + ("all_token_ids" if strip.label == "scheduler" else "no_spec") + f"={strip.num_tokens_no_spec}")
         ax.text(-0.3, y + 0.55, strip.label, ha="right", va="center", fontsize=9)
-        ax.text(-0.3, y + 0.2, counts, ha="right", va="center", fontsize=7.5, color="#333333")
+        ax.text(-0.3, y + 0.2, counts, ha="right", va="center", fontsize=7.5, color=TEXT)
     ax.set_xticks([x + 0.5 for x in range(window)], [str(c.position) for c in strips[0].cells], fontsize=7.5)
     ax.xaxis.tick_top()
     ax.set_xlabel("position in the request (token_ids_cpu column)", fontsize=8.5)
@@ -161,9 +162,9 @@ def plot_history(step: StepRecord, req_id: str, decode=str, first: int | None = 
     ax.set_title(title or f"step {step.step}, request {req_id}: the scheduler's tokens and each stage's row",
                  fontsize=10, pad=24)
     handles = [
-        Patch(facecolor=AGREES, edgecolor="#888888", label="agrees with the scheduler"),
-        Patch(facecolor=DIFFERS, edgecolor="#888888", hatch="///", label="differs ✗"),
-        Patch(facecolor=NEVER_WRITTEN, edgecolor="#888888", label="· past the row's end"),
+        Patch(facecolor=AGREES, edgecolor=EDGE_SOFT, label="agrees with the scheduler"),
+        Patch(facecolor=DIFFERS, edgecolor=EDGE_SOFT, hatch="///", label="differs ✗"),
+        Patch(facecolor=NEVER_WRITTEN, edgecolor=EDGE_SOFT, label="· past the row's end"),
         Patch(fill=False, edgecolor="black", linewidth=1.8, label="gathered: history"),
         Patch(fill=False, edgecolor="black", linewidth=1.8, linestyle="--", label="gathered: draft slot"),
         Line2D([], [], marker="v", color="black", linestyle="none", label="end of the row's history (no_spec)"),

@@ -25,10 +25,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from minispec.lab.vllm_map import REFERENCE, twin_of
+from minispec.lab.viz.palette import OKABE_ITO, TEXT
 
 # Okabe-Ito (colour-blind safe); the legend names each layer, and each layer also has its own
 # hatching and outline (hatch, line style), so colour is never the only cue.
-LAYERS = {"API": "#E69F00", "engine": "#56B4E9", "worker": "#009E73"}
+LAYERS = {"API": OKABE_ITO["orange"], "engine": OKABE_ITO["sky"], "worker": OKABE_ITO["green"]}
 LAYER_STYLE = {"API": ("..", "--"), "engine": (None, "-"), "worker": ("//", "-")}
 
 
@@ -179,7 +180,7 @@ def render_map(pipeline_parallel_size: int = 2, layout: Layout = WORKSHOP) -> Fi
         over = a.y == b.y and b.x - a.x - a.w > layout.gap + 0.01  # boxes in between: go over them
         (start, end, route) = _bar_route(a, b, rise) if over else (*_ends(a, b), "arc3")
         ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14, linewidth=1.3,
-                                     color="#333333", shrinkA=2, shrinkB=2, connectionstyle=route,
+                                     color=TEXT, shrinkA=2, shrinkB=2, connectionstyle=route,
                                      gid=f"arrow:{source}->{target}"))
         if over and target != last_runner:
             continue  # the bars to the stages in between share one line: one label, on the longest

@@ -10,7 +10,8 @@ under the positions the step gathers. Colours are Okabe-Ito and every role
 also has its own hatching or mark.
 ``plot_step_rows`` stacks every stage, ``plot_strip_diff`` puts two presets
 one above the other and outlines the cells that differ, ``plot_acceptance``
-compares acceptance per step with (1 - α^(k+1)) / (1 - α), and
+compares acceptance per step with (1 - α^(k+1)) / (1 - α) (the counting is
+``minispec.lab.metrics``'s), and
 ``plot_presets`` compares runs.
 """
 
@@ -21,21 +22,22 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from minispec.instruments.trace import StepRecord, Trace
-from minispec.lab.viz.palette import SERIES
-from minispec.lab.viz.strip import ROLES, WINDOW, RowView, diff_cells, stage_view
+from minispec.lab.metrics import acceptance_per_step, alpha_estimate, expected_tokens_per_forward
+from minispec.lab.viz.palette import EDGE, FILL_LIGHT, OKABE_ITO, SERIES, TEXT, TEXT_FAINT
+from minispec.lab.viz.strip import ROLES, WINDOW, CellRole, RowView, diff_cells, stage_view
 
 # role -> (face colour, hatch, mark); Okabe-Ito hues, marks and hatches so colour is never alone
 STYLE = {
-    "history": ("#e6e6e6", "", ""),
-    "computed now": ("#56B4E9", "", ""),
-    "wrong history": ("#CC79A7", "xx", "✗"),
-    "draft ok": ("#009E73", "", "✓"),
-    "draft stale": ("#D55E00", "///", "✗"),
-    "draft shifted": ("#F0E442", "\\\\", "↔"),
-    "draft by chance": ("#E69F00", "..", "≈"),
+    CellRole.HISTORY: (FILL_LIGHT, "", ""),
+    CellRole.COMPUTED_NOW: (OKABE_ITO["sky"], "", ""),
+    CellRole.WRONG_HISTORY: (OKABE_ITO["purple"], "xx", "✗"),
+    CellRole.DRAFT_OK: (OKABE_ITO["green"], "", "✓"),
+    CellRole.DRAFT_STALE: (OKABE_ITO["vermillion"], "///", "✗"),
+    CellRole.DRAFT_SHIFTED: (OKABE_ITO["yellow"], "\\\\", "↔"),
+    CellRole.DRAFT_BY_CHANCE: (OKABE_ITO["orange"], "..", "≈"),
 }
 MARKERS = ["o", "s", "^", "D", "v", "P"]
-GATHERED = "#0072B2"
+GATHERED = OKABE_ITO["blue"]
 SHOWN = {"\n": "⏎", " ": "␣"}
 CELL_IN = 0.46  # inches per cell, both ways
 LABEL_COLS = 4.6  # cells' worth of room for the row labels on the left
@@ -54,9 +56,9 @@ def fit_label(text: str) -> tuple[str, float]:
 
 def _draw_cell(ax, x: float, y: float, label: str, role: str, outline: bool = False) -> None:
     face, hatch, _mark = STYLE[role]
-    ax.add_patch(Rectangle((x, y), 0.92, 0.9, facecolor=face, alpha=0.55 if role != "history" else 1,
-                           hatch=hatch, edgecolor="#555555", linewidth=0))
-    ax.add_patch(Rectangle((x, y), 0.92, 0.9, fill=False, edgecolor="black" if outline else "#999999",
+    ax.add_patch(Rectangle((x, y), 0.92, 0.9, facecolor=face, alpha=0.55 if role != CellRole.HISTORY else 1,
+                           hatch=hatch, edgecolor=EDGE, linewidth=0))
+    ax.add_patch(Rectangle((x, y), 0.92, 0.9, fill=False, edgecolor="black" if outline else OKABE_ITO["grey"],
                            linewidth=2.6 if outline else 0.6))
     text, size = fit_label(label)
     ax.text(x + 0.46, y + 0.47, text, ha="center", va="center", fontsize=size, family="monospace",
@@ -68,13 +70,13 @@ def _draw_row(ax, view: RowView, y: float, end: int, ncols: int, decode, differs
     col = {c.pos: ncols - (end - c.pos) for c in view.cells}
     for cell in view.cells:
         x = col[cell.pos]
-        ax.text(x + 0.46, y + 0.18, str(cell.pos), ha="center", va="center", fontsize=6.5, color="#444444")
+        ax.text(x + 0.46, y + 0.18, str(cell.pos), ha="center", va="center", fontsize=6.5, color=TEXT_FAINT)
         _draw_cell(ax, x, y + 0.35, decode(cell.token), cell.role, (view.req_id, cell.pos) in differs)
         mark = STYLE[cell.role][2]
         if mark:
             ax.text(x + 0.9, y + 1.25, mark, ha="right", va="bottom", fontsize=8.5, fontweight="bold")
         if cell.left_by:
-            ax.text(x + 0.04, y + 0.36, cell.left_by, ha="left", va="top", fontsize=8, color="#333333",
+            ax.text(x + 0.04, y + 0.36, cell.left_by, ha="left", va="top", fontsize=8, color=TEXT,
                     style="italic")
     gathered = [col[c.pos] for c in view.cells if c.pos >= view.num_computed]
     if gathered:  # the positions this step feeds the model: computed now and drafts
@@ -82,21 +84,21 @@ def _draw_row(ax, view: RowView, y: float, end: int, ncols: int, decode, differs
                 solid_capstyle="butt")
     first = min(col.values(), default=ncols)
     if view.cut:
-        ax.text(first - 0.3, y + 0.8, "…", ha="center", va="center", fontsize=11, color="#555555")
+        ax.text(first - 0.3, y + 0.8, "…", ha="center", va="center", fontsize=11, color=EDGE)
     # under each draft slot the scheduled draft; under a wrong history cell the request's token
-    due = [c for c in view.cells if c.role == "wrong history"]
-    due += [c for c, _ in zip((c for c in view.cells if c.role.startswith("draft")), view.scheduled)]
+    due = [c for c in view.cells if c.role == CellRole.WRONG_HISTORY]
+    due += [c for c, _ in zip((c for c in view.cells if c.role.is_draft), view.scheduled)]
     for cell in due:
         text, size = fit_label(decode(cell.expected))
         ax.text(col[cell.pos] + 0.46, y + 1.62, text, ha="center", va="center", fontsize=min(size, 9),
-                family="monospace", color="#333333")
+                family="monospace", color=TEXT)
     if due:
         ax.text(col[due[0].pos] - 0.12, y + 1.62, "should be:" if view.wrong_history else "scheduled:",
-                ha="right", va="center", fontsize=7, color="#333333")
+                ha="right", va="center", fontsize=7, color=TEXT)
     ax.text(-LABEL_COLS, y + 0.45, view.label, ha="left", va="center", fontsize=9)
     if view.prev_req_id:
         ax.text(-LABEL_COLS, y + 0.95, f"row held {view.prev_req_id} before", ha="left", va="center", fontsize=7,
-                color="#444444")
+                color=TEXT_FAINT)
     bad = view.stale or view.wrong_history  # "ok, no drafts" is a good row too
     ax.text(-LABEL_COLS, y + 1.4, ("✗ " if bad else "✓ ") + view.status, ha="left", va="center", fontsize=7,
             fontweight="bold" if bad else "normal")
@@ -107,7 +109,7 @@ def _draw_stage(ax, views: list[RowView], decode, ncols: int, n_rows: int, title
     for i, view in enumerate(views):
         _draw_row(ax, view, i * BLOCK, (ends or {}).get(view.req_id, view.end), ncols, decode, differs)
     if not views:
-        ax.text(ncols / 2, 1, "no rows", ha="center", va="center", fontsize=9, color="#555555")
+        ax.text(ncols / 2, 1, "no rows", ha="center", va="center", fontsize=9, color=EDGE)
     ax.set_xlim(-LABEL_COLS - 0.1, ncols + 0.1)
     ax.set_ylim(n_rows * BLOCK, 0)
     ax.axis("off")
@@ -117,9 +119,9 @@ def _draw_stage(ax, views: list[RowView], decode, ncols: int, n_rows: int, title
 def _legend(fig: Figure, height: float, views: list[RowView], diff_label: str | None = None) -> None:
     # a shifted draft is fault 2's alone: listed only where one is drawn
     shown = {c.role for v in views for c in v.cells}
-    handles = [Patch(facecolor=STYLE[r][0], hatch=STYLE[r][1], edgecolor="#555555", alpha=0.55 if r != "history" else 1,
+    handles = [Patch(facecolor=STYLE[r][0], hatch=STYLE[r][1], edgecolor=EDGE, alpha=0.55 if r != CellRole.HISTORY else 1,
                      label=f"{STYLE[r][2] + ' ' if STYLE[r][2] else ''}{text}") for r, text in ROLES.items()
-               if r != "draft shifted" or r in shown]
+               if r != CellRole.DRAFT_SHIFTED or r in shown]
     handles.append(Line2D([], [], color=GATHERED, linewidth=2.2, label="gathered this step (input_ids)"))
     if diff_label:
         handles.append(Patch(fill=False, edgecolor="black", linewidth=2.6, label=diff_label))
@@ -127,7 +129,7 @@ def _legend(fig: Figure, height: float, views: list[RowView], diff_label: str | 
                frameon=False)
     fig.text(0.5, 0.06 / height, "small number above a cell: its position · grey italic letter in a cell: the "
              "request that left that token there · …: earlier positions not shown", ha="center", va="bottom",
-             fontsize=7, color="#444444")
+             fontsize=7, color=TEXT_FAINT)
 
 
 PANEL_GAP, TOP, BOTTOM = 0.45, 0.1, 0.95  # inches: title room per panel, top margin, legend room
@@ -201,36 +203,6 @@ def plot_strip_diff(steps: dict[str, StepRecord], stage: int, decode=str, window
     return fig
 
 
-def acceptance_per_step(trace: Trace) -> list[tuple[int, int, int, int]]:
-    """(step, drafted, accepted, requests that verified drafts) for steps that verified any."""
-    rows = []
-    for step in trace.steps:
-        drafts = step.schedule.scheduled_spec_decode_tokens
-        drafted = sum(len(d) for d in drafts.values())
-        if drafted:
-            rows.append((step.step, drafted, sum(step.num_accepted.get(r, 0) for r in drafts), len(drafts)))
-    return rows
-
-
-def alpha_estimate(trace: Trace) -> tuple[float, int]:
-    """(α, k): the chance a draft is accepted given those before it were
-    (accepted / (accepted + first rejections)), and the most drafts per request."""
-    accepted = rejections = k = 0
-    for step in trace.steps:
-        for req_id, drafts in step.schedule.scheduled_spec_decode_tokens.items():
-            n = step.num_accepted.get(req_id, 0)
-            accepted += n
-            rejections += n < len(drafts)
-            k = max(k, len(drafts))
-    return (accepted / (accepted + rejections) if accepted + rejections else 0.0), k
-
-
-def expected_tokens_per_forward(alpha: float, k: int) -> float:
-    """(1 - α^(k+1)) / (1 - α): tokens one target forward emits when each draft is
-    accepted with chance α, independently, until the first rejection."""
-    return float(k + 1) if alpha == 1 else (1 - alpha ** (k + 1)) / (1 - alpha)
-
-
 FORMULA_STYLES = ["--", ":", "-."]  # with a hollow marker: formula lines differ by more than colour
 
 
@@ -271,7 +243,7 @@ def plot_acceptance(traces: dict[str, Trace]) -> Figure:
                   frameon=False)
     fig.text(0.5, 0.01, "verification: one request's forward that checks drafts.  α: chance a draft is accepted "
              "when the ones before it were (accepted / (accepted + rejections)), over the whole run",
-             ha="center", fontsize=7, color="#444444")
+             ha="center", fontsize=7, color=TEXT_FAINT)
     fig.subplots_adjust(left=0.07, right=0.98, top=0.92, bottom=0.38, wspace=0.25)
     return fig
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minispec.instruments.trace import StageRecord, Trace
+from minispec.v1.worker.gpu_model_runner import RowPath
 
 
 @dataclass
@@ -18,7 +19,7 @@ class RowChanges:
     step: int
     stage: int
     removed: dict[str, int]  # request -> the row it left
-    added: dict[str, tuple[int, str]]  # request -> (row, "new" or "re-added")
+    added: dict[str, tuple[int, RowPath]]  # request -> (row, NEW or READDED)
     moved: dict[str, tuple[int, int]]  # request -> (from row, to row), by condense
     stayed: dict[str, int]
     finished: set[str]  # removed for good: never scheduled again
@@ -39,9 +40,9 @@ def row_changes(trace: Trace, stage: int) -> list[RowChanges]:
         removed = {req: row for req, row in before.items() if req not in now}
         changes.append(RowChanges(
             step=record.step, stage=stage, removed=removed,
-            added={r.req_id: (r.row, r.path) for r in record.rows if r.path in ("new", "re-added")},
-            moved={r.req_id: (before[r.req_id], r.row) for r in record.rows if r.path == "moved"},
-            stayed={r.req_id: r.row for r in record.rows if r.path == "stayed"},
+            added={r.req_id: (r.row, r.path) for r in record.rows if r.path in (RowPath.NEW, RowPath.READDED)},
+            moved={r.req_id: (before[r.req_id], r.row) for r in record.rows if r.path == RowPath.MOVED},
+            stayed={r.req_id: r.row for r in record.rows if r.path == RowPath.STAYED},
             finished={req for req in removed if later_scheduled.get(req, -1) < record.step},
         ))
         before = {r.req_id: r.row for r in record.rows}

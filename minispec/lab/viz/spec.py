@@ -1,14 +1,9 @@
 """Speculative decoding, drawn: pure functions for notebook 02.
 
-* ``verifications`` / ``acceptance_summary`` read a recorded ``Trace`` and count,
-  per verification (one request in one step that carried drafts), how many drafts
-  were scheduled and how many the rejection sampler accepted.
-* ``alpha_by_position`` splits the conditional acceptance by draft position.
-* the textbook prediction ``(1 - alpha^(k+1)) / (1 - alpha)`` and the conditional
-  alpha come from ``minispec.lab.viz.plots`` (``expected_tokens_per_forward``,
-  ``alpha_estimate``), which draws acceptance per step.
-* ``plot_acceptance_vs_k``, ``plot_rejection_example`` and ``plot_sampled_vs_target``
-  draw them; ``chi_square`` is the goodness-of-fit test the last one reports.
+* ``render_acceptance_table``, ``plot_acceptance_vs_k``, ``plot_rejection_example``
+  and ``plot_sampled_vs_target`` draw what ``minispec.lab.metrics`` measures
+  (``acceptance_summary`` per k, the textbook ``(1 - alpha^(k+1)) / (1 - alpha)``,
+  and the ``chi_square`` test the last one reports).
 
 Colours are Okabe-Ito and every series also has its own marker or hatching.
 """
@@ -18,58 +13,8 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from minispec.instruments.trace import Trace
+from minispec.lab.metrics import expected_tokens_per_forward
 from minispec.lab.viz.palette import OKABE_ITO
-from minispec.lab.viz.plots import alpha_estimate, expected_tokens_per_forward
-
-
-
-def verifications(trace: Trace) -> list[tuple[int, int]]:
-    """``(drafted, accepted)`` for every request in every step that carried drafts."""
-    return [(len(drafts), step.num_accepted.get(req_id, 0))
-            for step in trace.steps
-            for req_id, drafts in step.schedule.scheduled_spec_decode_tokens.items() if drafts]
-
-
-def acceptance_summary(trace: Trace) -> dict:
-    """Acceptance measured two ways, and the mean acceptance length: tokens
-    emitted per verification, ``1 + accepted / verifications``, which is vLLM's
-    "Mean acceptance length" (v0.9.2 ``vllm/v1/spec_decode/metrics.py``). It leaves
-    the prefill passes out, so it is above ``LLM.stats()["tokens_per_forward"]``.
-
-    ``accepted_per_drafted`` is what vLLM reports: every draft counts, including
-    the ones after a rejection, which the sampler never looked at.
-    ``conditional_alpha`` counts only the drafts the sampler examined (all the
-    accepted ones, plus the one rejected if there was a rejection): an estimate of
-    the chance a draft is accepted given that the drafts before it were.
-    """
-    pairs = verifications(trace)
-    if not pairs:
-        raise ValueError("trace has no verification steps: expected a run with num_speculative_tokens > 0")
-    drafted = sum(d for d, _ in pairs)
-    accepted = sum(a for _, a in pairs)
-    return {
-        "verifications": len(pairs),
-        "drafted": drafted,
-        "accepted": accepted,
-        "accepted_per_drafted": accepted / drafted,
-        "conditional_alpha": alpha_estimate(trace)[0],
-        # each verification emits its accepted drafts and one more token
-        "mean_acceptance_length": (accepted + len(pairs)) / len(pairs),
-    }
-
-
-def alpha_by_position(trace: Trace) -> list[float]:
-    """Per draft position i: of the verifications that reached draft i (drafts
-    1 .. i-1 all accepted), the share that accepted it. The mean acceptance length is
-    exactly ``1 + a1 + a1*a2 + ...`` of these when
-    every verification had the same number of drafts."""
-    pairs = verifications(trace)
-    alphas = []
-    for i in range(max((d for d, _ in pairs), default=0)):
-        reached = [a for d, a in pairs if d > i and a >= i]
-        alphas.append(sum(a > i for a in reached) / len(reached) if reached else float("nan"))
-    return alphas
 
 
 def render_acceptance_table(rows: list[dict]) -> str:
@@ -159,27 +104,6 @@ def plot_rejection_example(p, q, labels: list[str], recovered_freq=None) -> Figu
         ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     return fig
-
-
-def chi_square(counts, probs, min_expected: float = 5.0) -> tuple[float, int, float]:
-    """Goodness of fit of observed ``counts`` to ``probs``: ``(statistic, dof, p-value)``.
-
-    Bins expected to hold fewer than ``min_expected`` samples are pooled into one,
-    so the chi-square approximation holds.
-    """
-    from scipy.stats import chisquare
-
-    counts, probs = np.asarray(counts, float), np.asarray(probs, float)
-    if counts.shape != probs.shape:
-        raise ValueError(f"counts has shape {counts.shape}: expected the shape of probs {probs.shape}")
-    expected = probs / probs.sum() * counts.sum()
-    keep = expected >= min_expected
-    observed = np.append(counts[keep], counts[~keep].sum())
-    expected = np.append(expected[keep], expected[~keep].sum())
-    if expected[-1] == 0:
-        observed, expected = observed[:-1], expected[:-1]
-    result = chisquare(observed, expected)
-    return float(result.statistic), len(observed) - 1, float(result.pvalue)
 
 
 def plot_sampled_vs_target(counts, probs, labels: list[str], top: int = 16, title: str = "") -> Figure:

@@ -17,18 +17,38 @@ holds anything else, e.g. a leftover of the row's previous occupant (fault 1).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from minispec.instruments.trace import RowRecord, StepRecord
 
 WINDOW = 10  # cells shown before the first input of a decode row
+
+
+class CellRole(StrEnum):
+    """What a cell of the strip is; a ``StrEnum``, so a role prints as its name."""
+
+    HISTORY = "history"
+    COMPUTED_NOW = "computed now"
+    WRONG_HISTORY = "wrong history"
+    DRAFT_OK = "draft ok"
+    DRAFT_STALE = "draft stale"
+    DRAFT_SHIFTED = "draft shifted"
+    DRAFT_BY_CHANCE = "draft by chance"
+
+    @property
+    def is_draft(self) -> bool:
+        """A draft slot's role, whatever it holds."""
+        return self in (CellRole.DRAFT_OK, CellRole.DRAFT_STALE, CellRole.DRAFT_SHIFTED, CellRole.DRAFT_BY_CHANCE)
+
+
 ROLES = {  # role -> what the legend says
-    "history": "history (seen before)",
-    "computed now": "computed now",
-    "wrong history": "history differs from the request's tokens",
-    "draft ok": "draft slot = scheduled draft",
-    "draft stale": "draft slot ≠ scheduled draft (stale)",
-    "draft shifted": "draft slot holds a scheduled draft, shifted",
-    "draft by chance": "matches by chance (row is stale)",
+    CellRole.HISTORY: "history (seen before)",
+    CellRole.COMPUTED_NOW: "computed now",
+    CellRole.WRONG_HISTORY: "history differs from the request's tokens",
+    CellRole.DRAFT_OK: "draft slot = scheduled draft",
+    CellRole.DRAFT_STALE: "draft slot ≠ scheduled draft (stale)",
+    CellRole.DRAFT_SHIFTED: "draft slot holds a scheduled draft, shifted",
+    CellRole.DRAFT_BY_CHANCE: "matches by chance (row is stale)",
 }
 
 
@@ -36,7 +56,7 @@ ROLES = {  # role -> what the legend says
 class Cell:
     pos: int
     token: int
-    role: str  # a key of ROLES
+    role: CellRole
     expected: int | None  # the request's token at pos, or the scheduled draft; None if unknown
     left_by: str | None = None  # the previous occupant, if the cell holds what it had at pos
 
@@ -61,9 +81,10 @@ class RowView:
     @property
     def status(self) -> str:
         roles = {c.role for c in self.cells}
-        shifted = "draft shifted" in roles
+        shifted = CellRole.DRAFT_SHIFTED in roles
         problems = [text for bad, text in ((self.wrong_history, "history wrong"), (shifted, "drafts shifted"),
-                                           (self.stale and (not shifted or "draft stale" in roles), "drafts stale"))
+                                           (self.stale and (not shifted or CellRole.DRAFT_STALE in roles),
+                                            "drafts stale"))
                     if bad]
         return ", ".join(problems) or ("ok" if self.scheduled else "ok, no drafts")
 
@@ -74,9 +95,8 @@ class RowView:
 
 
 def _expected(row: RowRecord, all_token_ids: list[int], scheduled: list[int], pos: int) -> int | None:
-    first_draft = row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts
-    if pos >= first_draft:
-        i = pos - first_draft
+    if pos >= row.first_draft_pos:
+        i = pos - row.first_draft_pos
         return scheduled[i] if i < len(scheduled) else None
     return all_token_ids[pos] if pos < len(all_token_ids) else None
 
@@ -93,8 +113,8 @@ def _written_draft(row: RowRecord, scheduled: list[int], pos: int) -> int | None
 def row_view(row: RowRecord, step: StepRecord, window: int = WINDOW) -> RowView:
     s = step.schedule
     scheduled = s.scheduled_spec_decode_tokens.get(row.req_id, [])
-    end = row.num_computed_tokens + row.num_scheduled_tokens
-    first_draft = end - row.num_drafts
+    first_draft = row.first_draft_pos
+    end = first_draft + row.num_drafts
     # a decode row: `window` history cells, then its 1 + k inputs; a prefill
     # chunk: its last window + 1 positions
     positions = range(max(0, end - window - 1 - row.num_drafts), end)
@@ -109,14 +129,14 @@ def row_view(row: RowRecord, step: StepRecord, window: int = WINDOW) -> RowView:
         token = row.token_ids[pos]
         matches = exp is None or token == exp
         if pos < first_draft:
-            role = ("history" if pos < row.num_computed_tokens else "computed now") if matches else "wrong history"
+            role = (CellRole.HISTORY if pos < row.num_computed_tokens else CellRole.COMPUTED_NOW) if matches \
+                else CellRole.WRONG_HISTORY
+        elif matches:
+            role = CellRole.DRAFT_BY_CHANCE if stale else CellRole.DRAFT_OK
         else:
-            if matches:
-                role = "draft by chance" if stale else "draft ok"
-            else:
-                role = "draft shifted" if token == _written_draft(row, scheduled, pos) else "draft stale"
+            role = CellRole.DRAFT_SHIFTED if token == _written_draft(row, scheduled, pos) else CellRole.DRAFT_STALE
         left_by = None
-        if role in ("draft stale", "draft by chance", "wrong history") and other is not None:
+        if role in (CellRole.DRAFT_STALE, CellRole.DRAFT_BY_CHANCE, CellRole.WRONG_HISTORY) and other is not None:
             if pos < len(row.prev_token_ids) and row.prev_token_ids[pos] == token:
                 left_by = other
         cells.append(Cell(pos, token, role, exp, left_by))

@@ -10,7 +10,8 @@ from __future__ import annotations
 from minispec.instruments.events import EventKind
 from minispec.instruments.invariants import check_trace
 from minispec.instruments.trace import StageRecord, StepRecord, Trace
-from minispec.lab.viz.strip import row_view
+from minispec.lab.metrics import first_divergence
+from minispec.lab.viz.strip import CellRole, row_view
 
 HISTORY = 12  # history tokens shown per row; "…" marks that earlier ones are cut
 
@@ -48,8 +49,8 @@ def render_stage(stage: StageRecord, step: StepRecord, decode=None) -> str:
         view = row_view(row, step)
         roles = [c.role for c in view.cells]
         mark = "" if not expected else ("  STALE" if view.stale else "  ok")
-        if "draft shifted" in roles:  # fault 2: some slots hold a scheduled draft, in the wrong place
-            counts = [f"{roles.count(r)} {name}" for r, name in (("draft shifted", "SHIFTED"), ("draft stale", "STALE"))]
+        if CellRole.DRAFT_SHIFTED in roles:  # fault 2: some slots hold a scheduled draft, in the wrong place
+            counts = [f"{roles.count(r)} {name}" for r, name in ((CellRole.DRAFT_SHIFTED, "SHIFTED"), (CellRole.DRAFT_STALE, "STALE"))]
             mark = "  " + ", ".join(c for c in counts if not c.startswith("0 "))
         if "STALE" in mark and row.prev_req_id not in (None, row.req_id):
             mark += f" (row held {row.prev_req_id} before)"
@@ -96,13 +97,6 @@ def char_decoder(tokenizer, visible_spaces: bool = False):
         return shown.get(text, text)
 
     return decode
-
-
-def first_divergence(tokens: list[int], reference: list[int]) -> int | None:
-    """The first output position where ``tokens`` leaves ``reference``, or None."""
-    if tokens == reference:
-        return None
-    return next((i for i, (a, b) in enumerate(zip(tokens, reference)) if a != b), min(len(tokens), len(reference)))
 
 
 def output_step(trace: Trace, req_id: str, index: int) -> int:

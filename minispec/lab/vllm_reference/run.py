@@ -19,12 +19,14 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from minispec.lab.runs import Schedule, run_schedule
 from minispec.lab.scenarios import forum_thread
 from minispec.lab.vllm_reference import environment
 from minispec.lab.vllm_reference.capture import Capture, capturing
 from minispec.lab.vllm_reference.compare import Comparison, Difference, compare
-from minispec.lab.vllm_reference.scenarios import ReferenceSchedule, reference_schedule, run_reference_schedule
+from minispec.lab.vllm_reference.scenarios import reference_schedule
 from minispec.lab.vllm_reference.scheduler_check import SchedulerRow, check_scheduler
+from minispec.v1.worker.gpu_model_runner import RowPath
 
 WORKER = Path(__file__).with_name("worker.py")
 THREAD, RANDOM = "thread", "random"
@@ -57,7 +59,7 @@ class ScenarioRun:
     scenario: str
     preset: str
     captures: dict[str, Capture] = field(default_factory=dict)
-    schedules: dict[str, ReferenceSchedule] = field(default_factory=dict)  # random runs: what each one was
+    schedules: dict[str, Schedule] = field(default_factory=dict)  # random runs: what each one was
 
 
 def run_minispec(scenario: str, preset: str, num_random: int) -> ScenarioRun:
@@ -69,7 +71,7 @@ def run_minispec(scenario: str, preset: str, num_random: int) -> ScenarioRun:
         else:
             schedules = [reference_schedule(seed) for seed in range(num_random)]
             for s in schedules:
-                run_reference_schedule(s, preset)
+                run_schedule(s, preset)
             names = [s.name for s in schedules]
             out.schedules = {s.name: s for s in schedules}
     out.captures = dict(zip(names, captures))
@@ -78,23 +80,23 @@ def run_minispec(scenario: str, preset: str, num_random: int) -> ScenarioRun:
 
 def coverage(run: ScenarioRun) -> dict[str, int]:
     """What a scenario's runs exercised, counted."""
-    configs = [s.config for s in run.schedules.values()]
+    schedules = list(run.schedules.values())
     steps = [step for c in run.captures.values() for step in c.trace.steps]
     rows = [row for step in steps for stage in step.stages for row in stage.rows]
     stopped = sum(out[-1] in s.stop_token_ids for name, s in run.schedules.items()
                   for out in run.captures[name].trace.outputs.values() if out)
     return {
         "runs": len(run.captures),
-        "with 2 stages": sum(c.pipeline_parallel_size == 2 for c in configs),
-        "with 3 stages": sum(c.pipeline_parallel_size == 3 for c in configs),
-        "ngram": sum(c.method == "ngram" for c in configs),
-        "draft_model": sum(c.method == "draft_model" for c in configs),
+        "with 2 stages": sum(c.pipeline_parallel_size == 2 for c in schedules),
+        "with 3 stages": sum(c.pipeline_parallel_size == 3 for c in schedules),
+        "ngram": sum(c.method == "ngram" for c in schedules),
+        "draft_model": sum(c.method == "draft_model" for c in schedules),
         "stage-steps": sum(len(c.stage_steps) for c in run.captures.values()),
         "prefill chunks": sum(s.schedule.num_computed_tokens[r] + n < s.schedule.num_prompt_tokens[r]
                               for s in steps for r, n in s.schedule.num_scheduled_tokens.items()),
         "resumed after preemption": sum(sum(c.schedules[s]["cached"]["resumed_from_preemption"])
                                         for c in run.captures.values() for s in c.schedules),
-        "re-added rows with drafts": sum(r.path == "re-added" and r.num_drafts > 0 for r in rows),
+        "re-added rows with drafts": sum(r.path == RowPath.READDED and r.num_drafts > 0 for r in rows),
         "requests ended by a stop token": stopped,
     }
 

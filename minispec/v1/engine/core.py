@@ -144,6 +144,9 @@ class EngineCore:
                 )
 
     def run(self) -> None:
+        """Run until every request finishes. ``finished`` then holds the requests finished since
+        this call began: earlier runs' are dropped, so an engine reused all afternoon stays bounded."""
+        self.finished = []
         for _ in self.iter_events():
             pass
 
