@@ -41,7 +41,7 @@ def busy(ms: float) -> None:
 def sender(port: int, rounds: int, busy_ms: float) -> None:
     torch.set_num_threads(1)
     group = StageGroup(dist.TCPStore("127.0.0.1", port, 2, is_master=False), 1, 2, 30.0, "127.0.0.1")
-    for i in range(rounds):
+    for _ in range(rounds):
         group.recv_object(0, GO)
         group.send_object(("sent at", group.now()), 0, SEND)
         busy(busy_ms)

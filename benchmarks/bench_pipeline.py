@@ -40,7 +40,14 @@ import torch  # noqa: E402
 from minispec import LLM, SamplingParams  # noqa: E402
 from minispec.config import DEFAULT_TARGET  # noqa: E402
 from minispec.lab.overlap import (  # noqa: E402
-    HEAVY, Comparison, compare_in_flight, first_batches, num_params, random_llama, random_prompts)
+    HEAVY,
+    Comparison,
+    compare_in_flight,
+    first_batches,
+    num_params,
+    random_llama,
+    random_prompts,
+)
 
 
 def compare(model: Path, vocab: int, args) -> Comparison:

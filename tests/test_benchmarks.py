@@ -35,6 +35,7 @@ def test_bench_pipeline_reports_ratio_idle_fractions_and_gantt_files(tmp_path, c
     monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))  # the script sets it; undone after
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     import bench_pipeline
+
     from minispec.config import DEFAULT_TARGET, LlamaArchitecture
 
     args = argparse.Namespace(requests=4, max_tokens=4, repeat=2, together=False, threads=1)

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from minispec.instruments.events import Event, EventKind
-from minispec.platforms import stage_device
 from minispec.lab.scenarios import BATCH_0, BATCH_1, forum_thread_llm
+from minispec.platforms import stage_device
 
 
 def test_pipeline_interleaving_of_the_thread():
@@ -83,8 +83,8 @@ def test_drafts_survive_every_row_path():
     """Invariant 2 holds whether a request stayed, was moved by condense, was
     re-added, or was preempted and resumed; this run exercises all four."""
     from minispec import LLM, SamplingParams
-    from minispec.training.corpus import split_text
     from minispec.instruments.invariants import check_trace
+    from minispec.training.corpus import split_text
 
     _, heldout = split_text()
     prompts = [heldout[300 * i : 300 * i + 10 + 7 * i] for i in range(10)]

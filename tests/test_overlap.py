@@ -10,7 +10,14 @@ import torch
 
 from minispec.config import DEFAULT_TARGET
 from minispec.lab.overlap import (
-    QUIET_MACHINE, Comparison, OverlapRun, compare_in_flight, first_batches, random_prompts, threads_per_stage)
+    QUIET_MACHINE,
+    Comparison,
+    OverlapRun,
+    compare_in_flight,
+    first_batches,
+    random_prompts,
+    threads_per_stage,
+)
 
 
 def overlapped(timeline) -> int:

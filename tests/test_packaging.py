@@ -1,16 +1,11 @@
 """Packaging: the two dependency lists agree, the checkpoints are what they claim."""
 
-import os
 import re
 import sys
 import tomllib
 from pathlib import Path
 
-import pytest
 import yaml
-
-from minispec.config import CHECKPOINT_DIR, DEFAULT_DRAFT, DEFAULT_TARGET
-from minispec.training.corpus import full_text
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -23,7 +23,8 @@ Profiles (``tests/conftest.py``): ``ci`` (default, 300 examples) and ``long``
 from __future__ import annotations
 
 import pytest
-from hypothesis import event, example, given, strategies as st
+from hypothesis import event, example, given
+from hypothesis import strategies as st
 
 from minispec import LLM, SamplingParams
 from minispec.instruments.invariants import InvariantViolation

@@ -23,17 +23,17 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
+from test_greedy_equivalence import MAX_TOKENS, NUM_REQUESTS, PROMPTS, reference  # noqa: F401 (a fixture)
+from test_properties import _forum_like, configurations, expected
 
 from minispec import LLM, SamplingParams
 from minispec.config import DEFAULT_TARGET
-from minispec.transformers_utils.tokenizer import load_tokenizer
 from minispec.distributed.parallel_state import InProcStageGroup
+from minispec.transformers_utils.tokenizer import load_tokenizer
 from minispec.v1.worker.gpu import ENV_VAR, use_v2_model_runner
 from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
 from minispec.v1.worker.gpu.pp_utils import SAMPLED_TAG, PPHandler
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner as GPUModelRunnerV1
-from test_greedy_equivalence import MAX_TOKENS, NUM_REQUESTS, PROMPTS, reference  # noqa: F401 (a fixture)
-from test_properties import _forum_like, configurations, expected
 
 V2 = {ENV_VAR: "1"}
 TOKENIZER = load_tokenizer(DEFAULT_TARGET)

@@ -11,7 +11,14 @@ from matplotlib.figure import Figure
 from minispec.instruments.invariants import check_trace
 from minispec.instruments.trace import ScheduleRecord, StepRecord, Trace
 from minispec.lab.metrics import acceptance_per_step, alpha_estimate, expected_tokens_per_forward, first_divergence
-from minispec.lab.viz.plots import fit_label, plot_acceptance, plot_presets, plot_stage_rows, plot_step_rows, plot_strip_diff
+from minispec.lab.viz.plots import (
+    fit_label,
+    plot_acceptance,
+    plot_presets,
+    plot_stage_rows,
+    plot_step_rows,
+    plot_strip_diff,
+)
 from minispec.lab.viz.stepper import move, nearest_stop, stepper_view, stop_position, stops, thread_runs
 from minispec.lab.viz.strip import diff_cells, stage_view
 from minispec.lab.viz.text import output_step, render_comparison, render_event, render_step

@@ -10,8 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from minispec.lab.vllm_map import (Column, docstring_twin, in_release, render_twins_markdown, twin_of, vllm_files,
-                                   vllm_twins)
+from minispec.lab.vllm_map import (
+    Column,
+    docstring_twin,
+    in_release,
+    render_twins_markdown,
+    twin_of,
+    vllm_files,
+    vllm_twins,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))

@@ -112,7 +112,7 @@ class LLM:
         unknown = "".join(text[a:b] for i, (a, b) in zip(enc.ids, enc.offsets) if i == unk and text[a:b] != "<unk>")
         if unknown:
             warnings.warn(f"{label} has characters the tokenizer does not know, {unknown!r}: each becomes "
-                          f"<unk> (id {unk})")
+                          f"<unk> (id {unk})", stacklevel=2)
         spelled = [special[i] for i in enc.ids if i in special and i != unk]
         if spelled or "<unk>" in text:
             raise ValueError(f"{label} contains the text {(spelled or ['<unk>'])[0]!r}, which the tokenizer reads "

@@ -24,7 +24,6 @@ import numbers
 import os
 from dataclasses import dataclass
 
-from minispec.v1.worker.runner_fixes import PRESETS, RunnerFixes
 from minispec.instruments.invariants import check_trace
 from minispec.lab import scenarios
 from minispec.lab.exercise_runs import (
@@ -44,6 +43,7 @@ from minispec.lab.exercise_runs import (
 from minispec.lab.runs import intra_op_threads
 from minispec.lab.scenarios import FIRST_DECODE, exercise_schedule
 from minispec.lab.viz.text import render_stage
+from minispec.v1.worker.runner_fixes import PRESETS, RunnerFixes
 
 PLUG_ENV = "MINISPEC_PLUG_SOLUTIONS"
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from minispec.lab.vllm_map import REFERENCE, twin_of
 from minispec.lab.viz.palette import OKABE_ITO, TEXT
+from minispec.lab.vllm_map import REFERENCE, twin_of
 
 # Okabe-Ito (colour-blind safe); the legend names each layer, and each layer also has its own
 # hatching and outline (hatch, line style), so colour is never the only cue.

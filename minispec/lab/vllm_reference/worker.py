@@ -23,8 +23,8 @@ vLLM twin: none (it drives vLLM's worker code; ``gpu_model_runner.py`` of each r
 """
 
 from __future__ import annotations
-
 import __future__
+
 import ast
 import dataclasses
 import hashlib
