@@ -22,8 +22,8 @@ LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 # Jupyter refuses to start as root unless told to (containers, CI machines).
 LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # The fast tier: no notebooks (only tests/ is collected), no browser, no torchrun, no
-# website build, no vLLM, and not the long tests.
-FAST := -m "not browser and not torchrun and not slow and not docs and not vllm"
+# website build, no vLLM, and not the long tests; one pytest worker per core (pytest-xdist).
+FAST := -n auto -m "not browser and not torchrun and not slow and not docs and not vllm"
 
 .PHONY: venv demo check lint test test-fast lab workshop bench train clean notebooks
 

@@ -13,17 +13,26 @@ Nothing here has a vLLM counterpart: it is minispec's window into the buffers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from minispec.instruments.events import Event, EventKind
+
+
+class RowPath(StrEnum):
+    """How a scheduled request got its row this step: the runners' trace bookkeeping (vLLM
+    keeps no such record). A ``StrEnum``, so a recorded path prints as its word."""
+
+    NEW = "new"  # first scheduled: added from scheduled_new_reqs
+    STAYED = "stayed"  # kept its row from the step before
+    MOVED = "moved"  # kept it, then condense moved it to a lower row, drafts and all
+    READDED = "re-added"  # had no row (the other batch ran, or it was preempted): added again
 
 
 @dataclass
 class RowRecord:
     row: int  # the row's index in the stage's persistent batch (or the slot's, in a slot table)
     req_id: str
-    # how the row was filled this step: the runner's RowPath (a StrEnum: "new", "stayed",
-    # "moved" by condense, "re-added"); instruments never import the engine, so typed as str
-    path: str
+    path: RowPath  # how the row was filled this step
     token_ids: list[int]  # token_ids_cpu[row, :end]: live region and every gathered slot
     num_tokens: int  # the stage's count, drafts included
     num_tokens_no_spec: int  # the stage's count of tokens it holds as its own (no drafts)
@@ -149,7 +158,7 @@ class TraceRecorder:
             nc = int(batch.num_computed_tokens_cpu[row])
             end = max(int(batch.num_tokens[row]), nc + n_sched)
             rows.append(RowRecord(
-                row=row, req_id=req_id, path=runner.row_paths.get(req_id, "stayed"),
+                row=row, req_id=req_id, path=runner.row_paths.get(req_id, RowPath.STAYED),
                 token_ids=batch.token_ids_cpu[row, :end].tolist(),
                 num_tokens=int(batch.num_tokens[row]), num_tokens_no_spec=int(batch.num_tokens_no_spec[row]),
                 num_computed_tokens=nc, num_scheduled_tokens=n_sched,

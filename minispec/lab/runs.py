@@ -92,8 +92,10 @@ def run_recorded(llm):
     request's output and the engine's stats filled in."""
     llm.engine.run()
     trace = llm.trace
-    # finished requests leave the scheduler; the engine keeps them
-    trace.outputs = {req.request_id: list(req.output_token_ids) for req in llm.engine.finished}
+    # finished requests leave the scheduler; the engine keeps them, in the order they finished:
+    # listed by request id, so tables print A, B, C, D whatever finished first
+    finished = sorted(llm.engine.finished, key=lambda req: req.request_id)
+    trace.outputs = {req.request_id: list(req.output_token_ids) for req in finished}
     trace.stats = llm.stats()
     return trace
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minispec.instruments.trace import StageRecord, Trace
-from minispec.v1.worker.gpu_model_runner import RowPath
+from minispec.instruments.trace import RowPath, StageRecord, Trace
 
 
 @dataclass

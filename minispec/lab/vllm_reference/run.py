@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from minispec.instruments.trace import RowPath
 from minispec.lab.runs import Schedule, run_schedule
 from minispec.lab.scenarios import forum_thread
 from minispec.lab.vllm_reference import environment
@@ -26,7 +27,6 @@ from minispec.lab.vllm_reference.capture import Capture, capturing
 from minispec.lab.vllm_reference.compare import Comparison, Difference, compare
 from minispec.lab.vllm_reference.scenarios import reference_schedule
 from minispec.lab.vllm_reference.scheduler_check import SchedulerRow, check_scheduler
-from minispec.v1.worker.gpu_model_runner import RowPath
 
 WORKER = Path(__file__).with_name("worker.py")
 THREAD, RANDOM = "thread", "random"

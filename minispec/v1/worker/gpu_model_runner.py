@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from enum import StrEnum
 
 import numpy as np
 import torch
 
 from minispec.attention import allocate_kv_cache, make_attention_metadata
 from minispec.config import VllmConfig
+from minispec.instruments.trace import RowPath
 from minispec.model_executor.model_loader import get_model
 from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.outputs import ModelRunnerOutput
@@ -74,16 +74,6 @@ def make_drafter(vllm_config: VllmConfig, device, dtype):
         return NgramProposer(spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens)
     return DraftModelProposer(spec.model, spec.num_speculative_tokens, sched.max_model_len, sched.max_num_seqs,
                               vllm_config.cache_config.block_size, device, dtype, arch=spec.draft_arch)
-
-
-class RowPath(StrEnum):
-    """How a scheduled request got its row this step (minispec's trace bookkeeping;
-    vLLM keeps no such record). A ``StrEnum``, so a recorded path prints as its word."""
-
-    NEW = "new"  # first scheduled: added from scheduled_new_reqs
-    STAYED = "stayed"  # kept its row from the step before
-    MOVED = "moved"  # kept it, then condense moved it to a lower row, drafts and all
-    READDED = "re-added"  # had no row (the other batch ran, or it was preempted): added again
 
 
 @dataclass

@@ -53,6 +53,7 @@ import numpy as np
 import torch
 
 from minispec.attention import allocate_kv_cache, make_attention_metadata
+from minispec.instruments.trace import RowPath
 from minispec.model_executor.model_loader import get_model
 from minispec.sampling_params import SamplingParams
 from minispec.v1.core.sched.output import SchedulerOutput
@@ -69,7 +70,7 @@ from minispec.v1.worker.gpu.input_batch import (
 )
 from minispec.v1.worker.gpu.pp_utils import PPHandler
 from minispec.v1.worker.gpu.states import RequestState
-from minispec.v1.worker.gpu_model_runner import RowPath, make_drafter
+from minispec.v1.worker.gpu_model_runner import make_drafter
 
 
 def request_generator(engine_seed: int, req_id: str, params: SamplingParams) -> torch.Generator | None:
