@@ -40,6 +40,10 @@ field into one function when it is built (``resolve_fix``), and calls that:
   ``take_accepted_drafts``, the fault ``slice_relayed_tokens``.
 * ``move_row(batch, src, tgt) -> None``, called by ``InputBatch.condense`` for each
   row it moves down.
+* ``apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
+  -> None``: Model Runner V2's plug point, the one field that design reads (V1 ignores it).
+  A non-last stage calls it for each batch's broadcast it applies, to update its
+  ``RequestState`` slots; ``None`` is the runner's own, ``gpu.model_runner.apply_broadcast``.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ class RunnerFixes:
     readd_spec_tokens: bool | Callable = True
     sync_accepted_tokens: bool | Callable = True
     move_row: Callable | None = None
+    apply_broadcast: Callable | None = None  # Model Runner V2 only (minispec/v1/worker/gpu/)
 
 
 PRESETS = {

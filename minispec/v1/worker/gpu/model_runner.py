@@ -23,7 +23,9 @@ from the scheduler this runner takes only how many tokens and drafts to run. Tha
 is the difference from V1 (``minispec/v1/worker/gpu_model_runner.py``), where a
 non-last stage rebuilt its rows from the relay and lost the accepted drafts. V1's
 fault switches (``RunnerFixes``, ``fixes=``) do not apply here: this design has
-neither of those faults, and every preset runs the same code.
+neither of those faults, and every preset runs the same code. The one field of
+``RunnerFixes`` it reads is ``apply_broadcast``, the workshop's plug point for its own
+post-processing of the broadcast (notebook 08's last exercise).
 
 Like V1's runner, this one hands the trace recorder its rows before the forward when
 asked (``record``/``check_invariants``), rebuilt from the slots in the shape the recorder
@@ -73,6 +75,19 @@ from minispec.v1.worker.gpu.states import RequestState
 from minispec.v1.worker.gpu_model_runner import make_drafter
 
 
+def apply_broadcast(states: RequestState, slots: np.ndarray, sampled_tokens: np.ndarray, num_sampled: np.ndarray,
+                    num_rejected: np.ndarray, draft_tokens: np.ndarray | None) -> None:
+    """A non-last stage's post-processing of one batch's broadcast, row ``i`` for slot
+    ``slots[i]`` (-1: skip): the tokens, ``last_sampled_tokens`` and the rejected part of
+    the optimistic ``num_computed_tokens`` (``post_update``), then the next drafts (vLLM
+    0.30.0: ``postprocess_sampled``, model_runner.py 1590-1619, and the draft write in
+    ``PPHandler.get_prev_sampled_outputs``, pp_utils.py 144-154)."""
+    post_update(slots, states, sampled_tokens, num_sampled, num_rejected, query_lens=None)
+    if draft_tokens is not None:
+        keep = slots >= 0
+        states.draft_tokens[slots[keep]] = draft_tokens[keep]
+
+
 def request_generator(engine_seed: int, req_id: str, params: SamplingParams) -> torch.Generator | None:
     """A random request's own generator, seeded as V1's runner seeds it."""
     if params.greedy:
@@ -104,6 +119,9 @@ class GPUModelRunner:
         self.speculator = make_drafter(vllm_config, device, dtype) if self.is_last_rank else None
         self.sampler, self.rejection_sampler = Sampler(), RejectionSampler()
         self.pp_handler: PPHandler | None = None  # bound by the executor: bind_pp_group
+        # The workshop's plug point (RunnerFixes.apply_broadcast, notebook 08): a learner's
+        # post-processing of the broadcast, resolved once here; None is this file's own.
+        self.apply_broadcast = vllm_config.fixes.apply_broadcast or apply_broadcast
         self._init_states()
 
     def _init_states(self) -> None:
@@ -133,11 +151,8 @@ class GPUModelRunner:
         index = self.req_states.req_id_to_index
         scheduled = {index[r] for r in out.num_scheduled_tokens if r in index}
         for sampled in self.pp_handler.get_prev_sampled_outputs(scheduled):
-            post_update(sampled.idx_mapping, self.req_states, sampled.sampled_tokens, sampled.num_sampled,
-                        sampled.num_rejected, query_lens=None)
-            if sampled.draft_tokens is not None:
-                keep = sampled.idx_mapping >= 0
-                self.req_states.draft_tokens[sampled.idx_mapping[keep]] = sampled.draft_tokens[keep]
+            self.apply_broadcast(self.req_states, sampled.idx_mapping, sampled.sampled_tokens, sampled.num_sampled,
+                                 sampled.num_rejected, sampled.draft_tokens)
 
     def _remove_request(self, req_id: str) -> None:
         req_idx = self.req_states.remove_request(req_id)
