@@ -7,6 +7,7 @@ prompt "A list is " is 10 tokens, so at batch_0's first decode A's history ends 
 11 and its draft slots are 11-13; C's prompt left `tem` there).
 """
 
+import numpy as np
 import pytest
 
 from minispec.lab import exercises as ex
@@ -108,6 +109,102 @@ def recovered_flipped(p, q):
     return residual / residual.sum()
 
 
+# -- Model Runner V2: apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
+
+
+def broadcast_no_skip(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    for i, slot in enumerate(slots):  # "every row is a request"
+        n, end = num_sampled[i], states.total_len[slot]
+        states.all_token_ids[slot, end : end + n] = sampled_tokens[i, :n]
+        states.total_len[slot] = end + n
+        states.last_sampled_tokens[slot] = sampled_tokens[i, n - 1]
+        states.num_computed_tokens[slot] -= num_rejected[i]
+        states.draft_tokens[slot] = draft_tokens[i]
+
+
+def broadcast_vectorised(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    states.draft_tokens[slots] = draft_tokens  # one line for the drafts, -1 rows included
+    states.num_computed_tokens[slots[slots >= 0]] -= num_rejected[slots >= 0]
+    for i, slot in enumerate(slots):
+        if slot >= 0:
+            n, end = num_sampled[i], states.total_len[slot]
+            states.all_token_ids[slot, end : end + n] = sampled_tokens[i, :n]
+            states.total_len[slot] = end + n
+            states.last_sampled_tokens[slot] = sampled_tokens[i, n - 1]
+
+
+def broadcast_no_take_back(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    for i, slot in enumerate(slots):  # the shape of RFC #44697: the optimistic count stays
+        if slot >= 0:
+            n, end = num_sampled[i], states.total_len[slot]
+            states.all_token_ids[slot, end : end + n] = sampled_tokens[i, :n]
+            states.total_len[slot] = end + n
+            states.last_sampled_tokens[slot] = sampled_tokens[i, n - 1]
+            states.draft_tokens[slot] = draft_tokens[i]
+
+
+def broadcast_advance_by_sampled(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    solutions.apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
+    keep = slots >= 0  # "the scheduler advances by what was sampled": so does this stage, again
+    states.num_computed_tokens[slots[keep]] += num_sampled[keep]
+
+
+def broadcast_no_drafts(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    for i, slot in enumerate(slots):  # the shape of PR #52295: drafts never reach this stage
+        if slot >= 0:
+            n, end = num_sampled[i], states.total_len[slot]
+            states.all_token_ids[slot, end : end + n] = sampled_tokens[i, :n]
+            states.total_len[slot] = end + n
+            states.last_sampled_tokens[slot] = sampled_tokens[i, n - 1]
+            states.num_computed_tokens[slot] -= num_rejected[i]
+
+
+def broadcast_first_token(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    solutions.apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
+    keep = slots >= 0
+    states.last_sampled_tokens[slots[keep]] = sampled_tokens[keep, 0]
+
+
+def broadcast_off_by_one(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    solutions.apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
+    for i, slot in enumerate(slots):
+        if slot >= 0 and num_sampled[i] < sampled_tokens.shape[1]:
+            states.last_sampled_tokens[slot] = sampled_tokens[i, num_sampled[i]]
+
+
+def broadcast_no_last_sampled(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    kept = states.last_sampled_tokens.copy()  # "the history has it already"
+    solutions.apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
+    states.last_sampled_tokens[:] = kept
+
+
+def broadcast_no_history(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    for i, slot in enumerate(slots):
+        if slot >= 0:
+            states.last_sampled_tokens[slot] = sampled_tokens[i, num_sampled[i] - 1]
+            states.num_computed_tokens[slot] -= num_rejected[i]
+            states.draft_tokens[slot] = draft_tokens[i]
+
+
+def broadcast_whole_rows(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    solutions.apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
+    for i, slot in enumerate(slots):  # the padded row appended whole, -1s and all
+        if slot >= 0:
+            end, width = states.total_len[slot] - num_sampled[i], sampled_tokens.shape[1]
+            states.all_token_ids[slot, end : end + width] = sampled_tokens[i]
+            states.total_len[slot] = end + width
+
+
+def broadcast_rows_for_slots(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    live = np.flatnonzero(slots >= 0)  # the batch's rows taken for slots
+    solutions.apply_broadcast(states, np.where(slots >= 0, np.arange(len(slots)), -1), sampled_tokens,
+                              num_sampled, num_rejected, draft_tokens) if len(live) else None
+
+
+def broadcast_typo(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    states.last_sampled_token[slots] = sampled_tokens[:, 0]
+
+
 GALLERY = [
     (ex.check_fix1, fix1_written_at_num_tokens,
      'not quite: step 2, stage 0, request A: your draft slots 11–13 hold `tem`, the scheduler sent ` st` — the drafts were written at num_tokens (14), which already counts them; write at num_tokens_no_spec (11)'),
@@ -135,6 +232,30 @@ GALLERY = [
      'not quite: step 2, stage 0, request A: your function returned None: return the list of token ids to append'),
     (ex.check_fix2, fix2_natural,
      "not quite: right on the thread scenario, but on random schedule 0 (PP 2, ngram drafts, 1 preemption): step 33, stage 0, request B: you appended `The return statement is a sequ` (30 tokens); the scheduler's history has `u` (1 token) at positions 29–29 — this request was resumed after a preemption: the scheduler is recomputing it, so new_token_ids is a recompute chunk, the 30 tokens at positions 0–29, and the stage already holds 29 (num_computed_tokens − num_tokens is −29: nothing was accepted); compare where the chunk ends, num_computed_tokens + len(new_token_ids) = 30, with state.num_tokens = 29, and append only what lies past it, new_token_ids[-1:]"),
+    (ex.check_broadcast, broadcast_no_take_back,
+     "not quite: step 4, stage 0, request A: slot 3's num_computed_tokens is 14 where the last stage's is 13: the 1 rejected draft was not taken back (this stage counted the whole query, drafts included, at its own forward)"),
+    (ex.check_broadcast, broadcast_advance_by_sampled,
+     "not quite: step 2, stage 0, request A: slot 3's num_computed_tokens is 11 where the last stage's is 10: this stage counted the whole query, drafts included, at its own forward (10 already); nothing was rejected, so nothing is left to change"),
+    (ex.check_broadcast, broadcast_no_drafts,
+     "not quite: step 2, stage 0, request A: slot 3 holds drafts [0, 0, 0] but the last stage proposed ` st` for A (the zeros add_request left): this stage embeds the slot's draft_tokens at A's next decode; copy draft_tokens[0] into it"),
+    (ex.check_broadcast, broadcast_first_token,
+     "not quite: step 4, stage 0, request A: slot 3's last_sampled_tokens is ` `, the first of the 3 tokens ` se` the last stage sampled for A; its next decode embeds the last, `e`"),
+    (ex.check_broadcast, broadcast_off_by_one,
+     "not quite: step 2, stage 0, request A: slot 3's last_sampled_tokens is -1, padding: the last stage sampled `a` for A, and sampled_tokens[0] is padded with -1 after its num_sampled[0] = 1; the last token is sampled_tokens[0, num_sampled[0] - 1]"),
+    (ex.check_broadcast, broadcast_no_last_sampled,
+     "not quite: step 2, stage 0, request A: slot 3's last_sampled_tokens still holds 0, as no broadcast has written it, but the last stage sampled `a` for A: A's next decode embeds it first"),
+    (ex.check_broadcast, broadcast_no_history,
+     "not quite: step 2, stage 0, request A: slot 3's history (request A) still has 10 tokens where the last stage's has 11: append the 1 sampled token `a` at all_token_ids[3, total_len[3]:] and advance total_len[3] by num_sampled[0]"),
+    (ex.check_broadcast, broadcast_whole_rows,
+     "not quite: step 2, stage 0, request A: slot 3's history has 14 tokens where the last stage's has 11: you appended all 4 entries of sampled_tokens[0], [66, -1, -1, -1]; only the first num_sampled[0] = 1 are tokens, the rest is -1 padding"),
+    (ex.check_broadcast, broadcast_rows_for_slots,
+     "not quite: step 2, stage 0, request D: you changed last_sampled_tokens of slot 0 (request D's), a slot this broadcast does not cover: row 0 is for slot 3 (request A); index the state with slots[i], not with the row i"),
+    (ex.check_broadcast, broadcast_no_skip,
+     "not quite: right on the thread scenario, but on random schedule 0 (PP 2, ngram drafts, 1 preemption): step 35, stage 0, request C: row 0 of the broadcast has slot -1, which means skip it (its request left its slot after that batch ran, or it sampled nothing), but numpy reads index -1 as the last slot: you changed last_sampled_tokens of slot 15 (request C's)"),
+    (ex.check_broadcast, broadcast_vectorised,
+     "not quite: right on the thread scenario, but on random schedule 1 (PP 3, draft_model drafts, 1 preemption): step 18, stage 0, request C: row 0 of the broadcast has slot -1, which means skip it (its request left its slot after that batch ran, or it sampled nothing), but numpy reads index -1 as the last slot: you changed draft_tokens of slot 15 (request C's)"),
+    (ex.check_broadcast, broadcast_typo,
+     "not quite: step 2, stage 0, request A: your broadcast_typo raised AttributeError: 'RequestState' object has no attribute 'last_sampled_token'"),
     (ex.check_recovered, recovered_not_normalised,
      'not quite: case 1 of 3: your distribution sums to 0.632, not 1: divide max(0, p − q) by its sum'),
     (ex.check_recovered, recovered_from_p,
@@ -171,11 +292,67 @@ def test_a_failing_fix_draws_the_failing_step():
     (ex.check_fix1, solutions.write_spec_tokens), (ex.check_fix2, solutions.take_relayed_tokens),
     (ex.check_recovered, solutions.recovered_distribution), (ex.check_draft_slots, solutions.draft_slots),
     (ex.check_acceptance, solutions.acceptance), (ex.check_fault2, solutions.fault2),
+    (ex.check_broadcast, solutions.apply_broadcast),
 ])
 def test_reference_solutions_pass(check, solution):
     report = check(solution)
     assert report.passed, str(report)
     assert report.lines[0].startswith("correct: ")
+
+
+def test_the_broadcast_exercise_runs_model_runner_v2_and_calls_the_learner_on_non_last_stages():
+    """The runner's own post-processing passes the same check; the hook is called by every
+    non-last stage (stages 0 and 1 with PP 3) and never by the last, which samples itself."""
+    import os
+
+    from minispec.lab.exercise_broadcast import model_runner_v2
+    from minispec.lab.runs import build_llm
+    from minispec.v1.worker.gpu import ENV_VAR
+    from minispec.v1.worker.gpu.model_runner import GPUModelRunner, apply_broadcast
+
+    report = ex.check_broadcast(apply_broadcast)
+    assert report.passed and report.lines[0].startswith("correct: the thread scenario and 4 schedules")
+    called = set()
+
+    def counted(states, *args):
+        called.add(id(states))
+        apply_broadcast(states, *args)
+
+    with model_runner_v2():
+        llm = build_llm(ex.SCHEDULES[1], ex.RunnerFixes(apply_broadcast=counted))
+    assert ENV_VAR not in os.environ  # the selection does not outlive the block
+    runners = llm.engine.executor.runners
+    assert {type(r) for r in runners} == {GPUModelRunner} and len(runners) == 3
+    llm.engine.run()
+    assert called == {id(r.req_states) for r in runners[:-1]}
+
+
+def test_a_slot_reused_by_a_new_request_names_its_previous_occupant():
+    """By hand: request C held slot 3 and sampled `x` there; A now holds it, and its first
+    broadcast (its prefill's one sampled token) is applied without writing last_sampled_tokens."""
+    import copy
+
+    from minispec.lab.exercise_broadcast import Broadcast, LastStage, broadcast_problem
+    from minispec.v1.worker.gpu.model_runner import apply_broadcast
+    from minispec.v1.worker.gpu.states import RequestState
+
+    ids = {ex.decoder()(i): i for i in range(256)}
+    stage0, last = (RequestState(4, 32, 3) for _ in range(2))
+    for states in (stage0, last):
+        states.add_request("A", 4, [ids[c] for c in "abcd"], 0, 8)  # slot 3, as the stack hands it out
+        states.last_sampled_tokens[3] = ids["x"]  # what C, the slot's previous occupant, left
+        states.num_computed_tokens[3] = 4  # the prefill's forward
+    call = Broadcast(np.array([3]), np.array([[ids["e"], -1, -1, -1]]), np.array([1]), np.array([0]),
+                     np.array([[ids["f"], ids["g"], ids["h"]]]), ["A"])
+    apply_broadcast(last, *call.args())
+    expected, after = copy.deepcopy(stage0), copy.deepcopy(stage0)
+    apply_broadcast(expected, *call.args())
+    after.all_token_ids, after.total_len = expected.all_token_ids, expected.total_len  # all but the token
+    after.draft_tokens = expected.draft_tokens
+    req, problem = broadcast_problem(call, stage0, after, expected, LastStage(last), {3: "C"})
+    assert (req, problem) == ("A", "slot 3's last_sampled_tokens still holds request C's last sampled token, `x`, "
+                                   "but the last stage sampled `e` for A: A's next decode embeds it first")
+    assert broadcast_problem(call, stage0, expected, expected, LastStage(last), {3: "C"}) is None
 
 
 def test_reference_condense_is_noticed_by_draft_agreement():
@@ -362,6 +539,11 @@ def move_row_never_returns(batch, src, tgt):
         pass
 
 
+def broadcast_never_returns(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    while True:
+        pass
+
+
 def fix2_interrupted(state, num_computed_tokens, new_token_ids):
     raise KeyboardInterrupt  # what Interrupt Kernel raises in the code running at that moment
 
@@ -382,7 +564,9 @@ def short_limit(monkeypatch):
      "0.5 s (called for case 1 of 3), so the checker stopped it: is there a loop that never ends?"),
     (ex.check_fix2, fix2_interrupted, "not yet: you interrupted check_fix2 while your fix2_interrupted ran (called "
      "for step 2, stage 0, request A); run the cell again when ready"),
-], ids=["fix1", "fix2", "recovered", "interrupt"])
+    (ex.check_broadcast, broadcast_never_returns, "not quite: your broadcast_never_returns did not return within "
+     "0.5 s (called for step 2, stage 0, request A), so the checker stopped it: is there a loop that never ends?"),
+], ids=["fix1", "fix2", "recovered", "interrupt", "broadcast"])
 def test_code_that_never_returns_is_stopped_in_one_line(short_limit, check, wrong, first_line):
     import time
 
@@ -392,7 +576,8 @@ def test_code_that_never_returns_is_stopped_in_one_line(short_limit, check, wron
     assert time.monotonic() - start < 8
     assert check(getattr(solutions, check.__name__.replace("check_fix1", "write_spec_tokens")
                          .replace("check_fix2", "take_relayed_tokens")
-                         .replace("check_recovered", "recovered_distribution"))).passed  # no timer left behind
+                         .replace("check_recovered", "recovered_distribution")
+                         .replace("check_broadcast", "apply_broadcast"))).passed  # no timer left behind
 
 
 def test_a_condense_that_never_returns_is_stopped(short_limit):

@@ -157,6 +157,9 @@ class Attempt:
         prefix = "step {}, stage {}, request {}: ".format
         if self.error is not None:
             lines = learner_error(self.error, self.fn)
+            if lines is None and self.bad_call:  # a wrong call came first; the failure followed from it
+                return [prefix(*self.bad_call[:3]) + self.bad_call[3],
+                        f"the engine then failed: {type(self.error).__name__}: {self.error}"]
             if lines is None:
                 lines = [f"the engine failed after your {self.fn.__name__} ran: {type(self.error).__name__}: "
                          f"{self.error}"]

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from minispec.instruments.invariants import check_trace
 from minispec.lab import scenarios
+from minispec.lab.exercise_broadcast import broadcast_contract, model_runner_v2
 from minispec.lab.exercise_runs import (
     THREAD,
     LearnerTimeout,
@@ -313,7 +314,7 @@ SCHEDULES = [exercise_schedule(seed, pp, method)
              for seed, (pp, method) in enumerate([(2, "ngram"), (3, "draft_model"), (2, "draft_model"), (3, "ngram")])]
 
 
-def _check_fix(fn, name: str, make_fixes, contract, check: str) -> Report:
+def _check_fix(fn, name: str, make_fixes, contract, check: str, design: str = "") -> Report:
     fn, plugged = _plug(fn, name)
     if is_stub(fn):
         return _not_yet("your function", name)
@@ -328,7 +329,7 @@ def _check_fix(fn, name: str, make_fixes, contract, check: str) -> Report:
                 report[0] = f"{verdict}: right on the thread scenario, but on {schedule.describe(attempt.llm)}: {rest}"
             return _finish(Report(False, report, attempt.figure(decoder(visible_spaces=True))), plugged)
     lines = [f"correct: the thread scenario and {len(SCHEDULES)} schedules with preemption (PP 2 and 3, draft-model "
-             "and n-gram drafts) keep every invariant and equal plain greedy decoding token for token"]
+             f"and n-gram drafts{design}) keep every invariant and equal plain greedy decoding token for token"]
     return _finish(Report(True, lines), plugged)
 
 
@@ -348,6 +349,15 @@ def check_fix2(take_relayed_tokens) -> Report:
     return _check_fix(take_relayed_tokens, "take_relayed_tokens",
                       lambda fn: RunnerFixes(readd_spec_tokens=True, sync_accepted_tokens=fn), fix2_contract,
                       "check_fix2")
+
+
+@interruptible
+def check_broadcast(apply_broadcast) -> Report:
+    """Model Runner V2: ``apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected,
+    draft_tokens)``, called on non-last stages for each batch's broadcast they apply."""
+    with model_runner_v2():
+        return _check_fix(apply_broadcast, "apply_broadcast", lambda fn: RunnerFixes(apply_broadcast=fn),
+                          broadcast_contract, "check_broadcast", ", Model Runner V2")
 
 
 # -- bonus: break condense -----------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 __all__ = ["draft_slots", "acceptance", "fault2", "condense", "write_spec_tokens", "take_relayed_tokens",
-           "recovered_distribution", "move_row_dropping_drafts"]
+           "recovered_distribution", "move_row_dropping_drafts", "apply_broadcast"]
 
 # Predict, then reveal: A's three draft slots on stage 0 at batch_0's first
 # decode (step 2) under "vllm-0.9.2", and the acceptance rate under each preset.
@@ -56,3 +56,16 @@ def move_row_dropping_drafts(batch, src: int, tgt: int) -> None:
     for array in (batch.num_tokens, batch.num_tokens_no_spec, batch.num_prompt_tokens, batch.num_computed_tokens_cpu):
         array[tgt] = array[src]
     batch.block_table.move_row(src, tgt)
+
+
+def apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens) -> None:
+    """Model Runner V2, a non-last stage: what the last stage decided for each row's slot."""
+    for i, slot in enumerate(slots):
+        if slot < 0:
+            continue  # its request left the slot since, or it sampled nothing
+        n, end = num_sampled[i], states.total_len[slot]
+        states.all_token_ids[slot, end : end + n] = sampled_tokens[i, :n]
+        states.total_len[slot] = end + n
+        states.last_sampled_tokens[slot] = sampled_tokens[i, n - 1]
+        states.num_computed_tokens[slot] -= num_rejected[i]  # it counted every draft at its forward
+        states.draft_tokens[slot] = draft_tokens[i]

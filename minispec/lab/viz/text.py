@@ -89,11 +89,13 @@ def render_trace(trace: Trace, decode=None, max_steps: int | None = None) -> str
 
 def char_decoder(tokenizer, visible_spaces: bool = False):
     """A ``decode`` for the shipped character tokenizer; shows newlines as ⏎
-    (and spaces as ␣ if asked, for drawings where a blank cell says nothing)."""
+    (and spaces as ␣ if asked, for drawings where a blank cell says nothing), and an id
+    no token has as ? (a negative one too: -1 is Model Runner V2's padding, which a wrong
+    post-processing can write where a token belongs)."""
     shown = {"\n": "⏎", " ": "␣" if visible_spaces else " "}
 
     def decode(token_id: int) -> str:
-        text = tokenizer.id_to_token(token_id) or "?"
+        text = (tokenizer.id_to_token(token_id) if token_id >= 0 else None) or "?"
         return shown.get(text, text)
 
     return decode
