@@ -606,3 +606,15 @@ def test_interrupt_kernel_during_a_check_gives_one_line():
         timer.cancel()
     assert len(report.lines) == 1 and report.lines[0].startswith("not yet: you interrupted check_fix1")
     assert ex.check_fix1(solutions.write_spec_tokens).passed  # and the next run is whole
+
+
+def test_the_guide_quotes_the_broadcast_checks_first_lines():
+    """docs/workshop.md's §8 wrong-turn table quotes the lines pinned above, word for word."""
+    from pathlib import Path
+
+    guide = (Path(__file__).parents[1] / "docs" / "workshop.md").read_text()
+    section = guide[guide.index("**§8 Model Runner V2"):guide.index("**`04`'s measured cell.**")]
+    quoted = [row.split(" | ")[1].rstrip(" |") for row in section.splitlines() if row.startswith("| ")
+              and "not quite" in row]
+    pinned = {line for check, _, line in GALLERY if check is ex.check_broadcast}
+    assert len(quoted) == 10 and set(quoted) <= pinned

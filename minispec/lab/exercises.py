@@ -7,7 +7,9 @@ and judged three ways: every call of the learner's function is compared with
 what the scheduler knows at that moment; the invariant checker runs live; the
 outputs are compared with plain one-stage greedy decoding without drafts. Runs
 go over the forum thread's scenario first, then over ``SCHEDULES`` (PP 2 and 3,
-both proposers, a KV cache small enough to preempt). An exception in the
+both proposers, a KV cache small enough to preempt). The last exercise plugs into Model
+Runner V2 the same way (``RunnerFixes.apply_broadcast``) and is judged by
+``minispec.lab.exercise_broadcast`` in the slots' own terms. An exception in the
 learner's code is reported with the learner's own line, never raised.
 
 Solutions live in ``minispec.lab.solutions``; nothing here imports it unless
