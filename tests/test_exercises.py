@@ -186,6 +186,16 @@ def broadcast_no_history(states, slots, sampled_tokens, num_sampled, num_rejecte
             states.draft_tokens[slot] = draft_tokens[i]
 
 
+def broadcast_no_total_len(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    for i, slot in enumerate(slots):
+        if slot >= 0:
+            n, end = num_sampled[i], states.total_len[slot]
+            states.all_token_ids[slot, end : end + n] = sampled_tokens[i, :n]  # and total_len?
+            states.last_sampled_tokens[slot] = sampled_tokens[i, n - 1]
+            states.num_computed_tokens[slot] -= num_rejected[i]
+            states.draft_tokens[slot] = draft_tokens[i]
+
+
 def broadcast_whole_rows(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
     solutions.apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
     for i, slot in enumerate(slots):  # the padded row appended whole, -1s and all
@@ -246,6 +256,9 @@ GALLERY = [
      "not quite: step 2, stage 0, request A: slot 3's last_sampled_tokens still holds 0, as no broadcast has written it, but the last stage sampled `a` for A: A's next decode embeds it first"),
     (ex.check_broadcast, broadcast_no_history,
      "not quite: step 2, stage 0, request A: slot 3's history (request A) still has 10 tokens where the last stage's has 11: append the 1 sampled token `a` at all_token_ids[3, total_len[3]:] and advance total_len[3] by num_sampled[0]"),
+    (ex.check_broadcast, broadcast_no_total_len,
+     "not quite: step 2, stage 0, request A: the 1 sampled token `a` is in all_token_ids[3, 10:11], but total_len[3] "
+     "is still 10: advance it by num_sampled[0] = 1"),
     (ex.check_broadcast, broadcast_whole_rows,
      "not quite: step 2, stage 0, request A: slot 3's history has 14 tokens where the last stage's has 11: you appended all 4 entries of sampled_tokens[0], [66, -1, -1, -1]; only the first num_sampled[0] = 1 are tokens, the rest is -1 padding"),
     (ex.check_broadcast, broadcast_rows_for_slots,

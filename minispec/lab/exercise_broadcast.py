@@ -192,11 +192,15 @@ class Diagnosis:
         width = self.call.sampled_tokens.shape[1]
         if tg == tb:
             if self.after.all_token_ids[s, tb:te].tolist() == tokens:
-                return (f"the {plural(n, 'sampled token')} {shown(tokens)} are in all_token_ids[{s}, {tb}:{te}], but "
+                return (f"the {plural(n, 'sampled token')} {shown(tokens)} {'is' if n == 1 else 'are'} in "
+                        f"all_token_ids[{s}, {tb}:{te}], but "
                         f"total_len[{s}] is still {tb}: advance it by num_sampled[{i}] = {n}")
             return (f"slot {s}'s history (request {req}) still has {tb} tokens where {says}: append the "
                     f"{plural(n, 'sampled token')} {shown(tokens)} at all_token_ids[{s}, total_len[{s}]:] and advance "
                     f"total_len[{s}] by num_sampled[{i}]")
+        if tg < tb:
+            return (f"slot {s}'s total_len went down from {tb} to {tg}: the history only grows; append the "
+                    f"{plural(n, 'sampled token')} {shown(tokens)} after position {tb - 1}")
         p = next((k for k, (a, c) in enumerate(zip(got, want)) if a != c), min(len(got), len(want)))
         if p < tb:
             return (f"you overwrote position {p} of {req}'s history ({shown(want[p])} → {shown(got[p])}): the "
@@ -260,11 +264,11 @@ def broadcast_problem(call: Broadcast, before, after, expected, last: LastStage,
     return Diagnosis(call, before, after, expected, last, owners).first()
 
 
-def running_step(trace, stage: int) -> int:
+def running_step(trace, stage: int) -> int | None:
     """The step a stage is running: the first with work scheduled that it has not recorded yet
     (it records its rows after applying the broadcast, and runs steps in order)."""
-    return next(s.step for s in trace.steps
-                if s.schedule.num_scheduled_tokens and all(st.stage != stage for st in s.stages))
+    return next((s.step for s in trace.steps
+                 if s.schedule.num_scheduled_tokens and all(st.stage != stage for st in s.stages)), None)
 
 
 def broadcast_contract(attempt: Attempt, fn):
