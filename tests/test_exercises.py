@@ -557,6 +557,10 @@ def broadcast_never_returns(states, slots, sampled_tokens, num_sampled, num_reje
         pass
 
 
+def broadcast_interrupted(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    raise KeyboardInterrupt
+
+
 def fix2_interrupted(state, num_computed_tokens, new_token_ids):
     raise KeyboardInterrupt  # what Interrupt Kernel raises in the code running at that moment
 
@@ -579,7 +583,9 @@ def short_limit(monkeypatch):
      "for step 2, stage 0, request A); run the cell again when ready"),
     (ex.check_broadcast, broadcast_never_returns, "not quite: your broadcast_never_returns did not return within "
      "0.5 s (called for step 2, stage 0, request A), so the checker stopped it: is there a loop that never ends?"),
-], ids=["fix1", "fix2", "recovered", "interrupt", "broadcast"])
+    (ex.check_broadcast, broadcast_interrupted, "not yet: you interrupted check_broadcast while your "
+     "broadcast_interrupted ran (called for step 2, stage 0, request A); run the cell again when ready"),
+], ids=["fix1", "fix2", "recovered", "interrupt", "broadcast", "broadcast-interrupt"])
 def test_code_that_never_returns_is_stopped_in_one_line(short_limit, check, wrong, first_line):
     import time
 

@@ -28,8 +28,9 @@ from minispec.lab.runs import plural
 from minispec.v1.worker.gpu import ENV_VAR
 from minispec.v1.worker.gpu.model_runner import apply_broadcast as runner_apply_broadcast
 
-# The fields the broadcast updates, in the order the checker looks at them.
+# The fields the broadcast updates, in the order the checker looks at them, and the arrays they are.
 FIELDS = ("last_sampled_tokens", "history", "num_computed_tokens", "draft_tokens")
+SLOT_ARRAYS = ("last_sampled_tokens", "num_computed_tokens", "draft_tokens", "total_len", "all_token_ids")
 
 
 @contextlib.contextmanager
@@ -113,7 +114,7 @@ def foreign_problem(call: Broadcast, before, after) -> tuple[str | None, str] | 
     """A slot this broadcast does not cover was changed (a -1 used as an index, or rows taken for
     slots): whose slot, and what happened."""
     live = {int(call.slots[i]) for i in call.live}
-    for name in ("last_sampled_tokens", "num_computed_tokens", "draft_tokens", "total_len", "all_token_ids"):
+    for name in SLOT_ARRAYS:
         changed = np.flatnonzero((getattr(before, name) != getattr(after, name)).reshape(before.max_num_reqs, -1)
                                  .any(axis=1))
         foreign = [int(s) for s in changed if int(s) not in live]
@@ -123,9 +124,9 @@ def foreign_problem(call: Broadcast, before, after) -> tuple[str | None, str] | 
         req = after.index_to_req_id.get(f)
         skipped = [i for i, s in enumerate(call.slots) if s < 0]
         if skipped and f == before.max_num_reqs - 1:
-            return req, (f"row {skipped[0]} of the broadcast has slot -1, which means skip it (its request left its slot "
-                    f"after that batch ran, or it sampled nothing), but numpy reads index -1 as the last slot: you "
-                    f"changed {name} of slot {f} ({whose})")
+            return req, (f"row {skipped[0]} of the broadcast has slot -1, which means skip it (its request left its "
+                         f"slot after that batch ran, or it sampled nothing), but numpy reads index -1 as the last "
+                         f"slot: you changed {name} of slot {f} ({whose})")
         if f < len(call.slots) and call.slots[f] != f:
             mine = f"slot {int(call.slots[f])} (request {call.req_ids[f]})" if call.slots[f] >= 0 else "slot -1 (skip)"
             return req, (f"you changed {name} of slot {f} ({whose}), a slot this broadcast does not cover: row {f} "
@@ -137,7 +138,7 @@ def foreign_problem(call: Broadcast, before, after) -> tuple[str | None, str] | 
 
 def other_fields_problem(before, after) -> str | None:
     for name, value in vars(before).items():
-        if name in ("last_sampled_tokens", "num_computed_tokens", "draft_tokens", "total_len", "all_token_ids"):
+        if name in SLOT_ARRAYS:
             continue
         mine = getattr(after, name)
         same = np.array_equal(value, mine) if isinstance(value, np.ndarray) else value == mine
