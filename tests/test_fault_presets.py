@@ -16,7 +16,7 @@ import pytest
 from minispec import LLM
 from minispec.distributed.parallel_state import MessageMismatch
 from minispec.instruments.invariants import InvariantViolation
-from minispec.lab.runs import build_llm, run_recorded, schedule_reference
+from minispec.lab.runs import build_llm, greedy_reference, run_recorded, schedule_reference
 from minispec.v1.worker.fault_presets import FAULTS, LEFT_OUT, FaultPreset, FirstViolation, TransportError
 from minispec.v1.worker.gpu import ENV_VAR
 from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
@@ -99,9 +99,18 @@ def _not_taken_back(v):
 
 
 def _previous_occupant(v):
-    """E's history runs on past what the scheduler has: A's tokens, appended after E's prompt."""
+    """E's history (named by its slot) runs on past what the scheduler has: after E's
+    prompt come the tokens A's last batch sampled: the end of A's greedy continuation (that
+    batch sampled past A's max_tokens; the scheduler trimmed the output, not the broadcast)."""
+    assert v.expected.startswith("slot 0's all_token_ids[:")
     scheduler = ast.literal_eval(v.expected.split("=", 1)[1])
     assert v.actual[: len(scheduler)] == scheduler and len(v.actual) > len(scheduler)
+    schedule = FAULTS[FaultPreset.V2_SLOT_REUSE].scenario
+    k, n = schedule.num_speculative_tokens, schedule.max_tokens
+    a_longer = greedy_reference({"A": schedule.requests[0].prompt}, n + k + 1)["A"]
+    leaked = v.actual[len(scheduler):]
+    assert 0 < len(leaked) <= k + 1
+    assert any(a_longer[i : i + len(leaked)] == leaked for i in range(n - len(leaked) + 1, n))
 
 
 REASONS = {
@@ -120,3 +129,14 @@ def test_the_transport_names_the_mismatch_and_the_fix_is_clean(name):
     assert str(caught.value).startswith(f"stage {expected.stage}, step {expected.step}, applying the last stage's "
                                         f"broadcast: {expected.message}")
     _fixed_run_is_clean(name)
+
+
+def test_v2_records_name_slots_and_their_previous_occupants():
+    """V2's records carry the slot (V1's do not: their messages stay as the notebooks print them)."""
+    schedule = FAULTS[FaultPreset.V2_SLOT_REUSE].scenario
+    trace = run_recorded(build_llm(schedule, model_runner="v2"))
+    rows = [r for s in trace.steps for st in s.stages for r in st.rows if r.req_id == "E"]
+    assert {r.slot for r in rows} == {0} and {r.row for r in rows} == {0}
+    assert rows[0].prev_req_id == "A"  # the slot's previous occupant
+    v1 = run_recorded(build_llm(schedule, model_runner="v1"))
+    assert {r.slot for s in v1.steps for st in s.stages for r in st.rows} == {None}

@@ -350,7 +350,9 @@ class GPUModelRunner:
 #   not the scheduler's mirror: invariant 4 sees a count the broadcast failed to correct;
 # * the draft slots are the drafts embedded: invariant 2 sees stale or zero drafts.
 # A row's path is "new" when added this step, "re-added" when resumed into a fresh
-# slot, "stayed" otherwise: V2 never moves a request between slots.
+# slot, "stayed" otherwise: V2 never moves a request between slots. Each record also
+# carries its slot (``RowRecord.slot``): invariant 3 then names "slot 3's all_token_ids",
+# and a record's previous occupant is the slot's, not the batch row's.
 @dataclass
 class BatchView:
     """V1's ``InputBatch`` fields the recorder reads, one row per batch row."""
@@ -361,6 +363,7 @@ class BatchView:
     num_tokens_no_spec: np.ndarray
     num_computed_tokens_cpu: np.ndarray
     block_table: BlockTable
+    slots: np.ndarray  # batch row -> slot: the recorder names slots, not rows, in V2's records
 
 
 @dataclass
@@ -399,6 +402,6 @@ def stage_view(runner: GPUModelRunner, batch: InputBatch, row_paths: dict[str, R
     tables.num_blocks_per_row[:] = runner.block_tables.num_blocks_per_row[idx]
     num_no_spec = np.array([len(r) for r in rows])
     view = BatchView(list(batch.req_ids), token_ids, num_no_spec + batch.num_draft_tokens_per_req, num_no_spec,
-                     states.num_computed_tokens[idx].copy(), tables)
+                     states.num_computed_tokens[idx].copy(), tables, idx.copy())
     return (StageView(view, row_paths, runner.pp_rank, runner.is_last_rank),
             InputsView(batch.num_scheduled_tokens, drafts, torch.as_tensor(batch.input_ids_np)))
