@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
 import pytest
+import torch
 
 from minispec import LLM
-from minispec.distributed.parallel_state import MessageMismatch
+from minispec.distributed.parallel_state import InProcStageGroup, MessageMismatch, post_checked, send_checked
 from minispec.instruments.invariants import InvariantViolation
 from minispec.lab.runs import build_llm, greedy_reference, run_recorded, schedule_reference
 from minispec.v1.worker.fault_presets import FAULTS, LEFT_OUT, FaultPreset, FirstViolation, TransportError
 from minispec.v1.worker.gpu import ENV_VAR
 from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
+from minispec.v1.worker.gpu.pp_utils import SAMPLED_TAG
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner as GPUModelRunnerV1
 
 
@@ -140,3 +143,61 @@ def test_v2_records_name_slots_and_their_previous_occupants():
     assert rows[0].prev_req_id == "A"  # the slot's previous occupant
     v1 = run_recorded(build_llm(schedule, model_runner="v1"))
     assert {r.slot for s in v1.steps for st in s.stages for r in st.rows} == {None}
+
+
+# -- the broadcast-width mismatch on the wire (PR #46994) --------------------------------
+def _checked_exchange(sender, receiver, sent_shape, posted_shape):
+    """A checked message of ``sent_shape`` into a checked receive posted for ``posted_shape``."""
+    receive = post_checked(receiver, torch.full(posted_shape, -1, dtype=torch.int64), 1, SAMPLED_TAG)
+    send_checked(sender, torch.arange(1, 1 + int(np.prod(sent_shape))).reshape(sent_shape), 0, SAMPLED_TAG)
+    return receive.take()
+
+
+def _groups(kind: str):
+    if kind == "gloo":
+        from test_parallel_state import pair
+
+        rank0, rank1 = pair()
+        return rank1, rank0
+    local = InProcStageGroup(1)
+    return local, local.for_rank(0)
+
+
+@pytest.mark.parametrize("kind", ["in-process", "gloo"])
+@pytest.mark.parametrize("sent", [(3, 1), (3, 5)], ids=["narrower", "wider"])
+def test_a_checked_receive_names_the_mismatch(kind, sent):
+    """Narrower: raw gloo packs the rows into the buffer's front (test_v2_runner.py); wider:
+    it aborts the process (below). Checked, both raise, naming both shapes; matching
+    shapes are delivered whole."""
+    sender, receiver = _groups(kind)
+    with pytest.raises(MessageMismatch, match=rf"rank 1 sent a \[{sent[0]}, {sent[1]}\] torch.int64 message to "
+                                              rf"rank 0 \(tag {SAMPLED_TAG}\), which posted a \[3, 4\] torch.int64"):
+        _checked_exchange(sender, receiver, sent, (3, 4))
+    sender, receiver = _groups(kind)  # the refused message still sits on its tag: a fresh pair
+    assert _checked_exchange(sender, receiver, (3, 4), (3, 4)).tolist() == [[1, 2, 3, 4], [5, 6, 7, 8],
+                                                                            [9, 10, 11, 12]]
+
+
+RAW_WIDER = """
+import sys, torch
+sys.path.insert(0, {tests!r})
+from test_parallel_state import pair
+rank0, rank1 = pair()
+receive = rank0.post(torch.zeros(3, 4, dtype=torch.int64), 1, 17)
+rank1.send(torch.zeros(3, 5, dtype=torch.int64), 0, 17)
+receive.take()
+print("delivered")
+"""
+
+
+def test_raw_gloo_aborts_the_process_on_a_wider_message(tmp_path):
+    """What the checked receive spares: gloo's receiving side does not raise, it aborts."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "wider.py"
+    script.write_text(RAW_WIDER.format(tests=str(Path(__file__).parent)))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "delivered" not in done.stdout
+    assert "EnforceNotMet" in done.stderr or "op.preamble.length <= op.nbytes" in done.stderr, done.stderr[-2000:]
