@@ -1,4 +1,5 @@
-"""The 2026 fault presets (``minispec/v1/worker/fault_presets.py``, issue 17 §2) and the
+"""The 2026 fault presets (switches: ``minispec/v1/worker/fault_presets.py``; catalogue:
+``minispec/lab/fault_presets.py``; issue 17 §2) and the
 ``model_runner=`` option that selects the design they belong to.
 
 For each preset, on its own scenario: the first thing that goes wrong is what ``FAULTS``
@@ -18,8 +19,8 @@ import torch
 from minispec import LLM
 from minispec.distributed.parallel_state import InProcStageGroup, MessageMismatch, post_checked, send_checked
 from minispec.instruments.invariants import InvariantViolation
+from minispec.lab.fault_presets import FAULTS, LEFT_OUT, FaultPreset, FirstViolation, TransportError
 from minispec.lab.runs import build_llm, greedy_reference, run_recorded, schedule_reference
-from minispec.v1.worker.fault_presets import FAULTS, LEFT_OUT, FaultPreset, FirstViolation, TransportError
 from minispec.v1.worker.gpu import ENV_VAR
 from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
 from minispec.v1.worker.gpu.pp_utils import SAMPLED_TAG
@@ -201,3 +202,16 @@ def test_raw_gloo_aborts_the_process_on_a_wider_message(tmp_path):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "delivered" not in done.stdout
     assert "EnforceNotMet" in done.stderr or "op.preamble.length <= op.nbytes" in done.stderr, done.stderr[-2000:]
+
+
+def test_the_readme_table_is_written_from_faults():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
+    import fault_table
+
+    readme = fault_table.README.read_text()
+    assert readme == fault_table.render(readme), "README.md's fault presets are out of date: run python tools/fault_table.py"
+    for name in FAULTS:
+        assert f"| `{name}` |" in readme
