@@ -215,3 +215,23 @@ def test_the_readme_table_is_written_from_faults():
     assert readme == fault_table.render(readme), "README.md's fault presets are out of date: run python tools/fault_table.py"
     for name in FAULTS:
         assert f"| `{name}` |" in readme
+
+
+@pytest.mark.slow
+def test_over_mp_the_config_carries_the_design_and_gloo_names_the_mismatch(monkeypatch):
+    """"mp" workers build what the pickled VllmConfig says (the variable unset), and the
+    width fault stops on real gloo with the same named mismatch, from stage 0's process."""
+    from minispec import SamplingParams
+    from minispec.v1.executor.multiproc_executor import WorkerError
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    args = dict(pipeline_parallel_size=2, model_runner="v2", speculative_config={"method": "ngram",
+                "num_speculative_tokens": 3})
+    prompts, params = ["A list is ", "Strings are "], SamplingParams(temperature=0, max_tokens=8)
+    want = [o.outputs[0].token_ids for o in LLM(**args).generate(prompts, params)]
+    with LLM(distributed_executor_backend="mp", **args) as llm:
+        assert [o.outputs[0].token_ids for o in llm.generate(prompts, params)] == want
+    with pytest.raises(WorkerError, match=r"stage 0, step 2, applying the last stage's broadcast: rank 1 sent a "
+                                          r"\[2, 1\] torch.int64 message to rank 0 \(tag 17\)"):
+        with LLM(distributed_executor_backend="mp", faults="v2-broadcast-width", **args) as llm:
+            llm.generate(prompts, params)
