@@ -10,6 +10,7 @@ Each step, in vLLM's order (``execute_model``, 1631-1650):
    ``num_computed_tokens`` as a mirror (1177-1200): the runner keeps its own count;
 3. ``prepare_inputs``: the input batch is gathered from the slots (``input_batch.py``);
 4. the stage's layers run; then
+
    * a non-last stage posts its receives for this batch's broadcast and advances
      ``num_computed_tokens`` by the whole query, drafts included (``sample_tokens``,
      2016-2024: "Optimistically update num_computed_tokens"); the rejected part is
