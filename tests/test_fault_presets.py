@@ -235,3 +235,28 @@ def test_over_mp_the_config_carries_the_design_and_gloo_names_the_mismatch(monke
                                           r"\[2, 1\] torch.int64 message to rank 0 \(tag 17\)"):
         with LLM(distributed_executor_backend="mp", faults="v2-broadcast-width", **args) as llm:
             llm.generate(prompts, params)
+
+
+def test_each_switch_is_resolved_once_when_the_runner_is_built(monkeypatch):
+    """The hot paths call one function; which one is decided by ``pick`` at construction."""
+    from minispec.v1.worker import fault_presets as switches
+    from minispec.v1.worker.gpu import model_runner, pp_utils
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    spec = {"method": "ngram", "num_speculative_tokens": 2}
+    fixed = LLM(pipeline_parallel_size=2, model_runner="v2", speculative_config=spec).engine.executor.runners[0]
+    assert (fixed.apply_drafts, fixed.num_rejected_on_apply) == (model_runner.apply_broadcast_drafts,
+                                                                 model_runner.broadcast_rejected)
+    assert (fixed.pp_handler.live_rows, fixed.pp_handler.sample_width) == (pp_utils.same_occupant,
+                                                                           pp_utils.padded_width)
+    chosen = {
+        "v2-stale-drafts": lambda r: r.apply_drafts is switches.keep_stale_drafts,
+        "v2-optimistic-num-computed": lambda r: r.num_rejected_on_apply is switches.ignore_rejected,
+        "v2-slot-reuse": lambda r: r.pp_handler.live_rows is switches.every_row_live,
+        "v2-broadcast-width": lambda r: r.pp_handler.sample_width is switches.natural_width,
+    }
+    assert set(chosen) == set(map(str, FaultPreset))
+    for name, is_fault in chosen.items():
+        runner = LLM(pipeline_parallel_size=2, model_runner="v2", speculative_config=spec,
+                     faults=name).engine.executor.runners[0]
+        assert is_fault(runner) and [n for n, f in chosen.items() if f(runner)] == [name]

@@ -37,12 +37,14 @@ class FaultPreset(StrEnum):
 LEFT_OUT = {
     "v1-num-tokens-no-spec": (
         "vLLM PR #41133 (merged; review 2026-04-30) moved the write offset of a non-last rank's relayed tokens "
-        "from num_computed_tokens (0.17.0 gpu_model_runner.py 1153-1160) to num_tokens_no_spec (0.30.0 1496-1518). "
-        "minispec's V1 runner writes at num_computed_tokens, as 0.17.0 did (gpu_model_runner.py, "
-        "_update_cached_request), and loses nothing by it: the positions between the two offsets hold the drafts "
-        "the row was given and the scheduler accepted, and a prefill chunk's rows keep their prompt. Every "
-        "hypothesis schedule of tests/test_properties.py runs clean under fixes='all' with that offset, so there "
-        "is no scenario where it bites; it is not a preset."
+        "from num_computed_tokens (0.17.0 vllm/v1/worker/gpu_model_runner.py 1153-1160) to num_tokens_no_spec "
+        "(0.30.0 1496-1518, whose comment names the two cases where they differ: a chunked prefill, and async "
+        "scheduling under PP, which relays no new_token_ids). minispec's V1 runner writes at num_computed_tokens, "
+        "as 0.17.0 did (gpu_model_runner.py, _update_cached_request), and loses nothing by it: it has no async "
+        "scheduling, a prefill chunk's prompt stays in its row, and after a verify step the positions between the "
+        "two offsets hold the drafts the row was given and the scheduler accepted. Every hypothesis schedule of "
+        "tests/test_properties.py (chunked prefill and preemption included) runs clean under fixes='all' with "
+        "that offset, so no scenario bites; it is not a preset (from reading the code)."
     ),
 }
 
