@@ -1,5 +1,5 @@
 """One pipeline stage of Model Runner V2 (vLLM 0.30.0: ``vllm/v1/worker/gpu/model_runner.py``,
-``GPUModelRunner``; selected by ``MINISPEC_USE_V2_MODEL_RUNNER``, see ``__init__.py``).
+``GPUModelRunner``; selected by ``model_runner="v2"`` or ``MINISPEC_USE_V2_MODEL_RUNNER``, see ``__init__.py``).
 
 Each step, in vLLM's order (``execute_model``, 1631-1650):
 
@@ -24,9 +24,12 @@ from the scheduler this runner takes only how many tokens and drafts to run. Tha
 is the difference from V1 (``minispec/v1/worker/gpu_model_runner.py``), where a
 non-last stage rebuilt its rows from the relay and lost the accepted drafts. V1's
 fault switches (``RunnerFixes``, ``fixes=``) do not apply here: this design has
-neither of those faults, and every preset runs the same code. The one field of
-``RunnerFixes`` it reads is ``apply_broadcast``, the workshop's plug point for its own
-post-processing of the broadcast (notebook 08's last exercise).
+neither of those faults, and every ``fixes`` preset runs the same code. Its own 2026
+faults are ``faults=`` presets (``minispec/v1/worker/fault_presets.py``), resolved to
+functions when the runner is built: ``apply_drafts`` and ``num_rejected_on_apply`` here,
+``live_rows`` and ``sample_width`` in ``PPHandler``. The one field of ``RunnerFixes`` it
+reads is ``apply_broadcast``, the workshop's plug point for the whole post-processing of
+the broadcast (notebook 08's last exercise).
 
 Like V1's runner, this one hands the trace recorder its rows before the forward when
 asked (``record``/``check_invariants``), rebuilt from the slots in the shape the recorder
@@ -56,6 +59,7 @@ import numpy as np
 import torch
 
 from minispec.attention import allocate_kv_cache, make_attention_metadata
+from minispec.distributed.parallel_state import MessageMismatch
 from minispec.instruments.trace import RowPath
 from minispec.model_executor.model_loader import get_model
 from minispec.sampling_params import SamplingParams
@@ -64,6 +68,7 @@ from minispec.v1.outputs import ModelRunnerOutput
 from minispec.v1.sample.rejection_sampler import RejectionSampler
 from minispec.v1.sample.sampler import Sampler
 from minispec.v1.worker.block_table import BlockTable
+from minispec.v1.worker.fault_presets import FaultPreset, ignore_rejected, keep_stale_drafts, pick
 from minispec.v1.worker.gpu.input_batch import (
     InputBatch,
     combine_sampled_and_draft_tokens,
@@ -71,7 +76,7 @@ from minispec.v1.worker.gpu.input_batch import (
     post_update_num_computed_tokens,
     prepare_prefill_inputs,
 )
-from minispec.v1.worker.gpu.pp_utils import PPHandler
+from minispec.v1.worker.gpu.pp_utils import PPHandler, SampledOutputs
 from minispec.v1.worker.gpu.states import RequestState
 from minispec.v1.worker.gpu_model_runner import make_drafter
 
@@ -84,9 +89,7 @@ def apply_broadcast(states: RequestState, slots: np.ndarray, sampled_tokens: np.
     0.30.0: ``postprocess_sampled``, model_runner.py 1590-1619, and the draft write in
     ``PPHandler.get_prev_sampled_outputs``, pp_utils.py 144-154)."""
     post_update(slots, states, sampled_tokens, num_sampled, num_rejected, query_lens=None)
-    if draft_tokens is not None:
-        keep = slots >= 0
-        states.draft_tokens[slots[keep]] = draft_tokens[keep]
+    apply_broadcast_drafts(states, SampledOutputs(slots, sampled_tokens, num_sampled, num_rejected, draft_tokens))
 
 
 def request_generator(engine_seed: int, req_id: str, params: SamplingParams) -> torch.Generator | None:
@@ -95,6 +98,19 @@ def request_generator(engine_seed: int, req_id: str, params: SamplingParams) -> 
         return None
     seed = params.seed if params.seed is not None else zlib.crc32(f"{engine_seed}:{req_id}".encode())
     return torch.Generator().manual_seed(seed)
+
+
+def apply_broadcast_drafts(states: RequestState, sampled: SampledOutputs) -> None:
+    """A non-last stage writes the broadcast's next drafts into the rows' slots (vLLM 0.30.0:
+    ``pp_utils.py`` 145-155, with the rows still live only; fault: ``keep_stale_drafts``)."""
+    if sampled.draft_tokens is not None:
+        keep = sampled.idx_mapping >= 0
+        states.draft_tokens[sampled.idx_mapping[keep]] = sampled.draft_tokens[keep]
+
+
+def broadcast_rejected(sampled: SampledOutputs) -> np.ndarray:
+    """What a non-last stage takes back from its optimistic ``num_computed_tokens`` (fault: ``ignore_rejected``)."""
+    return sampled.num_rejected
 
 
 class GPUModelRunner:
@@ -120,9 +136,14 @@ class GPUModelRunner:
         self.speculator = make_drafter(vllm_config, device, dtype) if self.is_last_rank else None
         self.sampler, self.rejection_sampler = Sampler(), RejectionSampler()
         self.pp_handler: PPHandler | None = None  # bound by the executor: bind_pp_group
+        # The fault presets' switches, each one function from here on (fault_presets.py).
+        self.faults = vllm_config.faults
+        self.apply_drafts = pick(self.faults, FaultPreset.V2_STALE_DRAFTS, apply_broadcast_drafts, keep_stale_drafts)
+        self.num_rejected_on_apply = pick(self.faults, FaultPreset.V2_OPTIMISTIC_NUM_COMPUTED, broadcast_rejected,
+                                          ignore_rejected)
         # The workshop's plug point (RunnerFixes.apply_broadcast, notebook 08): a learner's
-        # post-processing of the broadcast, resolved once here; None is this file's own.
-        self.apply_broadcast = vllm_config.fixes.apply_broadcast or apply_broadcast
+        # post-processing of the broadcast, resolved once here; None is this runner's own.
+        self.apply_broadcast = vllm_config.fixes.apply_broadcast or self._apply_broadcast
         self._init_states()
 
     def _init_states(self) -> None:
@@ -135,7 +156,8 @@ class GPUModelRunner:
     def bind_pp_group(self, group) -> None:
         """The group the last stage's broadcast travels on (vLLM: ``get_pp_group()``)."""
         if self.pp_size > 1:
-            self.pp_handler = PPHandler(group, self.pp_size, self.max_num_reqs, self.num_speculative_steps)
+            self.pp_handler = PPHandler(group, self.pp_size, self.max_num_reqs, self.num_speculative_steps,
+                                        self.faults)
 
     def drop_all_requests(self) -> None:
         """Forget every request and pending broadcast (after the engine aborted them all)."""
@@ -151,9 +173,21 @@ class GPUModelRunner:
             return
         index = self.req_states.req_id_to_index
         scheduled = {index[r] for r in out.num_scheduled_tokens if r in index}
-        for sampled in self.pp_handler.get_prev_sampled_outputs(scheduled):
+        try:
+            entries = self.pp_handler.get_prev_sampled_outputs(scheduled)
+        except MessageMismatch as e:  # say where: the transport knows ranks and tags, not steps
+            raise MessageMismatch(f"stage {self.pp_rank}, step {out.step}, applying the last stage's "
+                                  f"broadcast: {e}") from None
+        for sampled in entries:
             self.apply_broadcast(self.req_states, sampled.idx_mapping, sampled.sampled_tokens, sampled.num_sampled,
                                  sampled.num_rejected, sampled.draft_tokens)
+
+    def _apply_broadcast(self, states: RequestState, *arrays) -> None:
+        """``apply_broadcast`` with this runner's fault switches."""
+        sampled = SampledOutputs(*arrays)
+        post_update(sampled.idx_mapping, states, sampled.sampled_tokens, sampled.num_sampled,
+                    self.num_rejected_on_apply(sampled), query_lens=None)
+        self.apply_drafts(states, sampled)
 
     def _remove_request(self, req_id: str) -> None:
         req_idx = self.req_states.remove_request(req_id)
@@ -342,7 +376,9 @@ class GPUModelRunner:
 #   not the scheduler's mirror: invariant 4 sees a count the broadcast failed to correct;
 # * the draft slots are the drafts embedded: invariant 2 sees stale or zero drafts.
 # A row's path is "new" when added this step, "re-added" when resumed into a fresh
-# slot, "stayed" otherwise: V2 never moves a request between slots.
+# slot, "stayed" otherwise: V2 never moves a request between slots. Each record also
+# carries its slot (``RowRecord.slot``): invariant 3 then names "slot 3's all_token_ids",
+# and a record's previous occupant is the slot's, not the batch row's.
 @dataclass
 class BatchView:
     """V1's ``InputBatch`` fields the recorder reads, one row per batch row."""
@@ -353,6 +389,7 @@ class BatchView:
     num_tokens_no_spec: np.ndarray
     num_computed_tokens_cpu: np.ndarray
     block_table: BlockTable
+    slots: np.ndarray  # batch row -> slot: the recorder names slots, not rows, in V2's records
 
 
 @dataclass
@@ -391,6 +428,6 @@ def stage_view(runner: GPUModelRunner, batch: InputBatch, row_paths: dict[str, R
     tables.num_blocks_per_row[:] = runner.block_tables.num_blocks_per_row[idx]
     num_no_spec = np.array([len(r) for r in rows])
     view = BatchView(list(batch.req_ids), token_ids, num_no_spec + batch.num_draft_tokens_per_req, num_no_spec,
-                     states.num_computed_tokens[idx].copy(), tables)
+                     states.num_computed_tokens[idx].copy(), tables, idx.copy())
     return (StageView(view, row_paths, runner.pp_rank, runner.is_last_rank),
             InputsView(batch.num_scheduled_tokens, drafts, torch.as_tensor(batch.input_ids_np)))
