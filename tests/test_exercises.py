@@ -316,11 +316,7 @@ def test_reference_solutions_pass(check, solution):
 def test_the_broadcast_exercise_runs_model_runner_v2_and_calls_the_learner_on_non_last_stages():
     """The runner's own post-processing passes the same check; the hook is called by every
     non-last stage (stages 0 and 1 with PP 3) and never by the last, which samples itself."""
-    import os
-
-    from minispec.lab.exercise_broadcast import model_runner_v2
     from minispec.lab.runs import build_llm
-    from minispec.v1.worker.gpu import ENV_VAR
     from minispec.v1.worker.gpu.model_runner import GPUModelRunner, apply_broadcast
 
     report = ex.check_broadcast(apply_broadcast)
@@ -331,9 +327,7 @@ def test_the_broadcast_exercise_runs_model_runner_v2_and_calls_the_learner_on_no
         called.add(id(states))
         apply_broadcast(states, *args)
 
-    with model_runner_v2():
-        llm = build_llm(ex.SCHEDULES[1], ex.RunnerFixes(apply_broadcast=counted))
-    assert ENV_VAR not in os.environ  # the selection does not outlive the block
+    llm = build_llm(ex.SCHEDULES[1], ex.RunnerFixes(apply_broadcast=counted), model_runner="v2")
     runners = llm.engine.executor.runners
     assert {type(r) for r in runners} == {GPUModelRunner} and len(runners) == 3
     llm.engine.run()

@@ -16,36 +16,18 @@ vLLM twin: none.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from minispec.lab.exercise_runs import Attempt, call_learner, text
 from minispec.lab.runs import plural
-from minispec.v1.worker.gpu import ENV_VAR
 from minispec.v1.worker.gpu.model_runner import apply_broadcast as runner_apply_broadcast
 
 # The fields the broadcast updates, in the order the checker looks at them, and the arrays they are.
 FIELDS = ("last_sampled_tokens", "history", "num_computed_tokens", "draft_tokens")
 SLOT_ARRAYS = ("last_sampled_tokens", "num_computed_tokens", "draft_tokens", "total_len", "all_token_ids")
-
-
-@contextlib.contextmanager
-def model_runner_v2():
-    """Build engines with Model Runner V2 in this block, selected as vLLM selects it, by its
-    environment variable (the in-process executor builds its runners with the engine)."""
-    before = os.environ.get(ENV_VAR)
-    os.environ[ENV_VAR] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[ENV_VAR]
-        else:
-            os.environ[ENV_VAR] = before
 
 
 def shown(ids) -> str:

@@ -192,11 +192,12 @@ class Attempt:
         return plot_stage_rows(record, stage, decode)
 
 
-def run_attempt(schedule: Schedule, make_fixes, fn, contract) -> Attempt:
-    """Run ``schedule`` with ``make_fixes(wrapped fn)`` and record everything that went wrong."""
+def run_attempt(schedule: Schedule, make_fixes, fn, contract, model_runner: str | None = None) -> Attempt:
+    """Run ``schedule`` with ``make_fixes(wrapped fn)`` (on ``model_runner``'s design, as ``LLM``'s
+    option) and record everything that went wrong."""
     attempt = Attempt(schedule, fn)
     plugged = contract(attempt, fn) if contract else fn
-    attempt.llm = build_llm(schedule, make_fixes(plugged))
+    attempt.llm = build_llm(schedule, make_fixes(plugged), model_runner)
     try:
         with intra_op_threads():
             attempt.llm.engine.run()

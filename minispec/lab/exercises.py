@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from minispec.instruments.invariants import check_trace
 from minispec.lab import scenarios
-from minispec.lab.exercise_broadcast import broadcast_contract, model_runner_v2
+from minispec.lab.exercise_broadcast import broadcast_contract
 from minispec.lab.exercise_runs import (
     THREAD,
     LearnerTimeout,
@@ -316,14 +316,14 @@ SCHEDULES = [exercise_schedule(seed, pp, method)
              for seed, (pp, method) in enumerate([(2, "ngram"), (3, "draft_model"), (2, "draft_model"), (3, "ngram")])]
 
 
-def _check_fix(fn, name: str, make_fixes, contract, check: str, design: str = "") -> Report:
+def _check_fix(fn, name: str, make_fixes, contract, check: str, model_runner: str | None = None) -> Report:
     fn, plugged = _plug(fn, name)
     if is_stub(fn):
         return _not_yet("your function", name)
     if not callable(fn):
         return Report(False, [f"not yet: expected a function, got {fn!r}"])
     for i, schedule in enumerate([THREAD] + SCHEDULES):
-        attempt = run_attempt(schedule, make_fixes, fn, contract)
+        attempt = run_attempt(schedule, make_fixes, fn, contract, model_runner)
         if not attempt.passed:
             report = attempt.report_lines(text, check)
             if i and not attempt.stopped:
@@ -331,7 +331,8 @@ def _check_fix(fn, name: str, make_fixes, contract, check: str, design: str = ""
                 report[0] = f"{verdict}: right on the thread scenario, but on {schedule.describe(attempt.llm)}: {rest}"
             return _finish(Report(False, report, attempt.figure(decoder(visible_spaces=True))), plugged)
     lines = [f"correct: the thread scenario and {len(SCHEDULES)} schedules with preemption (PP 2 and 3, draft-model "
-             f"and n-gram drafts{design}) keep every invariant and equal plain greedy decoding token for token"]
+             f"and n-gram drafts{', Model Runner V2' if model_runner == 'v2' else ''}) keep every invariant and "
+             "equal plain greedy decoding token for token"]
     return _finish(Report(True, lines), plugged)
 
 
@@ -357,9 +358,8 @@ def check_fix2(take_relayed_tokens) -> Report:
 def check_broadcast(apply_broadcast) -> Report:
     """Model Runner V2: ``apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected,
     draft_tokens)``, called on non-last stages for each batch's broadcast they apply."""
-    with model_runner_v2():
-        return _check_fix(apply_broadcast, "apply_broadcast", lambda fn: RunnerFixes(apply_broadcast=fn),
-                          broadcast_contract, "check_broadcast", ", Model Runner V2")
+    return _check_fix(apply_broadcast, "apply_broadcast", lambda fn: RunnerFixes(apply_broadcast=fn),
+                      broadcast_contract, "check_broadcast", model_runner="v2")
 
 
 # -- bonus: break condense -----------------------------------------------------------
