@@ -6,7 +6,7 @@ only from its broadcast: per batch row ``i``, the slot ``slots[i]`` (-1: skip), 
 ``num_sampled[i]`` tokens it sampled, ``num_rejected[i]`` drafts it rejected and the next
 ``draft_tokens[i]``. The learner's ``apply_broadcast`` takes the runner's own place
 (``RunnerFixes.apply_broadcast``). Each call runs on the stage's real ``RequestState``; the
-runner's own function runs on a copy of the same state, and the two are compared slot by
+runner's own (``GPUModelRunner._apply_broadcast``) runs on a copy of the same state, and the two are compared slot by
 slot: which slot, which field, what it holds, what the last stage holds for the same
 request, and the likely reason. As for the V1 exercises (``exercise_runs``), the first
 wrong call is kept and the run goes on, so the invariant checker can show what it led to.
@@ -23,7 +23,6 @@ import numpy as np
 
 from minispec.lab.exercise_runs import Attempt, call_learner, text
 from minispec.lab.runs import plural
-from minispec.v1.worker.gpu.model_runner import apply_broadcast as runner_apply_broadcast
 
 # The fields the broadcast updates, in the order the checker looks at them, and the arrays they are.
 FIELDS = ("last_sampled_tokens", "history", "num_computed_tokens", "draft_tokens")
@@ -265,7 +264,7 @@ def broadcast_contract(attempt: Attempt, fn):
         first = next((call.req_ids[i] for i in call.live), None)
         attempt.context = (running_step(attempt.trace, runner.pp_rank), runner.pp_rank, first)
         before, expected = copy.deepcopy(states), copy.deepcopy(states)
-        runner_apply_broadcast(expected, *call.args())
+        runner._apply_broadcast(expected, *call.args())  # the runner's own, no fault preset in these runs
         call_learner(attempt, fn, states, *call.args())
         mine = owners.setdefault(runner.pp_rank, {})
         if attempt.bad_call is None:

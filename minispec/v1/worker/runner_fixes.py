@@ -43,7 +43,7 @@ field into one function when it is built (``resolve_fix``), and calls that:
 * ``apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
   -> None``: Model Runner V2's plug point, the one field that design reads (V1 ignores it).
   A non-last stage calls it for each batch's broadcast it applies, to update its
-  ``RequestState`` slots; ``None`` is the runner's own, ``gpu.model_runner.apply_broadcast``.
+  ``RequestState`` slots; ``None`` is the runner's own, ``GPUModelRunner._apply_broadcast`` in ``gpu/model_runner.py``.
 """
 
 from __future__ import annotations

@@ -81,17 +81,6 @@ from minispec.v1.worker.gpu.states import RequestState
 from minispec.v1.worker.gpu_model_runner import make_drafter
 
 
-def apply_broadcast(states: RequestState, slots: np.ndarray, sampled_tokens: np.ndarray, num_sampled: np.ndarray,
-                    num_rejected: np.ndarray, draft_tokens: np.ndarray | None) -> None:
-    """A non-last stage's post-processing of one batch's broadcast, row ``i`` for slot
-    ``slots[i]`` (-1: skip): the tokens, ``last_sampled_tokens`` and the rejected part of
-    the optimistic ``num_computed_tokens`` (``post_update``), then the next drafts (vLLM
-    0.30.0: ``postprocess_sampled``, model_runner.py 1590-1619, and the draft write in
-    ``PPHandler.get_prev_sampled_outputs``, pp_utils.py 144-154)."""
-    post_update(slots, states, sampled_tokens, num_sampled, num_rejected, query_lens=None)
-    apply_broadcast_drafts(states, SampledOutputs(slots, sampled_tokens, num_sampled, num_rejected, draft_tokens))
-
-
 def request_generator(engine_seed: int, req_id: str, params: SamplingParams) -> torch.Generator | None:
     """A random request's own generator, seeded as V1's runner seeds it."""
     if params.greedy:
@@ -182,9 +171,15 @@ class GPUModelRunner:
             self.apply_broadcast(self.req_states, sampled.idx_mapping, sampled.sampled_tokens, sampled.num_sampled,
                                  sampled.num_rejected, sampled.draft_tokens)
 
-    def _apply_broadcast(self, states: RequestState, *arrays) -> None:
-        """``apply_broadcast`` with this runner's fault switches."""
-        sampled = SampledOutputs(*arrays)
+    def _apply_broadcast(self, states: RequestState, slots: np.ndarray, sampled_tokens: np.ndarray,
+                         num_sampled: np.ndarray, num_rejected: np.ndarray, draft_tokens: np.ndarray | None) -> None:
+        """A non-last stage's post-processing of one batch's broadcast, row ``i`` for slot
+        ``slots[i]`` (-1: skip): the tokens, ``last_sampled_tokens`` and the rejected part of
+        the optimistic ``num_computed_tokens`` (``post_update``), then the next drafts (vLLM
+        0.30.0: ``postprocess_sampled``, model_runner.py 1590-1619, and the draft write in
+        ``PPHandler.get_prev_sampled_outputs``, pp_utils.py 144-154), through this runner's
+        fault switches."""
+        sampled = SampledOutputs(slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
         post_update(sampled.idx_mapping, states, sampled.sampled_tokens, sampled.num_sampled,
                     self.num_rejected_on_apply(sampled), query_lens=None)
         self.apply_drafts(states, sampled)
