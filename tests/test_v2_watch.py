@@ -1,24 +1,41 @@
 """Watching Model Runner V2's broadcast and slots (minispec/lab/v2_watch.py) and their
 text renderers (minispec/lab/viz/slots.py), on the forum thread's scenario."""
 
+import os
+
 import numpy as np
 import pytest
 
 from minispec.instruments.invariants import check_trace
-from minispec.lab.scenarios import FIRST_DECODE, forum_thread_llm
-from minispec.lab.v2_watch import BroadcastRecord, SlotRow, SlotSnapshot, watch_broadcasts, watch_slots
+from minispec.lab.scenarios import FIRST_DECODE, forum_thread_llm, thread_schedule
+from minispec.lab.v2_watch import (
+    BroadcastRecord,
+    SlotRow,
+    SlotSnapshot,
+    model_runner_v2,
+    run_watched,
+    watch_broadcasts,
+    watch_slots,
+)
 from minispec.lab.viz.slots import render_broadcast, render_slots
 from minispec.v1.worker.gpu import ENV_VAR
 
 
 @pytest.fixture(scope="module")
 def watched():
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(ENV_VAR, "1")
-        llm = forum_thread_llm("all", max_tokens=8)
-        broadcasts, slots = watch_broadcasts(llm), watch_slots(llm, 0)
-        llm.engine.run()
-    return llm.trace, broadcasts, slots
+    run = run_watched(thread_schedule(max_tokens=8))
+    return run.trace, run.broadcasts, run.slots
+
+
+def test_the_runner_choice_is_put_back(monkeypatch):
+    monkeypatch.setenv(ENV_VAR, "0")
+    with model_runner_v2():
+        assert os.environ[ENV_VAR] == "1"
+    assert os.environ[ENV_VAR] == "0"
+    monkeypatch.delenv(ENV_VAR)
+    with model_runner_v2():
+        pass
+    assert ENV_VAR not in os.environ
 
 
 def test_one_broadcast_per_sampling_step_matching_what_the_scheduler_was_told(watched):

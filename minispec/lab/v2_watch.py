@@ -6,7 +6,9 @@ after each step, and what a stage's slots hold at a chosen moment.
 also kept as a ``BroadcastRecord``. ``watch_slots(llm, stage)`` copies a stage's slots
 (``RequestState``) once per step, after the stage has applied earlier broadcasts and
 built its inputs, before its forward: what that step's inputs were built from. The
-engine's own code runs unchanged. The renderers are in ``minispec.lab.viz.slots``.
+engine's own code runs unchanged. ``run_watched(schedule)`` does both on a run of a
+``lab.runs.Schedule`` under Model Runner V2. The renderers are in
+``minispec.lab.viz.slots``.
 
 vLLM twin: none (a lab instrument; vLLM's broadcast is in ``vllm/v1/worker/gpu/pp_utils.py``).
 Left out: the "mp" and torchrun executors, whose stages live in other processes.
@@ -14,9 +16,14 @@ Left out: the "mp" and torchrun executors, whose stages live in other processes.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass
 
 import numpy as np
+
+from minispec.lab.runs import Schedule, build_llm, run_recorded
+from minispec.v1.worker.gpu import ENV_VAR
 
 
 @dataclass(frozen=True)
@@ -116,3 +123,38 @@ def watch_slots(llm, stage: int) -> dict[int, SlotSnapshot]:
 
     runner.prepare_inputs = prepare_inputs
     return snapshots
+
+
+@contextlib.contextmanager
+def model_runner_v2():
+    """Engines built inside get Model Runner V2, as ``MINISPEC_USE_V2_MODEL_RUNNER=1`` selects it;
+    the variable is put back as it was afterwards (it is read when the engine is built)."""
+    before = os.environ.get(ENV_VAR)
+    os.environ[ENV_VAR] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ENV_VAR, None)
+        else:
+            os.environ[ENV_VAR] = before
+
+
+@dataclass
+class Watched:
+    """A finished V2 run: its ``Trace``, every broadcast, and one stage's slots per step."""
+
+    trace: object
+    broadcasts: list[BroadcastRecord]
+    slots: dict[int, SlotSnapshot]
+
+    def broadcast(self, step: int) -> BroadcastRecord:
+        return next(b for b in self.broadcasts if b.step == step)
+
+
+def run_watched(schedule: Schedule, stage: int = 0) -> Watched:
+    """Run ``schedule`` under Model Runner V2 with its broadcasts and ``stage``'s slots watched."""
+    with model_runner_v2():
+        llm = build_llm(schedule)
+    broadcasts, slots = watch_broadcasts(llm), watch_slots(llm, stage)
+    return Watched(run_recorded(llm), broadcasts, slots)
