@@ -263,6 +263,8 @@ class VllmConfig:
     dtype: object = None  # torch.dtype; None means float32
     seed: int = 0
     observability_config: ObservabilityConfig = ObservabilityConfig()
+    model_runner: str = "v1"  # "v1" | "v2" (minispec/v1/worker/gpu/__init__.py)
+    faults: object = None  # a minispec.v1.worker.fault_presets.FaultPreset, or None
 
     @property
     def pipeline_parallel_size(self) -> int:

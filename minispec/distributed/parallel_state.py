@@ -21,6 +21,15 @@ other, so it does two things differently:
   length, then its pickled bytes; bytes beyond ``FRAME_BYTES`` follow in a
   second message on a tag of their own.
 
+A tensor message can also travel *checked* (``send_checked`` / ``post_checked``, on either
+group): a small header with its shape and dtype goes first, and the receive compares it
+with the buffer it posted before it takes the message. A raw gloo receive cannot tell:
+a shorter message fills the front of the posted buffer and the rest keeps what it held
+(``[n, 1]`` rows land packed in row 0), and a longer one aborts the receiving process
+(``gloo::EnforceNotMet``, "op.preamble.length <= op.nbytes", transport/tcp/pair.cc, torch
+2.13.0); NCCL does not compare element counts either and hangs (vLLM PR #46994, comment
+of 2026-09-01). A checked receive names the mismatch instead.
+
 Left out: tensor parallelism's groups, NCCL and device communicators, the
 shared-memory broadcast vLLM uses for control messages on one machine.
 """
@@ -41,6 +50,9 @@ FRAME_BYTES = 1 << 16  # a posted object receive: enough for a SchedulerOutput o
 SPILL_TAG = 1000  # added to a tag for the bytes of an object that did not fit its frame
 MAX_PENDING_SENDS = 64  # older sends are waited for, so their buffers can be freed
 HEADER = 8  # the frame's first bytes: the pickled object's length
+CHECK_TAG = 2000  # added to a tag for a checked message's header
+MAX_DIMS = 4  # a checked message has at most this many dimensions
+DTYPES = (torch.int64, torch.int32, torch.float32, torch.float16, torch.bfloat16, torch.uint8)
 
 
 class Receive:
@@ -110,6 +122,53 @@ class StageGroup:
 
     def recv_object(self, src: int, tag: int, idle: bool = False):
         return self.post_object(src, tag).take(idle)
+
+
+class MessageMismatch(RuntimeError):
+    """A checked message's shape or dtype is not the posted buffer's."""
+
+
+def _header(tensor: torch.Tensor) -> torch.Tensor:
+    if tensor.dim() > MAX_DIMS or tensor.dtype not in DTYPES:
+        raise ValueError(f"a checked message of shape {tuple(tensor.shape)} and dtype {tensor.dtype}: expected at "
+                         f"most {MAX_DIMS} dimensions and one of {DTYPES}")
+    shape = list(tensor.shape) + [-1] * (MAX_DIMS - tensor.dim())
+    return torch.tensor([DTYPES.index(tensor.dtype), tensor.dim(), *shape], dtype=torch.int64)
+
+
+def _read_header(header: torch.Tensor) -> tuple[tuple[int, ...], torch.dtype]:
+    dtype, ndim, *shape = header.tolist()
+    return tuple(shape[:ndim]), DTYPES[dtype]
+
+
+def send_checked(group, tensor: torch.Tensor, dst: int, tag: int) -> None:
+    """Send ``tensor`` after its shape and dtype, on ``group`` (a ``StageGroup`` or ``InProcStageGroup``)."""
+    group.send(_header(tensor), dst, tag + CHECK_TAG)
+    group.send(tensor.contiguous(), dst, tag)
+
+
+def post_checked(group, buffer: torch.Tensor, src: int, tag: int) -> "CheckedReceive":
+    return CheckedReceive(group, buffer, src, tag)
+
+
+class CheckedReceive:
+    """The header's receive is posted now; the message's only once the header matched, so a
+    longer message is never received into a buffer it would overrun."""
+
+    def __init__(self, group, buffer: torch.Tensor, src: int, tag: int):
+        self.group, self.buffer, self.src, self.tag = group, buffer, src, tag
+        self.header = group.post(torch.empty(2 + MAX_DIMS, dtype=torch.int64), src, tag + CHECK_TAG)
+
+    def take(self, idle: bool = False) -> torch.Tensor:
+        shape, dtype = _read_header(self.header.take(idle))
+        want = (tuple(self.buffer.shape), self.buffer.dtype)
+        if (shape, dtype) != want:
+            raise MessageMismatch(
+                f"rank {self.src} sent a {list(shape)} {dtype} message to rank {self.group.rank} (tag {self.tag}), "
+                f"which posted a {list(want[0])} {want[1]} receive for it: expected the same shape and dtype (raw "
+                "gloo would pack a shorter message into the buffer's front silently and abort on a longer one; "
+                "NCCL would hang)")
+        return self.group.post(self.buffer, self.src, self.tag).take(idle)
 
 
 def _gloo_device(hostname: str | None):

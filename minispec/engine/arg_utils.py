@@ -8,7 +8,9 @@ the executors and runners are built from. Each checkpoint's ``config.json`` is r
 once, here: the target's into ``VllmConfig.arch``, the draft's into
 ``SpeculativeConfig.draft_arch``. Nothing is allocated before every check has passed,
 including the memory check, so a bad argument never leaves anything half-built.
-``fixes``, ``record``, ``check_invariants`` and ``max_concurrent_batches`` are minispec's.
+``fixes``, ``faults``, ``record``, ``check_invariants`` and ``max_concurrent_batches`` are
+minispec's; ``model_runner`` stands for vLLM's ``VLLM_USE_V2_MODEL_RUNNER``, which minispec's
+``MINISPEC_USE_V2_MODEL_RUNNER`` sets the default of (``minispec/v1/worker/gpu/__init__.py``).
 Left out: the command-line parser (``add_cli_args``), ``AsyncEngineArgs``, and every
 argument minispec has no use for (tokenizer modes, quantisation, LoRA, ...).
 """
@@ -37,6 +39,8 @@ from minispec.config import (
     resolve_dtype,
 )
 from minispec.transformers_utils.tokenizer import load_tokenizer
+from minispec.v1.worker.fault_presets import FaultPreset, resolve_faults
+from minispec.v1.worker.gpu import MODEL_RUNNERS, default_model_runner
 from minispec.v1.worker.runner_fixes import Preset, RunnerFixes, resolve_fixes
 
 
@@ -58,6 +62,8 @@ class EngineArgs:
     dtype: torch.dtype | str = torch.float32
     distributed_executor_backend: str = "uni"
     max_concurrent_batches: int | None = None  # None: pipeline_parallel_size
+    model_runner: str | None = None  # "v1" | "v2"; None: MINISPEC_USE_V2_MODEL_RUNNER's choice, else "v1"
+    faults: FaultPreset | str | None = None  # one fault preset by name (fault_presets.py); None: none
 
     def create_engine_config(self) -> VllmConfig:
         observability = ObservabilityConfig(record=self.record, check_invariants=self.check_invariants)
@@ -72,6 +78,9 @@ class EngineArgs:
         cache = CacheConfig(self.block_size, self.num_gpu_blocks).sized_for(self.max_num_seqs, max_model_len)
         spec = SpeculativeConfig.from_dict(self.speculative_config)
         fixes = resolve_fixes(self.fixes)
+        model_runner = default_model_runner() if self.model_runner is None else self.model_runner
+        require(model_runner in MODEL_RUNNERS, "model_runner", model_runner, "'v1' or 'v2' (or None: the default)")
+        faults = resolve_faults(self.faults, model_runner)
         require(is_int(self.seed) and 0 <= self.seed < 2**63, "seed", self.seed, "an integer in [0, 2**63)")
         check_device(self.device)
         parallel.validate_for(arch)
@@ -80,6 +89,7 @@ class EngineArgs:
             model=Path(self.model), arch=arch, parallel_config=_in_flight(parallel), cache_config=cache,
             scheduler_config=scheduler, speculative_config=_with_draft(spec, arch, self.model), fixes=fixes,
             device=self.device, dtype=dtype, seed=self.seed, observability_config=observability,
+            model_runner=model_runner, faults=faults,
         )
         check_memory(config, dtype.itemsize, available_memory(), blocks_given=self.num_gpu_blocks is not None)
         _check_recording(observability, parallel.distributed_executor_backend)

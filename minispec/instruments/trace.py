@@ -30,7 +30,7 @@ class RowPath(StrEnum):
 
 @dataclass
 class RowRecord:
-    row: int  # the row's index in the stage's persistent batch (or the slot's, in a slot table)
+    row: int  # the row's index in the stage's persistent batch (in a slot table: the batch row; see slot)
     req_id: str
     path: RowPath  # how the row was filled this step
     token_ids: list[int]  # token_ids_cpu[row, :end]: live region and every gathered slot
@@ -45,6 +45,9 @@ class RowRecord:
     prev_req_id: str | None = None
     prev_token_ids: list[int] = field(default_factory=list)
     block_ids: list[int] | None = None  # block_table row: where this stage's KV for the request lives
+    # Model Runner V2: the request's slot in its RequestState (``row`` is then the batch
+    # row, and prev_req_id the slot's previous occupant); None for V1's persistent batch.
+    slot: int | None = None
 
     @property
     def first_draft_pos(self) -> int:
@@ -152,8 +155,11 @@ class TraceRecorder:
         batch = runner.input_batch
         rows = []
         last = self._last_rows.setdefault(runner.pp_rank, {})
+        slots = getattr(batch, "slots", None)  # a slot table's (Model Runner V2's BatchView)
         for row, req_id in enumerate(batch.req_ids):
-            prev = last.get(row)
+            slot = None if slots is None else int(slots[row])
+            key = row if slot is None else slot
+            prev = last.get(key)
             n_sched = int(inputs.num_scheduled[row])
             nc = int(batch.num_computed_tokens_cpu[row])
             end = max(int(batch.num_tokens[row]), nc + n_sched)
@@ -165,8 +171,9 @@ class TraceRecorder:
                 num_drafts=len(inputs.verified_drafts[row]),
                 prev_req_id=prev.req_id if prev else None, prev_token_ids=prev.token_ids if prev else [],
                 block_ids=batch.block_table.block_table_np[row, : batch.block_table.num_blocks_per_row[row]].tolist(),
+                slot=slot,
             ))
-        last.update({r.row: r for r in rows})
+        last.update({(r.row if r.slot is None else r.slot): r for r in rows})
         record = StageRecord(
             step=out.step, stage=runner.pp_rank, is_last=runner.is_last_rank, rows=rows,
             input_ids=inputs.input_ids.tolist(),

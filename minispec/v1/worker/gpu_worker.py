@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from minispec.config import VllmConfig
 from minispec.platforms import stage_device
-from minispec.v1.worker.gpu import use_v2_model_runner
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner
 
 
 def make_runner(config: VllmConfig, rank: int, recorder=None, device=None) -> GPUModelRunner:
     """``device`` overrides the placement ``stage_device`` would choose (torchrun: ``LOCAL_RANK``)."""
     device = device or stage_device(rank, config.pipeline_parallel_size, config.device)
-    if use_v2_model_runner():  # issue 17: Model Runner V2, chosen as vLLM's Worker does (gpu/__init__.py)
+    if config.model_runner == "v2":  # issue 17: Model Runner V2, chosen as vLLM's Worker does (gpu/__init__.py)
         from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
 
         return GPUModelRunnerV2(config, rank, device, recorder)

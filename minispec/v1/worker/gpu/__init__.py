@@ -4,14 +4,17 @@ in its README), minispec's second runner design: per-request state in persistent
 under pipeline parallelism the last stage's broadcast of what it sampled and drafted
 (``pp_utils.py``), applied by every other stage (``model_runner.py``).
 
-Selected as vLLM selects it, by an environment variable: vLLM reads
+Selected as vLLM selects it, by an environment variable, or by minispec's engine
+argument ``model_runner="v1" | "v2"`` (``EngineArgs``), whose default the variable sets.
+vLLM reads
 ``VLLM_USE_V2_MODEL_RUNNER`` (``envs.py`` 2037-2038) into
 ``VllmConfig.use_v2_model_runner`` (``config/vllm.py`` 674-723; unset, 0.30.0 picks V2
 wherever it supports the model and features) and its ``Worker`` builds the V2 runner
 when it is true (``v1/worker/gpu_worker.py`` 469-488). minispec reads
-``MINISPEC_USE_V2_MODEL_RUNNER`` in ``gpu_worker.make_runner``; unset, it builds V1, the
-runner the workshop is about. Worker processes inherit the variable, so "mp" and
-torchrun stages agree with the engine's. Left out: vLLM's automatic choice and its list
+``MINISPEC_USE_V2_MODEL_RUNNER`` once, in ``EngineArgs.create_engine_config``, into
+``VllmConfig.model_runner``; unset, it builds V1, the runner the workshop is about.
+``gpu_worker.make_runner`` builds what the config says, so "mp" workers (which get the
+pickled config) and torchrun ranks (which build the same config) agree with the engine. Left out: vLLM's automatic choice and its list
 of features V2 does not support yet (``_get_v2_model_runner_unsupported_features``).
 """
 
@@ -21,6 +24,14 @@ import os
 
 ENV_VAR = "MINISPEC_USE_V2_MODEL_RUNNER"
 _VALUES = {"1": True, "true": True, "0": False, "false": False, "": False}
+
+
+MODEL_RUNNERS = ("v1", "v2")
+
+
+def default_model_runner() -> str:
+    """What ``model_runner=None`` means: the environment variable's choice, else "v1"."""
+    return "v2" if use_v2_model_runner() else "v1"
 
 
 def use_v2_model_runner() -> bool:

@@ -53,6 +53,7 @@ import numpy as np
 import torch
 
 from minispec.attention import allocate_kv_cache, make_attention_metadata
+from minispec.distributed.parallel_state import MessageMismatch
 from minispec.instruments.trace import RowPath
 from minispec.model_executor.model_loader import get_model
 from minispec.sampling_params import SamplingParams
@@ -61,6 +62,7 @@ from minispec.v1.outputs import ModelRunnerOutput
 from minispec.v1.sample.rejection_sampler import RejectionSampler
 from minispec.v1.sample.sampler import Sampler
 from minispec.v1.worker.block_table import BlockTable
+from minispec.v1.worker.fault_presets import FaultPreset, ignore_rejected, keep_stale_drafts, pick
 from minispec.v1.worker.gpu.input_batch import (
     InputBatch,
     combine_sampled_and_draft_tokens,
@@ -68,7 +70,7 @@ from minispec.v1.worker.gpu.input_batch import (
     post_update_num_computed_tokens,
     prepare_prefill_inputs,
 )
-from minispec.v1.worker.gpu.pp_utils import PPHandler
+from minispec.v1.worker.gpu.pp_utils import PPHandler, SampledOutputs
 from minispec.v1.worker.gpu.states import RequestState
 from minispec.v1.worker.gpu_model_runner import make_drafter
 
@@ -79,6 +81,19 @@ def request_generator(engine_seed: int, req_id: str, params: SamplingParams) -> 
         return None
     seed = params.seed if params.seed is not None else zlib.crc32(f"{engine_seed}:{req_id}".encode())
     return torch.Generator().manual_seed(seed)
+
+
+def apply_broadcast_drafts(states: RequestState, sampled: SampledOutputs) -> None:
+    """A non-last stage writes the broadcast's next drafts into the rows' slots (vLLM 0.30.0:
+    ``pp_utils.py`` 145-155, with the rows still live only; fault: ``keep_stale_drafts``)."""
+    if sampled.draft_tokens is not None:
+        keep = sampled.idx_mapping >= 0
+        states.draft_tokens[sampled.idx_mapping[keep]] = sampled.draft_tokens[keep]
+
+
+def broadcast_rejected(sampled: SampledOutputs) -> np.ndarray:
+    """What a non-last stage takes back from its optimistic ``num_computed_tokens`` (fault: ``ignore_rejected``)."""
+    return sampled.num_rejected
 
 
 class GPUModelRunner:
@@ -104,6 +119,11 @@ class GPUModelRunner:
         self.speculator = make_drafter(vllm_config, device, dtype) if self.is_last_rank else None
         self.sampler, self.rejection_sampler = Sampler(), RejectionSampler()
         self.pp_handler: PPHandler | None = None  # bound by the executor: bind_pp_group
+        # The fault presets' switches, each one function from here on (fault_presets.py).
+        self.faults = vllm_config.faults
+        self.apply_drafts = pick(self.faults, FaultPreset.V2_STALE_DRAFTS, apply_broadcast_drafts, keep_stale_drafts)
+        self.num_rejected_on_apply = pick(self.faults, FaultPreset.V2_OPTIMISTIC_NUM_COMPUTED, broadcast_rejected,
+                                          ignore_rejected)
         self._init_states()
 
     def _init_states(self) -> None:
@@ -116,7 +136,8 @@ class GPUModelRunner:
     def bind_pp_group(self, group) -> None:
         """The group the last stage's broadcast travels on (vLLM: ``get_pp_group()``)."""
         if self.pp_size > 1:
-            self.pp_handler = PPHandler(group, self.pp_size, self.max_num_reqs, self.num_speculative_steps)
+            self.pp_handler = PPHandler(group, self.pp_size, self.max_num_reqs, self.num_speculative_steps,
+                                        self.faults)
 
     def drop_all_requests(self) -> None:
         """Forget every request and pending broadcast (after the engine aborted them all)."""
@@ -132,12 +153,15 @@ class GPUModelRunner:
             return
         index = self.req_states.req_id_to_index
         scheduled = {index[r] for r in out.num_scheduled_tokens if r in index}
-        for sampled in self.pp_handler.get_prev_sampled_outputs(scheduled):
+        try:
+            entries = self.pp_handler.get_prev_sampled_outputs(scheduled)
+        except MessageMismatch as e:  # say where: the transport knows ranks and tags, not steps
+            raise MessageMismatch(f"stage {self.pp_rank}, step {out.step}, applying the last stage's "
+                                  f"broadcast: {e}") from None
+        for sampled in entries:
             post_update(sampled.idx_mapping, self.req_states, sampled.sampled_tokens, sampled.num_sampled,
-                        sampled.num_rejected, query_lens=None)
-            if sampled.draft_tokens is not None:
-                keep = sampled.idx_mapping >= 0
-                self.req_states.draft_tokens[sampled.idx_mapping[keep]] = sampled.draft_tokens[keep]
+                        self.num_rejected_on_apply(sampled), query_lens=None)
+            self.apply_drafts(self.req_states, sampled)
 
     def _remove_request(self, req_id: str) -> None:
         req_idx = self.req_states.remove_request(req_id)
@@ -326,7 +350,9 @@ class GPUModelRunner:
 #   not the scheduler's mirror: invariant 4 sees a count the broadcast failed to correct;
 # * the draft slots are the drafts embedded: invariant 2 sees stale or zero drafts.
 # A row's path is "new" when added this step, "re-added" when resumed into a fresh
-# slot, "stayed" otherwise: V2 never moves a request between slots.
+# slot, "stayed" otherwise: V2 never moves a request between slots. Each record also
+# carries its slot (``RowRecord.slot``): invariant 3 then names "slot 3's all_token_ids",
+# and a record's previous occupant is the slot's, not the batch row's.
 @dataclass
 class BatchView:
     """V1's ``InputBatch`` fields the recorder reads, one row per batch row."""
@@ -337,6 +363,7 @@ class BatchView:
     num_tokens_no_spec: np.ndarray
     num_computed_tokens_cpu: np.ndarray
     block_table: BlockTable
+    slots: np.ndarray  # batch row -> slot: the recorder names slots, not rows, in V2's records
 
 
 @dataclass
@@ -375,6 +402,6 @@ def stage_view(runner: GPUModelRunner, batch: InputBatch, row_paths: dict[str, R
     tables.num_blocks_per_row[:] = runner.block_tables.num_blocks_per_row[idx]
     num_no_spec = np.array([len(r) for r in rows])
     view = BatchView(list(batch.req_ids), token_ids, num_no_spec + batch.num_draft_tokens_per_req, num_no_spec,
-                     states.num_computed_tokens[idx].copy(), tables)
+                     states.num_computed_tokens[idx].copy(), tables, idx.copy())
     return (StageView(view, row_paths, runner.pp_rank, runner.is_last_rank),
             InputsView(batch.num_scheduled_tokens, drafts, torch.as_tensor(batch.input_ids_np)))

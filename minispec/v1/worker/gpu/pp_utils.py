@@ -38,8 +38,10 @@ when it is freed (``on_req_idx_freed``); an entry's rows whose slot was freed si
 its receive are skipped, so a finished request's tokens never land in the slot's
 next occupant.
 
-The messages go over the pipeline's own point-to-point group, the same in both
-executors: the gloo ``StageGroup`` in "mp" and torchrun, ``InProcStageGroup`` in the
+The messages go over the pipeline's own point-to-point group, checked (each carries its
+shape and dtype, ``send_checked`` / ``post_checked``: a message that does not fit the
+receive posted for it is named, where NCCL hangs and raw gloo scrambles or aborts; PR
+#46994), the same in both executors: the gloo ``StageGroup`` in "mp" and torchrun, ``InProcStageGroup`` in the
 in-process executor (``minispec/distributed/parallel_state.py``). vLLM broadcasts on a
 sibling NCCL group on a side CUDA stream; minispec sends one message per non-last rank.
 Left out: streams and events, the aux-hidden-state relay (EAGLE 3), XPU.
@@ -53,9 +55,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from minispec.distributed.parallel_state import InProcStageGroup
+from minispec.distributed.parallel_state import InProcStageGroup, post_checked, send_checked
+from minispec.v1.worker.fault_presets import FaultPreset, every_row_live, natural_width, pick
 
-# Its own tag: the executors' messages use 1-4 (multiproc_executor.py), 1001-1004 for spills.
+# Its own tag: the executors' messages use 1-4 (multiproc_executor.py), 1001-1004 for spills;
+# its headers travel on 2017 (CHECK_TAG + 17).
 SAMPLED_TAG = 17
 
 
@@ -68,9 +72,9 @@ class PendingRecv:
     need_sampled_mask: np.ndarray
     gen_at_receive_np: np.ndarray
 
-    def needs(self, slots: set[int], gen: np.ndarray) -> bool:
-        """Does it hold a sample for one of these slots' current occupants?"""
-        live = self.need_sampled_mask & (gen[self.idx_mapping_np] == self.gen_at_receive_np)
+    def needs(self, slots: set[int], gen: np.ndarray, live_rows) -> bool:
+        """Does it hold a sample for one of these slots' current occupants (``live_rows``: ``PPHandler``'s)?"""
+        live = self.need_sampled_mask & live_rows(gen[self.idx_mapping_np], self.gen_at_receive_np)
         return any(int(s) in slots for s in self.idx_mapping_np[live])
 
 
@@ -92,14 +96,27 @@ def compute_need_sampled_mask(batch) -> np.ndarray | None:
     return samples if samples.any() else None
 
 
+def same_occupant(gen_now: np.ndarray, gen_at_receive: np.ndarray) -> np.ndarray:
+    """Per row: is its slot still held by the request it was received for (vLLM 130-134)?"""
+    return gen_now == gen_at_receive
+
+
+def padded_width(batch, max_sample_len: int) -> int:
+    """The width the sampled tokens travel at: always the width every receive was posted for (vLLM 256-262)."""
+    return max_sample_len
+
+
 class PPHandler:
-    def __init__(self, group, pp_size: int, max_num_reqs: int, num_speculative_steps: int):
+    def __init__(self, group, pp_size: int, max_num_reqs: int, num_speculative_steps: int, faults=None):
+        """``faults``: a ``FaultPreset`` or None; its switches are resolved here, once."""
         self.group, self.last_rank = group, pp_size - 1
         self.is_last_rank = group.rank == self.last_rank
         self.num_speculative_steps = num_speculative_steps
         self.max_sample_len = num_speculative_steps + 1
         self.queue: deque[PendingRecv] = deque()
         self.req_idx_gen_np = np.zeros(max_num_reqs, dtype=np.int64)
+        self.live_rows = pick(faults, FaultPreset.V2_SLOT_REUSE, same_occupant, every_row_live)
+        self.sample_width = pick(faults, FaultPreset.V2_BROADCAST_WIDTH, padded_width, natural_width)
 
     def on_req_idx_freed(self, req_idx: int) -> None:
         self.req_idx_gen_np[req_idx] += 1
@@ -113,15 +130,17 @@ class PPHandler:
     # -- the last stage ---------------------------------------------------------
     def _send(self, tensor: torch.Tensor) -> None:
         for dst in range(self.last_rank):
-            self.group.send(tensor, dst, SAMPLED_TAG)
+            send_checked(self.group, tensor, dst, SAMPLED_TAG)
 
     def broadcast(self, batch, sampled_tokens: np.ndarray, num_sampled: np.ndarray,
                   num_rejected: np.ndarray) -> None:
         if compute_need_sampled_mask(batch) is None:
             return
-        width = sampled_tokens.shape[1]
-        padded = np.pad(sampled_tokens, ((0, 0), (0, self.max_sample_len - width)), constant_values=-1)
-        self._send(torch.from_numpy(padded.astype(np.int64)))
+        width = self.sample_width(batch, self.max_sample_len)
+        tokens = np.full((batch.num_reqs, width), -1, dtype=np.int64)  # -1 pads, as vLLM's
+        cols = min(width, sampled_tokens.shape[1])
+        tokens[:, :cols] = sampled_tokens[:, :cols]
+        self._send(torch.from_numpy(tokens))
         self._send(torch.from_numpy(np.stack([num_sampled, num_rejected]).astype(np.int32)))
 
     def broadcast_drafts(self, batch, draft_tokens: np.ndarray) -> None:
@@ -139,7 +158,7 @@ class PPHandler:
         shapes = [((n, self.max_sample_len), torch.int64), ((2, n), torch.int32)]
         if self.num_speculative_steps > 0:
             shapes.append(((n, self.num_speculative_steps), torch.int64))
-        receives = [self.group.post(torch.empty(shape, dtype=dtype), self.last_rank, SAMPLED_TAG)
+        receives = [post_checked(self.group, torch.empty(shape, dtype=dtype), self.last_rank, SAMPLED_TAG)
                     for shape, dtype in shapes]
         idx = batch.idx_mapping_np.copy()
         self.queue.append(PendingRecv(receives, idx, mask, self.req_idx_gen_np[idx].copy()))
@@ -147,13 +166,13 @@ class PPHandler:
     def get_prev_sampled_outputs(self, scheduled_slots: set[int]) -> list[SampledOutputs]:
         """Take, oldest first, every entry up to the newest one that holds a sample
         for a slot scheduled now (see the module docstring for why that is enough)."""
-        newest = max((i for i, e in enumerate(self.queue) if e.needs(scheduled_slots, self.req_idx_gen_np)),
+        newest = max((i for i, e in enumerate(self.queue) if e.needs(scheduled_slots, self.req_idx_gen_np, self.live_rows)),
                      default=-1)
         return [self._take(self.queue.popleft()) for _ in range(newest + 1)]
 
     def _take(self, entry: PendingRecv) -> SampledOutputs:
         tensors = [r.take().numpy() for r in entry.receives]
-        freed = self.req_idx_gen_np[entry.idx_mapping_np] != entry.gen_at_receive_np
+        freed = ~self.live_rows(self.req_idx_gen_np[entry.idx_mapping_np], entry.gen_at_receive_np)
         idx = np.where(freed | ~entry.need_sampled_mask, -1, entry.idx_mapping_np)
         drafts = tensors[2] if len(tensors) > 2 else None
         return SampledOutputs(idx, tensors[0], tensors[1][0], tensors[1][1], drafts)

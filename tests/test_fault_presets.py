@@ -1,0 +1,203 @@
+"""The 2026 fault presets (``minispec/v1/worker/fault_presets.py``, issue 17 §2) and the
+``model_runner=`` option that selects the design they belong to.
+
+For each preset, on its own scenario: the first thing that goes wrong is what ``FAULTS``
+says (the invariant, at its step, stage and request, for the reason its ``why`` gives,
+checked on the violation's expected/actual; or the transport's error), and the same
+scenario without the fault is clean and emits the greedy reference.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+import pytest
+import torch
+
+from minispec import LLM
+from minispec.distributed.parallel_state import InProcStageGroup, MessageMismatch, post_checked, send_checked
+from minispec.instruments.invariants import InvariantViolation
+from minispec.lab.runs import build_llm, greedy_reference, run_recorded, schedule_reference
+from minispec.v1.worker.fault_presets import FAULTS, LEFT_OUT, FaultPreset, FirstViolation, TransportError
+from minispec.v1.worker.gpu import ENV_VAR
+from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
+from minispec.v1.worker.gpu.pp_utils import SAMPLED_TAG
+from minispec.v1.worker.gpu_model_runner import GPUModelRunner as GPUModelRunnerV1
+
+
+# -- selection ---------------------------------------------------------------------
+def _runner_types(**kwargs) -> set[type]:
+    return {type(r) for r in LLM(pipeline_parallel_size=2, **kwargs).engine.executor.runners}
+
+
+def test_model_runner_selects_the_design_and_the_variable_sets_its_default(monkeypatch):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    assert _runner_types() == {GPUModelRunnerV1}
+    assert _runner_types(model_runner="v2") == {GPUModelRunnerV2}
+    monkeypatch.setenv(ENV_VAR, "1")
+    assert _runner_types() == {GPUModelRunnerV2}
+    assert _runner_types(model_runner="v1") == {GPUModelRunnerV1}  # the argument wins
+    assert LLM(model_runner="v1").config.model_runner == "v1"
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(model_runner="v3"), r"model_runner='v3': expected 'v1' or 'v2'"),
+    (dict(model_runner=2), r"model_runner=2: expected 'v1' or 'v2'"),
+    (dict(faults="v2-stale-drafts"), r"faults='v2-stale-drafts' is a fault of Model Runner V2: expected "
+                                     r"model_runner='v2' with it, got model_runner='v1'"),
+    (dict(faults="stale"), r"faults='stale': expected None or one of \['v2-broadcast-width'"),
+    (dict(faults=["v2-slot-reuse"]), r"faults=\['v2-slot-reuse'\]: expected None or a preset's name"),
+    (dict(faults="v1-num-tokens-no-spec"), r"faults='v1-num-tokens-no-spec' is not a preset: vLLM PR #41133"),
+])
+def test_bad_selection_names_the_parameter(monkeypatch, kwargs, message):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    with pytest.raises(ValueError, match=message):
+        LLM(**kwargs)
+
+
+def test_every_preset_is_described():
+    assert set(FAULTS) == set(FaultPreset)
+    for preset, fault in FAULTS.items():
+        assert fault.preset is preset and fault.design == "v2"
+        assert "#" in fault.reference and fault.summary and fault.fix and fault.scenario.check_invariants
+        assert "vllm/v1/worker/gpu/" in fault.source or "model_runner.py" in fault.source
+    assert set(LEFT_OUT).isdisjoint(map(str, FaultPreset))
+
+
+# -- each preset bites where FAULTS says, and its fix is clean -------------------------
+def _first_violation(name: str):
+    fault = FAULTS[name]
+    llm = build_llm(fault.scenario, model_runner="v2", faults=name)
+    with pytest.raises(InvariantViolation) as caught:
+        llm.engine.run()
+    return caught.value.violation
+
+
+def _fixed_run_is_clean(name: str) -> None:
+    schedule = FAULTS[name].scenario
+    trace = run_recorded(build_llm(schedule, model_runner="v2"))  # invariants checked live: none fired
+    assert trace.outputs == schedule_reference(schedule)
+
+
+@pytest.mark.parametrize("name", [p for p, f in FAULTS.items() if isinstance(f.expected, FirstViolation)])
+def test_the_first_violation_is_the_expected_one_and_the_fix_is_clean(name):
+    expected = FAULTS[name].expected
+    v = _first_violation(name)
+    assert (v.invariant, v.step, v.stage, v.req_id) == (expected.invariant, expected.step, expected.stage,
+                                                        expected.req_id), str(v)
+    REASONS[name](v)
+    _fixed_run_is_clean(name)
+
+
+def _zero_drafts(v):
+    """The slot's zeroed drafts were embedded, where the scheduler scheduled real ones."""
+    assert v.actual == [0] * len(v.actual) and v.expected.startswith("draft slots [") and "[0, 0, 0]" not in v.expected
+
+
+def _not_taken_back(v):
+    """The stage's count runs ahead of the scheduler's by what was rejected."""
+    scheduler = int(v.expected.split("=")[1])
+    assert v.actual > scheduler
+
+
+def _previous_occupant(v):
+    """E's history (named by its slot) runs on past what the scheduler has: after E's
+    prompt come the tokens A's last batch sampled: the end of A's greedy continuation (that
+    batch sampled past A's max_tokens; the scheduler trimmed the output, not the broadcast)."""
+    assert v.expected.startswith("slot 0's all_token_ids[:")
+    scheduler = ast.literal_eval(v.expected.split("=", 1)[1])
+    assert v.actual[: len(scheduler)] == scheduler and len(v.actual) > len(scheduler)
+    schedule = FAULTS[FaultPreset.V2_SLOT_REUSE].scenario
+    k, n = schedule.num_speculative_tokens, schedule.max_tokens
+    a_longer = greedy_reference({"A": schedule.requests[0].prompt}, n + k + 1)["A"]
+    leaked = v.actual[len(scheduler):]
+    assert 0 < len(leaked) <= k + 1
+    assert any(a_longer[i : i + len(leaked)] == leaked for i in range(n - len(leaked) + 1, n))
+
+
+REASONS = {
+    FaultPreset.V2_STALE_DRAFTS: _zero_drafts,
+    FaultPreset.V2_OPTIMISTIC_NUM_COMPUTED: _not_taken_back,
+    FaultPreset.V2_SLOT_REUSE: _previous_occupant,
+}
+
+
+@pytest.mark.parametrize("name", [p for p, f in FAULTS.items() if isinstance(f.expected, TransportError)])
+def test_the_transport_names_the_mismatch_and_the_fix_is_clean(name):
+    expected = FAULTS[name].expected
+    llm = build_llm(FAULTS[name].scenario, model_runner="v2", faults=name)
+    with pytest.raises(MessageMismatch) as caught:
+        llm.engine.run()
+    assert str(caught.value).startswith(f"stage {expected.stage}, step {expected.step}, applying the last stage's "
+                                        f"broadcast: {expected.message}")
+    _fixed_run_is_clean(name)
+
+
+def test_v2_records_name_slots_and_their_previous_occupants():
+    """V2's records carry the slot (V1's do not: their messages stay as the notebooks print them)."""
+    schedule = FAULTS[FaultPreset.V2_SLOT_REUSE].scenario
+    trace = run_recorded(build_llm(schedule, model_runner="v2"))
+    rows = [r for s in trace.steps for st in s.stages for r in st.rows if r.req_id == "E"]
+    assert {r.slot for r in rows} == {0} and {r.row for r in rows} == {0}
+    assert rows[0].prev_req_id == "A"  # the slot's previous occupant
+    v1 = run_recorded(build_llm(schedule, model_runner="v1"))
+    assert {r.slot for s in v1.steps for st in s.stages for r in st.rows} == {None}
+
+
+# -- the broadcast-width mismatch on the wire (PR #46994) --------------------------------
+def _checked_exchange(sender, receiver, sent_shape, posted_shape):
+    """A checked message of ``sent_shape`` into a checked receive posted for ``posted_shape``."""
+    receive = post_checked(receiver, torch.full(posted_shape, -1, dtype=torch.int64), 1, SAMPLED_TAG)
+    send_checked(sender, torch.arange(1, 1 + int(np.prod(sent_shape))).reshape(sent_shape), 0, SAMPLED_TAG)
+    return receive.take()
+
+
+def _groups(kind: str):
+    if kind == "gloo":
+        from test_parallel_state import pair
+
+        rank0, rank1 = pair()
+        return rank1, rank0
+    local = InProcStageGroup(1)
+    return local, local.for_rank(0)
+
+
+@pytest.mark.parametrize("kind", ["in-process", "gloo"])
+@pytest.mark.parametrize("sent", [(3, 1), (3, 5)], ids=["narrower", "wider"])
+def test_a_checked_receive_names_the_mismatch(kind, sent):
+    """Narrower: raw gloo packs the rows into the buffer's front (test_v2_runner.py); wider:
+    it aborts the process (below). Checked, both raise, naming both shapes; matching
+    shapes are delivered whole."""
+    sender, receiver = _groups(kind)
+    with pytest.raises(MessageMismatch, match=rf"rank 1 sent a \[{sent[0]}, {sent[1]}\] torch.int64 message to "
+                                              rf"rank 0 \(tag {SAMPLED_TAG}\), which posted a \[3, 4\] torch.int64"):
+        _checked_exchange(sender, receiver, sent, (3, 4))
+    sender, receiver = _groups(kind)  # the refused message still sits on its tag: a fresh pair
+    assert _checked_exchange(sender, receiver, (3, 4), (3, 4)).tolist() == [[1, 2, 3, 4], [5, 6, 7, 8],
+                                                                            [9, 10, 11, 12]]
+
+
+RAW_WIDER = """
+import sys, torch
+sys.path.insert(0, {tests!r})
+from test_parallel_state import pair
+rank0, rank1 = pair()
+receive = rank0.post(torch.zeros(3, 4, dtype=torch.int64), 1, 17)
+rank1.send(torch.zeros(3, 5, dtype=torch.int64), 0, 17)
+receive.take()
+print("delivered")
+"""
+
+
+def test_raw_gloo_aborts_the_process_on_a_wider_message(tmp_path):
+    """What the checked receive spares: gloo's receiving side does not raise, it aborts."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "wider.py"
+    script.write_text(RAW_WIDER.format(tests=str(Path(__file__).parent)))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "delivered" not in done.stdout
+    assert "EnforceNotMet" in done.stderr or "op.preamble.length <= op.nbytes" in done.stderr, done.stderr[-2000:]
