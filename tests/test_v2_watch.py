@@ -1,18 +1,16 @@
 """Watching Model Runner V2's broadcast and slots (minispec/lab/v2_watch.py) and their
 text renderers (minispec/lab/viz/slots.py), on the forum thread's scenario."""
 
-import os
-
 import numpy as np
 import pytest
 
 from minispec.instruments.invariants import check_trace
-from minispec.lab.scenarios import FIRST_DECODE, forum_thread_llm, thread_schedule
+from minispec.lab.runs import build_llm
+from minispec.lab.scenarios import FIRST_DECODE, thread_schedule
 from minispec.lab.v2_watch import (
     BroadcastRecord,
     SlotRow,
     SlotSnapshot,
-    model_runner_v2,
     run_watched,
     watch_broadcasts,
     watch_slots,
@@ -25,17 +23,6 @@ from minispec.v1.worker.gpu import ENV_VAR
 def watched():
     run = run_watched(thread_schedule(max_tokens=8))
     return run.trace, run.broadcasts, run.slots
-
-
-def test_the_runner_choice_is_put_back(monkeypatch):
-    monkeypatch.setenv(ENV_VAR, "0")
-    with model_runner_v2():
-        assert os.environ[ENV_VAR] == "1"
-    assert os.environ[ENV_VAR] == "0"
-    monkeypatch.delenv(ENV_VAR)
-    with model_runner_v2():
-        pass
-    assert ENV_VAR not in os.environ
 
 
 def test_one_broadcast_per_sampling_step_matching_what_the_scheduler_was_told(watched):
@@ -72,14 +59,13 @@ def test_stage_0s_slots_hold_what_the_scheduler_holds(watched):
 
 def test_watching_needs_an_in_process_v2_pipeline(monkeypatch):
     monkeypatch.delenv(ENV_VAR, raising=False)
-    llm = forum_thread_llm("all", max_tokens=2)
+    llm = build_llm(thread_schedule(max_tokens=2), model_runner="v1")
     with pytest.raises(ValueError, match="Model Runner V2"):
         watch_broadcasts(llm)
     with pytest.raises(ValueError, match="stage=0: expected a stage of an in-process Model Runner V2"):
         watch_slots(llm, 0)
-    monkeypatch.setenv(ENV_VAR, "1")
     with pytest.raises(ValueError, match="stage=5"):
-        watch_slots(forum_thread_llm("all", max_tokens=2), 5)
+        watch_slots(build_llm(thread_schedule(max_tokens=2), model_runner="v2"), 5)
 
 
 def test_render_slots_by_hand():

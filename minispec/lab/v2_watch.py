@@ -16,14 +16,11 @@ Left out: the "mp" and torchrun executors, whose stages live in other processes.
 
 from __future__ import annotations
 
-import contextlib
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from minispec.lab.runs import Schedule, build_llm, run_recorded
-from minispec.v1.worker.gpu import ENV_VAR
 
 
 @dataclass(frozen=True)
@@ -46,7 +43,7 @@ def _last_runner(llm):
     runners = getattr(llm.engine.executor, "runners", None)
     if not runners or not hasattr(runners[-1], "pp_handler"):
         raise ValueError("watch_broadcasts: expected an in-process engine built with Model Runner V2 "
-                         "(model_runner='v2' or MINISPEC_USE_V2_MODEL_RUNNER=1) and pipeline_parallel_size > 1")
+                         "(model_runner='v2') and pipeline_parallel_size > 1")
     if runners[-1].pp_handler is None:
         raise ValueError("watch_broadcasts: this engine has one stage, so nothing is broadcast")
     return runners[-1]
@@ -125,21 +122,6 @@ def watch_slots(llm, stage: int) -> dict[int, SlotSnapshot]:
     return snapshots
 
 
-@contextlib.contextmanager
-def model_runner_v2():
-    """Engines built inside get Model Runner V2, as ``MINISPEC_USE_V2_MODEL_RUNNER=1`` selects it;
-    the variable is put back as it was afterwards (it is read when the engine is built)."""
-    before = os.environ.get(ENV_VAR)
-    os.environ[ENV_VAR] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(ENV_VAR, None)
-        else:
-            os.environ[ENV_VAR] = before
-
-
 @dataclass
 class Watched:
     """A finished V2 run: its ``Trace``, every broadcast, and one stage's slots per step."""
@@ -154,7 +136,6 @@ class Watched:
 
 def run_watched(schedule: Schedule, stage: int = 0) -> Watched:
     """Run ``schedule`` under Model Runner V2 with its broadcasts and ``stage``'s slots watched."""
-    with model_runner_v2():
-        llm = build_llm(schedule)
+    llm = build_llm(schedule, model_runner="v2")
     broadcasts, slots = watch_broadcasts(llm), watch_slots(llm, stage)
     return Watched(run_recorded(llm), broadcasts, slots)
