@@ -5,7 +5,7 @@ from matplotlib.patches import FancyArrowPatch
 
 from minispec.instruments.invariants import Invariant
 from minispec.lab.pp_sync import DESIGNS, STAGES, THE_INVARIANT, Design, Message
-from minispec.lab.viz.designs import designs_markdown, message_lines, plot_designs
+from minispec.lab.viz.designs import designs_table, message_lines, plot_designs
 
 V1, V2, SGLANG = DESIGNS
 NON_LAST = STAGES[:-1]
@@ -58,7 +58,7 @@ def test_the_message_list_wraps_and_ends_with_what_a_stage_does():
 
 
 def test_the_table_has_one_column_per_design():
-    rows = designs_markdown(DESIGNS).splitlines()
+    rows = designs_table(DESIGNS).markdown().splitlines()
     assert all(row.count("|") == len(DESIGNS) + 2 for row in rows)
     assert "[#33960](https://github.com/vllm-project/vllm/pull/33960)" in rows[0]
     told = next(r for r in rows if r.startswith("| after each step"))

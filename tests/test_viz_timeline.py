@@ -6,7 +6,7 @@ import pytest
 from matplotlib.lines import Line2D
 
 from minispec.lab.pp_sync import TIMELINE, Kind, Lane, Milestone, Ref, State, vllm
-from minispec.lab.viz.timeline import MARKERS, plot_timeline, refs_label, timeline_markdown
+from minispec.lab.viz.timeline import MARKERS, plot_timeline, refs_label, timeline_table
 
 URL = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(pull|issues)/\d+$")
 
@@ -28,10 +28,15 @@ def test_the_timeline_is_in_order_and_spans_each_lane():
 
 def test_the_table_has_one_linked_row_per_milestone_in_order():
     shuffled = list(reversed(TIMELINE))
-    rows = timeline_markdown(shuffled).splitlines()[2:]
+    table = timeline_table(shuffled)
+    rows = table.markdown().splitlines()[2:]
     assert len(rows) == len(TIMELINE)
     assert rows[0].startswith("| Feb 2025 | vLLM V1 runner |") and "[#13339](https://github.com/vllm-project/vllm/pull/13339)" in rows[0]
     assert all(row.count("|") == 6 for row in rows)  # no cell breaks the table
+    page = table.html()
+    assert page.count("<tr>") == len(TIMELINE) + 1
+    assert '<a href="https://github.com/vllm-project/vllm/pull/13339">#13339</a>' in page
+    assert "<code>new_token_ids</code>" in page and "`" not in page
 
 
 def _markers(fig):

@@ -1,10 +1,10 @@
 """Three designs of the pipeline's hand-over side by side: a pure renderer,
-``minispec.lab.pp_sync.Design`` -> Figure or markdown.
+``minispec.lab.pp_sync.Design`` -> Figure or Table.
 
 ``plot_designs`` draws one panel per design: the scheduler above, three stages
 below (the last one hatched: it samples and drafts), and one numbered arrow per
 message sent after a step, listed under the panel. A solid arrow carries token
-values, a dashed one counts only, so nothing depends on colour. ``designs_markdown``
+values, a dashed one counts only, so nothing depends on colour. ``designs_table``
 is the same comparison as a table.
 
 No vLLM twin.
@@ -20,6 +20,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 
 from minispec.lab.pp_sync import STAGES, Design
 from minispec.lab.viz.palette import EDGE, FILL_LIGHT, OKABE_ITO, PALE_BLUE, TEXT, WHITE
+from minispec.lab.viz.table import Table
 
 WIDTH, HEIGHT = 12.8, 6.6  # inches at 100 dpi: 1280 x 660 pixels
 BOX_W, BOX_H = 0.24, 0.11
@@ -112,15 +113,14 @@ def plot_designs(designs: tuple[Design, ...] | list[Design], title: str) -> Figu
     return fig
 
 
-def designs_markdown(designs: tuple[Design, ...] | list[Design]) -> str:
+def designs_table(designs: tuple[Design, ...] | list[Design]) -> Table:
     """One column per design: who drafts, where a stage keeps its state, who tells it what, what it does."""
-    header = "| | " + " | ".join(f"{d.name} ([{d.ref.label}]({d.ref.url}))" for d in designs) + " |"
-    rows = [header, "|---" * (len(designs) + 1) + "|"]
 
     def told(d: Design) -> str:
         return "; ".join(f"{m.sender} → {m.receiver}: {m.what}" for m in d.messages if m.receiver != "scheduler")
 
-    for label, value in (("drafts made on", lambda d: d.drafts_on), ("a non-last stage keeps", lambda d: d.state),
-                         ("after each step it is told", told), ("and then it", lambda d: d.rebuild)):
-        rows.append(f"| {label} | " + " | ".join(value(d) for d in designs) + " |")
-    return "\n".join(rows)
+    header = ("",) + tuple(f"{d.name} ([{d.ref.label}]({d.ref.url}))" for d in designs)
+    rows = tuple((label,) + tuple(value(d) for d in designs) for label, value in (
+        ("drafts made on", lambda d: d.drafts_on), ("a non-last stage keeps", lambda d: d.state),
+        ("after each step it is told", told), ("and then it", lambda d: d.rebuild)))
+    return Table(header, rows)

@@ -1,11 +1,11 @@
-"""The family of faults as a timeline: a pure renderer, milestones -> Figure or markdown.
+"""The family of faults as a timeline: a pure renderer, milestones -> Figure or Table.
 
 ``plot_timeline`` puts each milestone (``minispec.lab.pp_sync.Milestone``) in its lane
 (the runner or project), in order of date: the axis is the order, labelled with each
 month, not a scale. The marker's shape says what it was (a square: a design built; a
 triangle: a fault found) and its fill says whether the change was merged (filled) or
 is still open (hollow), and every marker is labelled with its reference, so nothing
-depends on colour. ``timeline_markdown`` is the same list as a table whose references
+depends on colour. ``timeline_table`` is the same list as a table whose references
 link to their GitHub threads.
 
 No vLLM twin.
@@ -18,6 +18,7 @@ from matplotlib.lines import Line2D
 
 from minispec.lab.pp_sync import Kind, Lane, Milestone, State
 from minispec.lab.viz.palette import EDGE, EDGE_LIGHT, SERIES, TEXT, WHITE
+from minispec.lab.viz.table import Table
 
 MARKERS = {Kind.DESIGN: "s", Kind.FAULT: "^"}
 SIZE = 11
@@ -68,10 +69,8 @@ def plot_timeline(milestones: tuple[Milestone, ...] | list[Milestone], title: st
     return fig
 
 
-def timeline_markdown(milestones: tuple[Milestone, ...] | list[Milestone]) -> str:
-    """A markdown table, one row per milestone in order of date, each reference a link."""
-    lines = ["| when | where | what | reference | state |", "|---|---|---|---|---|"]
-    for m in sorted(milestones, key=lambda m: m.when):
-        links = ", ".join(f"[{r.label}]({r.url})" for r in m.refs)
-        lines.append(f"| {month(m)} | {m.lane.value} | {m.what.replace('|', '/')} | {links} | {m.state.value} |")
-    return "\n".join(lines)
+def timeline_table(milestones: tuple[Milestone, ...] | list[Milestone]) -> Table:
+    """One row per milestone in order of date, each reference a link."""
+    rows = tuple((month(m), m.lane.value, m.what, ", ".join(f"[{r.label}]({r.url})" for r in m.refs), m.state.value)
+                 for m in sorted(milestones, key=lambda m: m.when))
+    return Table(("when", "where", "what", "reference", "state"), rows)
