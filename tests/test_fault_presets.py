@@ -1,4 +1,5 @@
-"""The 2026 fault presets (``minispec/v1/worker/fault_presets.py``, issue 17 §2) and the
+"""The 2026 fault presets (switches: ``minispec/v1/worker/fault_presets.py``; catalogue:
+``minispec/lab/fault_presets.py``; issue 17 §2) and the
 ``model_runner=`` option that selects the design they belong to.
 
 For each preset, on its own scenario: the first thing that goes wrong is what ``FAULTS``
@@ -18,8 +19,8 @@ import torch
 from minispec import LLM
 from minispec.distributed.parallel_state import InProcStageGroup, MessageMismatch, post_checked, send_checked
 from minispec.instruments.invariants import InvariantViolation
+from minispec.lab.fault_presets import FAULTS, LEFT_OUT, FaultPreset, FirstViolation, TransportError
 from minispec.lab.runs import build_llm, greedy_reference, run_recorded, schedule_reference
-from minispec.v1.worker.fault_presets import FAULTS, LEFT_OUT, FaultPreset, FirstViolation, TransportError
 from minispec.v1.worker.gpu import ENV_VAR
 from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
 from minispec.v1.worker.gpu.pp_utils import SAMPLED_TAG
@@ -201,3 +202,61 @@ def test_raw_gloo_aborts_the_process_on_a_wider_message(tmp_path):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "delivered" not in done.stdout
     assert "EnforceNotMet" in done.stderr or "op.preamble.length <= op.nbytes" in done.stderr, done.stderr[-2000:]
+
+
+def test_the_readme_table_is_written_from_faults():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
+    import fault_table
+
+    readme = fault_table.README.read_text()
+    assert readme == fault_table.render(readme), "README.md's fault presets are out of date: run python tools/fault_table.py"
+    for name in FAULTS:
+        assert f"| `{name}` |" in readme
+
+
+@pytest.mark.slow
+def test_over_mp_the_config_carries_the_design_and_gloo_names_the_mismatch(monkeypatch):
+    """"mp" workers build what the pickled VllmConfig says (the variable unset), and the
+    width fault stops on real gloo with the same named mismatch, from stage 0's process."""
+    from minispec import SamplingParams
+    from minispec.v1.executor.multiproc_executor import WorkerError
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    args = dict(pipeline_parallel_size=2, model_runner="v2", speculative_config={"method": "ngram",
+                "num_speculative_tokens": 3})
+    prompts, params = ["A list is ", "Strings are "], SamplingParams(temperature=0, max_tokens=8)
+    want = [o.outputs[0].token_ids for o in LLM(**args).generate(prompts, params)]
+    with LLM(distributed_executor_backend="mp", **args) as llm:
+        assert [o.outputs[0].token_ids for o in llm.generate(prompts, params)] == want
+    with pytest.raises(WorkerError, match=r"stage 0, step 2, applying the last stage's broadcast: rank 1 sent a "
+                                          r"\[2, 1\] torch.int64 message to rank 0 \(tag 17\)"):
+        with LLM(distributed_executor_backend="mp", faults="v2-broadcast-width", **args) as llm:
+            llm.generate(prompts, params)
+
+
+def test_each_switch_is_resolved_once_when_the_runner_is_built(monkeypatch):
+    """The hot paths call one function; which one is decided by ``pick`` at construction."""
+    from minispec.v1.worker import fault_presets as switches
+    from minispec.v1.worker.gpu import model_runner, pp_utils
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    spec = {"method": "ngram", "num_speculative_tokens": 2}
+    fixed = LLM(pipeline_parallel_size=2, model_runner="v2", speculative_config=spec).engine.executor.runners[0]
+    assert (fixed.apply_drafts, fixed.num_rejected_on_apply) == (model_runner.apply_broadcast_drafts,
+                                                                 model_runner.broadcast_rejected)
+    assert (fixed.pp_handler.live_rows, fixed.pp_handler.sample_width) == (pp_utils.same_occupant,
+                                                                           pp_utils.padded_width)
+    chosen = {
+        "v2-stale-drafts": lambda r: r.apply_drafts is switches.keep_stale_drafts,
+        "v2-optimistic-num-computed": lambda r: r.num_rejected_on_apply is switches.ignore_rejected,
+        "v2-slot-reuse": lambda r: r.pp_handler.live_rows is switches.every_row_live,
+        "v2-broadcast-width": lambda r: r.pp_handler.sample_width is switches.natural_width,
+    }
+    assert set(chosen) == set(map(str, FaultPreset))
+    for name, is_fault in chosen.items():
+        runner = LLM(pipeline_parallel_size=2, model_runner="v2", speculative_config=spec,
+                     faults=name).engine.executor.runners[0]
+        assert is_fault(runner) and [n for n, f in chosen.items() if f(runner)] == [name]

@@ -1,6 +1,6 @@
 """The lab's measurements of runs: acceptance, the textbook prediction, a
 goodness-of-fit test, where an output first leaves its reference. Pure
-functions of recorded ``Trace``s and numbers; the figures and the checker read them.
+functions of recorded ``Trace`` objects and numbers; the figures and the checker read them.
 
 * ``acceptance_per_step``, ``verifications``, ``acceptance_summary``,
   ``alpha_by_position`` count, per step or per verification (one request in one

@@ -1,59 +1,20 @@
-"""The 2026 faults of the July-2025 family as presets: ``LLM(..., faults="<name>")``
-(minispec's own; vLLM has no twin: each fault is a release's code, or a PR's diff).
+"""The 2026 fault presets' switches, as the runners resolve them (vLLM 0.30.0:
+``vllm/v1/worker/gpu/pp_utils.py``, the file most of them switch; minispec's own idea:
+vLLM ships each fix, never a switch).
 
-Under pipeline parallelism the last stage samples and verifies, and every other stage
-must learn exactly what it decided. Each preset below puts back one way a 2026 runner
-got that wrong, in the runner design it belongs to (``FAULTS[name].design``), and
-``FAULTS`` says, for each, where it is documented (the thread, and the release lines
-where a release holds the fix, from reading the code), a scenario where it bites, and
-the first thing that goes wrong there: an invariant (``Invariant``, at a step, stage and
-request), or, for the broadcast-width fault, the transport's own error. The tests
-(``tests/test_fault_presets.py``) assert each, and that the fixed run is clean.
-
-A runner resolves each switch once, when it is built (``pick``), as V1's runner resolves
-``RunnerFixes``: the hot paths call one function and never compare names. The switches,
-by preset:
-
-* ``v2-stale-drafts`` (PR #52295; #46994's third fix): non-last stages never apply the
-  drafts the last stage broadcasts (``keep_stale_drafts`` for the runner's
-  ``apply_drafts``), so a decode embeds the slot's zeroed ``draft_tokens``.
-* ``v2-optimistic-num-computed`` (RFC #44697, PR #44698; vllm-ascend PR #15171): non-last
-  stages keep the ``num_computed_tokens`` they advanced by the whole query at their
-  forward and never take the rejected drafts back (``ignore_rejected`` for
-  ``num_rejected_on_apply``).
-* ``v2-slot-reuse`` (#39833's shape): a broadcast entry for a slot's previous request is
-  applied to its new occupant: the slot generation check is dropped
-  (``every_row_live`` for ``PPHandler.live_rows``). #39833's own half, the
-  ``last_sampled_tokens`` left unset by ``add_request``, cannot bite here: a slot's first
-  step in minispec is always a prefill, whose sample writes ``last_sampled_tokens``
-  before any decode reads it (vLLM's decode-first slots come from PD disaggregation,
-  which minispec has not). The variant kept is the one the generation counter exists
-  for (vLLM 0.30.0 ``pp_utils.py`` 79-82, 90-91, 130-134) and which a review of PR
-  #50514 (2026-08-05) caught for drafts: "writes the finished request's stale drafts
-  into the new request that now owns the same index".
-* ``v2-broadcast-width`` (PR #46994, its 2026-09-01 comment): the last stage sends the
-  sampled tokens at their natural width, ``[n, 1]`` for a batch without drafts, into the
-  ``[n, k + 1]`` receive every non-last stage posted (``natural_width`` for
-  ``PPHandler.sample_width``). NCCL "does not negotiate element counts" and deadlocks;
-  raw gloo packs the narrow rows into the front of the buffer and says nothing (a wider
-  message aborts the process); minispec's transport checks each message's shape and
-  names the mismatch (``minispec.distributed.parallel_state.post_checked``).
-
-Left out (``LEFT_OUT``): ``v1-num-tokens-no-spec`` (PR #41133), with the reason.
-``fixes=`` stays V1's two July-2025 switches (``runner_fixes.py``).
+``FaultPreset`` names each preset and the design it belongs to; ``resolve_faults`` checks
+``EngineArgs.faults`` against ``model_runner``; a runner turns each switch into one
+function when it is built (``pick``), as V1's runner resolves ``RunnerFixes``; the
+functions below are the faults (each fix is the runner's own code). What each preset
+reproduces, where it is documented, and where it bites: ``minispec/lab/fault_presets.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-
-from minispec.instruments.invariants import Invariant
-from minispec.lab.runs import Request, Schedule
-from minispec.lab.scenarios import PROMPTS, thread_schedule
 
 
 class FaultPreset(StrEnum):
@@ -67,107 +28,23 @@ class FaultPreset(StrEnum):
     def __repr__(self) -> str:
         return repr(self.value)
 
+    @property
+    def design(self) -> str:
+        """The runner it belongs to: every 2026 preset is Model Runner V2's."""
+        return "v2"
 
-@dataclass(frozen=True)
-class FirstViolation:
-    """The first invariant a run breaks: where, and what its expected/actual say (``why``)."""
-
-    invariant: Invariant
-    step: int
-    stage: int | None
-    req_id: str
-    why: str
-
-
-@dataclass(frozen=True)
-class TransportError:
-    """The run stops in the transport instead: at the step and stage that took the message."""
-
-    step: int
-    stage: int
-    message: str  # a part of the error's text
-
-
-@dataclass(frozen=True)
-class Fault:
-    preset: FaultPreset
-    design: str  # "v1" | "v2": the runner it belongs to
-    reference: str  # the thread(s)
-    source: str  # the release lines of the fix, from reading the code, or why there are none
-    summary: str
-    fix: str  # what cures it (the runner's default)
-    scenario: Schedule
-    expected: FirstViolation | TransportError
-
-
-# One slot (max_num_seqs=1): E waits for A's, and is given it while A's last broadcast is
-# still pending on stage 0 (nothing scheduled at E's first step needed it). In the
-# thread's scenario every finished request's entry is taken before its slot is refilled.
-SLOT_REUSE_SCHEDULE = Schedule(
-    "A, then E in A's slot", (Request(PROMPTS["A"], 0, "A"), Request(PROMPTS["C"], 1, "E")),
-    2, "draft_model", 3, 16, check_invariants=True, max_num_seqs=1,
-)
-
-FAULTS: dict[FaultPreset, Fault] = {
-    FaultPreset.V2_STALE_DRAFTS: Fault(
-        FaultPreset.V2_STALE_DRAFTS, "v2",
-        "vLLM PR #52295 (open, 2026-08-14); PR #46994's third fix (comment of 2026-09-01)",
-        "the fix in vLLM 0.30.0: vllm/v1/worker/gpu/pp_utils.py 163-178 (broadcast_drafts), 145-155 "
-        "(drafts restored with the sampled tokens), model_runner.py 1110-1118",
-        "non-last ranks keep stale or zero-initialised draft tokens: the last rank's drafts never reach them",
-        "the last rank broadcasts the next drafts with the sampled tokens; non-last ranks write them into the "
-        "slots when they apply the broadcast",
-        thread_schedule(check_invariants=True),
-        FirstViolation(Invariant.DRAFT_AGREEMENT, 2, 0, "A",
-                       "stage 0 embeds the slot's zeroed draft_tokens, not the drafts the scheduler scheduled"),
-    ),
-    FaultPreset.V2_OPTIMISTIC_NUM_COMPUTED: Fault(
-        FaultPreset.V2_OPTIMISTIC_NUM_COMPUTED, "v2",
-        "vLLM RFC #44697 (open, 2026-06-05) and PR #44698 (open); vllm-ascend PR #15171 (open, 2026-08-28)",
-        "the fix in vLLM 0.30.0: model_runner.py 2016-2024 (the optimistic advance) and 1590-1611 (post_update "
-        "takes num_rejected back)",
-        "non-last ranks keep the optimistic num_computed_tokens: rejected drafts are never taken back",
-        "non-last ranks apply the broadcast's per-request num_rejected to their own num_computed_tokens",
-        thread_schedule(check_invariants=True),
-        FirstViolation(Invariant.SHARED_ACCOUNTING, 4, 0, "A",
-                       "stage 0's num_computed_tokens is the scheduler's plus the drafts rejected"),
-    ),
-    FaultPreset.V2_SLOT_REUSE: Fault(
-        FaultPreset.V2_SLOT_REUSE, "v2",
-        "vLLM PR #39833 (merged, April 2026: its shape); PR #50514's review (2026-08-05: the same leak through "
-        "the broadcast)",
-        "the fix in vLLM 0.30.0: vllm/v1/worker/gpu/pp_utils.py 79-82, 90-91 (a generation per slot), 130-134 "
-        "(rows whose slot was freed since are skipped)",
-        "a slot's previous request's broadcast lands in its new occupant (the generation check dropped)",
-        "each slot's generation is bumped when it is freed, and a broadcast's rows whose slot changed hands since "
-        "its receive are skipped",
-        SLOT_REUSE_SCHEDULE,
-        FirstViolation(Invariant.TOKEN_HISTORY, 14, 0, "E",
-                       "E's history on stage 0 runs on past its prompt with A's last sampled tokens"),
-    ),
-    FaultPreset.V2_BROADCAST_WIDTH: Fault(
-        FaultPreset.V2_BROADCAST_WIDTH, "v2",
-        "vLLM PR #46994 (merged 2026-06-29; comment of 2026-09-01: the NCCL deadlock)",
-        "the fix in vLLM 0.30.0: vllm/v1/worker/gpu/pp_utils.py 256-262 (broadcast pads to max_sample_len) "
-        "against 196-198 (receive posts [num_reqs, max_sample_len]); 0.33.0 has both sides work the width out "
-        "alike (_sample_len, 104-106; asserted at 255)",
-        "the sampled tokens go out [n, 1] on a step without drafts into a receive posted for [n, k + 1]",
-        "the last rank pads the sampled tokens to the width every receive was posted for",
-        thread_schedule(check_invariants=True),
-        TransportError(2, 0, "rank 1 sent a [2, 1] torch.int64 message to rank 0 (tag 17), which posted a "
-                                 "[2, 4] torch.int64 receive"),
-    ),
-}
 
 LEFT_OUT = {
     "v1-num-tokens-no-spec": (
         "vLLM PR #41133 (merged; review 2026-04-30) moved the write offset of a non-last rank's relayed tokens "
-        "from num_computed_tokens (0.17.0 gpu_model_runner.py 1153-1160) to num_tokens_no_spec (0.30.0 1496-1518). "
-        "minispec's V1 runner writes at num_computed_tokens, as 0.17.0 did (gpu_model_runner.py, "
-        "_update_cached_request), and loses nothing by it: the positions between the two offsets hold the drafts "
-        "the row was given and the scheduler accepted, and a prefill chunk's rows keep their prompt. Every "
-        "hypothesis schedule of tests/test_properties.py runs clean under fixes='all' with that offset, so there "
-        "is no scenario where it bites; it is not a preset."
+        "from num_computed_tokens (0.17.0 vllm/v1/worker/gpu_model_runner.py 1153-1160) to num_tokens_no_spec "
+        "(0.30.0 1496-1518, whose comment names the two cases where they differ: a chunked prefill, and async "
+        "scheduling under PP, which relays no new_token_ids). minispec's V1 runner writes at num_computed_tokens, "
+        "as 0.17.0 did (gpu_model_runner.py, _update_cached_request), and loses nothing by it: it has no async "
+        "scheduling, a prefill chunk's prompt stays in its row, and after a verify step the positions between the "
+        "two offsets hold the drafts the row was given and the scheduler accepted. Every hypothesis schedule of "
+        "tests/test_properties.py (chunked prefill and preemption included) runs clean under fixes='all' with "
+        "that offset, so no scenario bites; it is not a preset (from reading the code)."
     ),
 }
 
@@ -176,13 +53,13 @@ def resolve_faults(faults: FaultPreset | str | None, model_runner: str) -> Fault
     if faults is None:
         return None
     if not isinstance(faults, str):
-        raise ValueError(f"faults={faults!r}: expected None or a preset's name, one of {sorted(map(str, FAULTS))}")
+        raise ValueError(f"faults={faults!r}: expected None or a preset's name, one of {sorted(map(str, FaultPreset))}")
     if faults in LEFT_OUT:
         raise ValueError(f"faults={faults!r} is not a preset: {LEFT_OUT[faults]}")
-    if faults not in FAULTS:
-        raise ValueError(f"faults={faults!r}: expected None or one of {sorted(map(str, FAULTS))}")
+    if faults not in set(FaultPreset):
+        raise ValueError(f"faults={faults!r}: expected None or one of {sorted(map(str, FaultPreset))}")
     preset = FaultPreset(faults)
-    design = FAULTS[preset].design
+    design = preset.design
     if design != model_runner:
         raise ValueError(f"faults={str(preset)!r} is a fault of Model Runner {design.upper()}: expected "
                          f"model_runner={design!r} with it, got model_runner={model_runner!r}")

@@ -1,5 +1,5 @@
 """One pipeline stage of Model Runner V2 (vLLM 0.30.0: ``vllm/v1/worker/gpu/model_runner.py``,
-``GPUModelRunner``; selected by ``MINISPEC_USE_V2_MODEL_RUNNER``, see ``__init__.py``).
+``GPUModelRunner``; selected by ``model_runner="v2"`` or ``MINISPEC_USE_V2_MODEL_RUNNER``, see ``__init__.py``).
 
 Each step, in vLLM's order (``execute_model``, 1631-1650):
 
@@ -10,6 +10,7 @@ Each step, in vLLM's order (``execute_model``, 1631-1650):
    ``num_computed_tokens`` as a mirror (1177-1200): the runner keeps its own count;
 3. ``prepare_inputs``: the input batch is gathered from the slots (``input_batch.py``);
 4. the stage's layers run; then
+
    * a non-last stage posts its receives for this batch's broadcast and advances
      ``num_computed_tokens`` by the whole query, drafts included (``sample_tokens``,
      2016-2024: "Optimistically update num_computed_tokens"); the rejected part is
@@ -23,7 +24,10 @@ from the scheduler this runner takes only how many tokens and drafts to run. Tha
 is the difference from V1 (``minispec/v1/worker/gpu_model_runner.py``), where a
 non-last stage rebuilt its rows from the relay and lost the accepted drafts. V1's
 fault switches (``RunnerFixes``, ``fixes=``) do not apply here: this design has
-neither of those faults, and every preset runs the same code.
+neither of those faults, and every ``fixes`` preset runs the same code. Its own 2026
+faults are ``faults=`` presets (``minispec/v1/worker/fault_presets.py``), resolved to
+functions when the runner is built: ``apply_drafts`` and ``num_rejected_on_apply`` here,
+``live_rows`` and ``sample_width`` in ``PPHandler``.
 
 Like V1's runner, this one hands the trace recorder its rows before the forward when
 asked (``record``/``check_invariants``), rebuilt from the slots in the shape the recorder

@@ -38,10 +38,15 @@ when it is freed (``on_req_idx_freed``); an entry's rows whose slot was freed si
 its receive are skipped, so a finished request's tokens never land in the slot's
 next occupant.
 
+Two fault presets switch this file (``minispec/v1/worker/fault_presets.py``), each
+resolved once in ``PPHandler.__init__``: ``live_rows`` (``v2-slot-reuse`` drops the
+generation check) and ``sample_width`` (``v2-broadcast-width`` sends ``[n, 1]`` for a batch
+without drafts, PR #46994).
+
 The messages go over the pipeline's own point-to-point group, checked (each carries its
 shape and dtype, ``send_checked`` / ``post_checked``: a message that does not fit the
-receive posted for it is named, where NCCL hangs and raw gloo scrambles or aborts; PR
-#46994), the same in both executors: the gloo ``StageGroup`` in "mp" and torchrun, ``InProcStageGroup`` in the
+receive posted for it is named, where NCCL hangs and raw gloo scrambles or aborts), the
+same in both executors: the gloo ``StageGroup`` in "mp" and torchrun, ``InProcStageGroup`` in the
 in-process executor (``minispec/distributed/parallel_state.py``). vLLM broadcasts on a
 sibling NCCL group on a side CUDA stream; minispec sends one message per non-last rank.
 Left out: streams and events, the aux-hidden-state relay (EAGLE 3), XPU.
@@ -166,8 +171,8 @@ class PPHandler:
     def get_prev_sampled_outputs(self, scheduled_slots: set[int]) -> list[SampledOutputs]:
         """Take, oldest first, every entry up to the newest one that holds a sample
         for a slot scheduled now (see the module docstring for why that is enough)."""
-        newest = max((i for i, e in enumerate(self.queue) if e.needs(scheduled_slots, self.req_idx_gen_np, self.live_rows)),
-                     default=-1)
+        gen, live = self.req_idx_gen_np, self.live_rows
+        newest = max((i for i, e in enumerate(self.queue) if e.needs(scheduled_slots, gen, live)), default=-1)
         return [self._take(self.queue.popleft()) for _ in range(newest + 1)]
 
     def _take(self, entry: PendingRecv) -> SampledOutputs:

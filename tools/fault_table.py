@@ -1,0 +1,59 @@
+"""Write the README's table of fault presets (between its markers) from ``FAULTS``.
+
+``minispec.lab.fault_presets.FAULTS`` says, for each preset, its reference, the
+first invariant its scenario breaks (or the transport's error) and where;
+``tests/test_fault_presets.py`` asserts each of those and that the fixed run is clean,
+and checks that the README's copy is current, so the table cannot drift.
+
+    python tools/fault_table.py          # rewrite the table in README.md
+    python tools/fault_table.py --check  # exit 1 if it is out of date
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from generated import ROOT, between, write_or_check
+
+sys.path.insert(0, str(ROOT))
+
+from minispec.lab.fault_presets import FAULTS, LEFT_OUT, FirstViolation  # noqa: E402
+
+README = ROOT / "README.md"
+BEGIN = "<!-- fault presets: tools/fault_table.py writes it from FAULTS; edit minispec/lab/fault_presets.py -->"
+END = "<!-- end of fault presets -->"
+FIXED = "clean: no violation, greedy output = reference"
+
+
+def first_broken(expected) -> str:
+    if isinstance(expected, FirstViolation):
+        return (f"invariant {int(expected.invariant)} ({expected.invariant.title}): step {expected.step}, "
+                f"stage {expected.stage}, request {expected.req_id}")
+    return f"the transport's MessageMismatch: step {expected.step}, stage {expected.stage}"
+
+
+def render_table() -> str:
+    lines = ["| preset | reference | where the fix is (from reading the code) | first broken (step, stage, request) "
+             "| fixed run |", "|---|---|---|---|---|"]
+    for name, fault in FAULTS.items():
+        lines.append(f"| `{name}` | {fault.reference} | {fault.source} | {first_broken(fault.expected)} "
+                     f"| {FIXED} |")
+    for name in LEFT_OUT:
+        lines.append(f"| `{name}` (not a preset) | vLLM PR #41133 | see `LEFT_OUT` in `minispec/v1/worker/fault_presets.py` "
+                     "| does not bite in minispec | — |")
+    return "\n".join(lines) + "\n"
+
+
+def render(readme: str) -> str:
+    return between(readme, BEGIN, END, render_table())
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the README's table is out of date")
+    return write_or_check(README, render(README.read_text()), parser.parse_args(argv).check, "tools/fault_table.py")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
