@@ -8,9 +8,9 @@ import dataclasses
 import pytest
 
 from minispec.instruments.invariants import Invariant, Violation
+from minispec.lab.fault_presets import FAULTS, FaultPreset
 from minispec.lab.fault_runs import FaultRun, run_fault
 from minispec.lab.viz.faults import render_fault_run
-from minispec.v1.worker.fault_presets import FAULTS, FaultPreset
 
 
 @pytest.fixture(scope="module")
