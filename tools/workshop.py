@@ -51,7 +51,8 @@ _INNERMOST_DETAILS = re.compile(r"<details\b[^>]*>(?:(?!<details\b).)*?</details
 _HTML_TAG = re.compile(r"<[^>]+>")
 # The workshop path's word budget per notebook (by its number): about 60 visible words
 # per minute of the agenda in docs/workshop.md. tests/test_workshop.py holds them to it.
-BUDGETS = {"00": 350, "01": 750, "02": 500, "03": 500, "04": 450, "05": 350, "06": 300, "07": 400, "08": 1000}
+BUDGETS = {"00": 350, "01": 750, "02": 500, "03": 500, "04": 450, "05": 350, "06": 300, "07": 400, "08": 1000,
+           "09": 500}  # 09: optional, after the workshop (docs/workshop.md)
 DIGEST_KEY = "minispec_learner_copy"  # notebook metadata: the digest of the cells as written
 _FIRST_LINE = "# Run this cell first, and again after any kernel restart."
 

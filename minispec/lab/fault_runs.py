@@ -1,0 +1,70 @@
+"""Each fault preset of Model Runner V2 run on its own scenario and caught: the first
+thing that goes wrong (the live invariant checker's first violation, or the checked
+transport's error), and the same scenario without the fault.
+
+``run_fault(name)`` returns a ``FaultRun``: what stopped the faulty run, whether that is
+what ``FAULTS[name].expected`` says, and whether the fixed run is clean (no invariant
+fired and every request's output equals plain greedy decoding). The renderer is
+``minispec.lab.viz.faults``.
+
+vLLM twin: none (the presets: ``minispec/lab/fault_presets.py`` and ``minispec/v1/worker/fault_presets.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from minispec.distributed.parallel_state import MessageMismatch
+from minispec.instruments.invariants import InvariantViolation, Violation
+from minispec.lab.fault_presets import FAULTS, Fault, FaultPreset, FirstViolation, TransportError
+from minispec.lab.runs import build_llm, run_recorded, schedule_reference
+
+
+@dataclass(frozen=True)
+class FaultRun:
+    fault: Fault
+    violation: Violation | None  # the first invariant broken, if the checker stopped the run
+    transport_error: str | None  # the transport's message, if it stopped the run instead
+    fixed_clean: bool  # without the fault: no invariant fired, and the outputs are greedy's
+    trace: object = None  # the faulty run's Trace, up to where it stopped
+
+    @property
+    def as_expected(self) -> bool:
+        """Did the run stop where and why ``FAULTS`` says it does?"""
+        e, v = self.fault.expected, self.violation
+        if isinstance(e, FirstViolation):
+            return v is not None and (v.invariant, v.step, v.stage, v.req_id) == (e.invariant, e.step, e.stage,
+                                                                                  e.req_id)
+        assert isinstance(e, TransportError)
+        return self.transport_error is not None and self.transport_error.startswith(
+            f"stage {e.stage}, step {e.step}, applying the last stage's broadcast: {e.message}")
+
+
+def _faulty(fault: Fault):
+    """(violation, transport error, trace) of the run with the fault."""
+    llm = build_llm(fault.scenario, model_runner=fault.design, faults=str(fault.preset))
+    try:
+        llm.engine.run()
+    except InvariantViolation as caught:
+        return caught.violation, None, llm.trace
+    except MessageMismatch as caught:
+        return None, str(caught), llm.trace
+    return None, None, llm.trace
+
+
+def _fixed_clean(fault: Fault) -> bool:
+    try:
+        trace = run_recorded(build_llm(fault.scenario, model_runner=fault.design))
+    except InvariantViolation:
+        return False
+    return trace.outputs == schedule_reference(fault.scenario)
+
+
+def run_fault(name: FaultPreset | str) -> FaultRun:
+    if name not in FAULTS:
+        raise ValueError(f"run_fault: {name!r}: expected one of {sorted(map(str, FAULTS))}")
+    fault = FAULTS[FaultPreset(name)]
+    if not fault.scenario.check_invariants:
+        raise ValueError(f"run_fault: {name!r}'s scenario must check invariants live (check_invariants=True)")
+    violation, transport_error, trace = _faulty(fault)
+    return FaultRun(fault, violation, transport_error, _fixed_clean(fault), trace)

@@ -1,0 +1,76 @@
+"""The family of faults as a timeline: a pure renderer, milestones -> Figure or Table.
+
+``plot_timeline`` puts each milestone (``minispec.lab.pp_sync.Milestone``) in its lane
+(the runner or project), in order of date: the axis is the order, labelled with each
+month, not a scale. The marker's shape says what it was (a square: a design built; a
+triangle: a fault found) and its fill says whether the change was merged (filled) or
+is still open (hollow), and every marker is labelled with its reference, so nothing
+depends on colour. ``timeline_table`` is the same list as a table whose references
+link to their GitHub threads.
+
+No vLLM twin.
+"""
+
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from minispec.lab.pp_sync import Kind, Lane, Milestone, State
+from minispec.lab.viz.palette import EDGE, EDGE_LIGHT, SERIES, TEXT, WHITE
+from minispec.lab.viz.table import Table
+
+MARKERS = {Kind.DESIGN: "s", Kind.FAULT: "^"}
+SIZE = 11
+WIDTH, HEIGHT = 12.8, 4.4  # inches at 100 dpi: 1280 x 440 pixels
+
+
+def month(m: Milestone) -> str:
+    return m.when.strftime("%b %Y")
+
+
+def refs_label(m: Milestone) -> str:
+    return " / ".join(r.label for r in m.refs)
+
+
+def _style(kind: Kind, state: State, colour: str) -> dict:
+    face = colour if state is State.MERGED else WHITE
+    return dict(marker=MARKERS[kind], markersize=SIZE, markerfacecolor=face, markeredgecolor=colour,
+                markeredgewidth=2, linestyle="none")
+
+
+def plot_timeline(milestones: tuple[Milestone, ...] | list[Milestone], title: str) -> Figure:
+    if not milestones:
+        raise ValueError("plot_timeline: expected at least one milestone, got none")
+    ordered = sorted(milestones, key=lambda m: m.when)
+    lanes = [lane for lane in Lane if any(m.lane is lane for m in ordered)]
+    y = {lane: len(lanes) - 1 - i for i, lane in enumerate(lanes)}
+    colour = {lane: SERIES[i % len(SERIES)] for i, lane in enumerate(Lane)}
+    fig = Figure(figsize=(WIDTH, HEIGHT))
+    ax = fig.subplots()
+    for lane in lanes:
+        ax.axhline(y[lane], color=EDGE_LIGHT, linewidth=1, zorder=0)
+    for x, m in enumerate(ordered):
+        ax.plot([x], [y[m.lane]], **_style(m.kind, m.state, colour[m.lane]))
+        ax.annotate(refs_label(m), (x, y[m.lane]), xytext=(0, 11), textcoords="offset points", ha="center",
+                    fontsize=9, color=TEXT)
+    ax.set_xticks(range(len(ordered)), [month(m) for m in ordered], rotation=35, ha="right", fontsize=9)
+    ax.set_yticks([y[lane] for lane in lanes], [lane.value for lane in lanes], fontsize=10)
+    ax.set_xlim(-0.6, len(ordered) - 0.4)
+    ax.set_ylim(-0.6, len(lanes) - 0.3)
+    ax.set_xlabel("in order of date (not to scale)", color=TEXT)
+    ax.set_title(title, fontsize=12, color=TEXT)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    seen = sorted({(m.kind, m.state) for m in ordered}, key=lambda ks: (list(Kind).index(ks[0]), list(State).index(ks[1])))
+    handles = [Line2D([], [], **_style(kind, state, EDGE), label=f"{kind.value} ({state.value})") for kind, state in seen]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9, frameon=False)
+    fig.subplots_adjust(left=0.15, right=0.78, top=0.9, bottom=0.25)
+    return fig
+
+
+def timeline_table(milestones: tuple[Milestone, ...] | list[Milestone]) -> Table:
+    """One row per milestone in order of date, each reference a link."""
+    rows = tuple((month(m), m.lane.value, m.what, ", ".join(f"[{r.label}]({r.url})" for r in m.refs), m.state.value)
+                 for m in sorted(milestones, key=lambda m: m.when))
+    return Table(("when", "where", "what", "reference", "state"), rows)

@@ -1,0 +1,69 @@
+"""A fault preset run and caught for the notebook (minispec/lab/fault_runs.py), and its
+text (minispec/lab/viz/faults.py). Whether each preset bites where FAULTS says is
+tests/test_fault_presets.py's; here: that run_fault reports what happened, and says so
+when it is not what FAULTS expects."""
+
+import dataclasses
+
+import pytest
+
+from minispec.instruments.invariants import Invariant, Violation
+from minispec.lab.fault_presets import FAULTS, FaultPreset
+from minispec.lab.fault_runs import FaultRun, run_fault
+from minispec.lab.viz.faults import render_fault_run
+
+
+@pytest.fixture(scope="module")
+def stale():
+    return run_fault("v2-stale-drafts")
+
+
+def test_a_preset_run_is_caught_where_faults_says_and_its_fix_is_clean(stale):
+    v = stale.violation
+    assert (v.invariant, v.step, v.stage, v.req_id) == (Invariant.DRAFT_AGREEMENT, 2, 0, "A")
+    assert stale.transport_error is None and stale.as_expected and stale.fixed_clean
+    assert stale.trace.steps[-1].step == 2  # stopped at the first violation
+
+
+def test_another_violation_is_not_as_expected(stale):
+    moved = dataclasses.replace(stale, violation=dataclasses.replace(stale.violation, step=4))
+    assert not moved.as_expected
+    assert not dataclasses.replace(stale, violation=None).as_expected
+    assert "where FAULTS says it bites: NO" in render_fault_run(moved)
+
+
+def test_the_transport_error_is_compared_with_what_faults_expects():
+    fault = FAULTS[FaultPreset.V2_BROADCAST_WIDTH]
+    e = fault.expected
+    said = f"stage {e.stage}, step {e.step}, applying the last stage's broadcast: {e.message}: expected ..."
+    assert FaultRun(fault, None, said, True).as_expected
+    assert not FaultRun(fault, None, said.replace("step 2", "step 3"), True).as_expected
+    assert not FaultRun(fault, None, None, True).as_expected
+
+
+def test_render_by_hand(stale):
+    v = Violation(Invariant.SHARED_ACCOUNTING, 4, 0, "A", "num_computed_tokens=13", 14)
+    run = FaultRun(FAULTS[FaultPreset.V2_OPTIMISTIC_NUM_COMPUTED], v, None, False)
+    lines = render_fault_run(run).splitlines()
+    assert lines[0].startswith("v2-optimistic-num-computed: non-last ranks keep the optimistic")
+    assert lines[2:] == [
+        "  caught: invariant 4 (shared accounting) violated at step 4, stage 0, request A",
+        "    expected num_computed_tokens=13",
+        "    got      14",
+        "  where FAULTS says it bites: yes",
+        "  fixed: NOT clean",
+    ]
+
+
+def test_a_broken_history_is_shown_as_the_ends_of_both_histories(stale):
+    schedule = stale.trace.step(2).schedule.all_token_ids["A"]
+    v = Violation(Invariant.TOKEN_HISTORY, 2, 0, "A", "…", schedule + [7, 8])
+    text = render_fault_run(dataclasses.replace(stale, violation=v), decode=lambda t: chr(ord("a") + t % 26))
+    sched_line, stage_line = text.splitlines()[3:5]
+    assert sched_line.startswith("    the scheduler's tokens end …") and stage_line.startswith("    stage 0's end")
+    assert stage_line.endswith("hi'") and stage_line[:-3].endswith(sched_line[-7:-1])
+
+
+def test_an_unknown_preset_is_named():
+    with pytest.raises(ValueError, match=r"run_fault: 'stale': expected one of \['v2-broadcast-width'"):
+        run_fault("stale")
