@@ -11,10 +11,9 @@ and checks that the README's copy is current, so the table cannot drift.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from generated import ROOT, between, write_or_check
+from generated import ROOT, between, command
 
 sys.path.insert(0, str(ROOT))
 
@@ -50,9 +49,7 @@ def render(readme: str) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the README's table is out of date")
-    return write_or_check(README, render(README.read_text()), parser.parse_args(argv).check, "tools/fault_table.py")
+    return command(README, lambda: render(README.read_text()), "tools/fault_table.py", __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
 """What the tools that write committed files share: write the file, or check that it is current.
 
-``tools/invariants_doc.py`` writes ``docs/invariants.md``; ``tools/twin_table.py``
-writes the README's twin table between two markers. Each test compares the
+``tools/invariants_doc.py`` writes ``docs/invariants.md``; ``tools/twin_table.py`` and ``tools/fault_table.py``
+write the README's twin and fault-preset tables between their markers. Each test compares the
 committed file with what its tool would write.
 """
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,3 +33,10 @@ def write_or_check(path: Path, text: str, check: bool, tool: str) -> int:
     path.write_text(text)
     print(f"wrote {name}")
     return 0
+
+
+def command(path: Path, text: Callable[[], str], tool: str, doc: str, argv=None) -> int:
+    """The command line every writing tool has: write ``path`` from ``text()``, or ``--check`` it."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help=f"exit 1 if {path.relative_to(ROOT)} is out of date")
+    return write_or_check(path, text(), parser.parse_args(argv).check, tool)

@@ -12,7 +12,6 @@ what this writes and runs the example from the page.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import inspect
@@ -20,7 +19,7 @@ import io
 import re
 import sys
 
-from generated import ROOT, write_or_check
+from generated import ROOT, command
 
 sys.path.insert(0, str(ROOT))
 
@@ -175,9 +174,7 @@ def render() -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if docs/invariants.md is out of date")
-    return write_or_check(DOC, render(), parser.parse_args(argv).check, "tools/invariants_doc.py")
+    return command(DOC, lambda: render(), "tools/invariants_doc.py", __doc__, argv)
 
 
 if __name__ == "__main__":
