@@ -59,10 +59,10 @@ def _thread(out) -> None:
     from minispec.lab.scenarios import BATCH_0, BATCH_1, FIRST_DECODE, batch_label, forum_thread, forum_thread_reference
     from minispec.lab.viz.text import char_decoder, render_comparison, render_step
     from minispec.transformers_utils.tokenizer import load_tokenizer
-    from minispec.v1.worker.runner_fixes import PRESETS
+    from minispec.v1.worker.runner_fixes import Preset
 
     tokenizer = load_tokenizer(DEFAULT_TARGET)
-    traces = {preset: forum_thread(preset) for preset in PRESETS}
+    traces = {preset: forum_thread(preset) for preset in Preset}
     print(f"== The forum thread's scenario: 2 pipeline stages, draft model k=3, "
           f"{batch_label(BATCH_0)}, {batch_label(BATCH_1)}")
     for title, preset in (("before", "vllm-0.9.2"), ("after", "all")):
@@ -342,7 +342,7 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv=None) -> None:
     from minispec.config import DEFAULT_TARGET
-    from minispec.v1.worker.runner_fixes import PRESETS
+    from minispec.v1.worker.runner_fixes import Preset
 
     parser = _Parser(prog="python -m minispec", description=__doc__,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -363,7 +363,7 @@ def main(argv=None) -> None:
     p.add_argument("--pp", type=_int_from(1), default=1, help="pipeline stages")
     p.add_argument("--method", choices=["draft_model", "ngram"], default="draft_model")
     p.add_argument("-k", type=_int_from(0), default=3, help="draft tokens per step (0 = off)")
-    p.add_argument("--fixes", choices=sorted(PRESETS), default="all")
+    p.add_argument("--fixes", choices=sorted(Preset), default="all")
     p.add_argument("--temperature", type=_temperature, default=0.0)
     p.add_argument("--seed", type=_int_from(0), default=None)
     p.add_argument("--max-tokens", type=_int_from(1), default=64)
@@ -374,7 +374,7 @@ def main(argv=None) -> None:
     p.set_defaults(func=gpu_check)
 
     p = sub.add_parser("replay", help="the forum thread's scenario, buffers per step")
-    p.add_argument("--fixes", choices=sorted(PRESETS), default="vllm-0.9.2")
+    p.add_argument("--fixes", choices=sorted(Preset), default="vllm-0.9.2")
     p.add_argument("-k", type=_int_from(1), default=3)
     p.add_argument("--max-tokens", type=_int_from(1), default=16)
     p.add_argument("--steps", type=_int_from(1), default=6, help="how many scheduler steps to print")

@@ -258,13 +258,12 @@ class VllmConfig:
     cache_config: CacheConfig
     scheduler_config: SchedulerConfig
     speculative_config: SpeculativeConfig
-    fixes: object  # minispec.v1.worker.runner_fixes.RunnerFixes
+    switches: object  # minispec.v1.worker.switches.Switches: fixes= and faults=, resolved for model_runner
     device: str | None = None
     dtype: object = None  # torch.dtype; None means float32
     seed: int = 0
     observability_config: ObservabilityConfig = ObservabilityConfig()
-    model_runner: str = "v1"  # "v1" | "v2" (minispec/v1/worker/gpu/__init__.py)
-    faults: object = None  # a minispec.v1.worker.fault_presets.FaultPreset, or None
+    model_runner: str = "v1"  # a minispec.v1.worker.switches.ModelRunner: "v1" | "v2"
 
     @property
     def pipeline_parallel_size(self) -> int:

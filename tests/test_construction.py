@@ -15,13 +15,14 @@ from minispec.v1.spec_decode.draft_model import DraftModelProposer
 from minispec.v1.spec_decode.ngram_proposer import NgramProposer
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner
 from minispec.v1.worker.runner_fixes import (
-    PRESETS,
+    SYNC_ACCEPTED_TOKENS,
     Preset,
     RunnerFixes,
     skip_spec_tokens,
     slice_relayed_tokens,
     take_accepted_drafts,
 )
+from minispec.v1.worker.switches import EVERY_FIX
 
 DRAFT = {"method": "draft_model", "num_speculative_tokens": 2}
 
@@ -32,7 +33,7 @@ def test_engine_args_give_the_config_llm_is_built_from():
     assert isinstance(config, VllmConfig)
     assert config.parallel_config.max_concurrent_batches == 2  # None: one batch per stage
     assert config.cache_config.num_gpu_blocks == 16 * 4  # sized for max_num_seqs full-length requests
-    assert config.dtype is torch.float32 and config.fixes == RunnerFixes()
+    assert config.dtype is torch.float32 and config.switches == EVERY_FIX
     assert config.speculative_config.draft_arch.num_hidden_layers == 1  # the shipped draft
     llm = LLM(pipeline_parallel_size=2, speculative_config=DRAFT, max_model_len=64)
     assert llm.config == config
@@ -67,7 +68,7 @@ def test_bad_arguments_are_refused_by_create_engine_config_with_llm_s_words():
 
 def test_a_preset_labels_the_trace_by_its_name():
     assert LLM(fixes=Preset.VLLM_0_14, record=True, max_model_len=64).trace.fixes == "vllm-0.14"
-    assert LLM(fixes="vllm-0.14", record=True, max_model_len=64).config.fixes is PRESETS[Preset.VLLM_0_14]
+    assert LLM(fixes="vllm-0.14", max_model_len=64).config.switches.chosen == {SYNC_ACCEPTED_TOKENS: slice_relayed_tokens}
 
 
 @pytest.mark.parametrize("spec,drafter", [(None, type(None)), ({"method": "ngram", "num_speculative_tokens": 2},

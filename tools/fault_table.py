@@ -39,7 +39,7 @@ def render_table() -> str:
         lines.append(f"| `{name}` | {fault.reference} | {fault.source} | {first_broken(fault.expected)} "
                      f"| {FIXED} |")
     for name in LEFT_OUT:
-        lines.append(f"| `{name}` (not a preset) | vLLM PR #41133 | see `LEFT_OUT` in `minispec/v1/worker/fault_presets.py` "
+        lines.append(f"| `{name}` (not a preset) | vLLM PR #41133 | see `LEFT_OUT` in `minispec/v1/worker/runner_fixes.py` "
                      "| does not bite in minispec | — |")
     return "\n".join(lines) + "\n"
 

@@ -5,7 +5,8 @@ A non-last stage of V2 (``minispec/v1/worker/gpu/``) learns what the last stage 
 only from its broadcast: per batch row ``i``, the slot ``slots[i]`` (-1: skip), the
 ``num_sampled[i]`` tokens it sampled, ``num_rejected[i]`` drafts it rejected and the next
 ``draft_tokens[i]``. The learner's ``apply_broadcast`` takes the runner's own place
-(``RunnerFixes.apply_broadcast``). Each call runs on the stage's real ``RequestState``; the
+(V2's ``RunnerFixes(apply_broadcast=...)``, ``minispec.v1.worker.gpu.runner_fixes``).
+Each call runs on the stage's real ``RequestState``; the
 runner's own (``GPUModelRunner._apply_broadcast``) runs on a copy of the same state, and the two are compared slot by
 slot: which slot, which field, what it holds, what the last stage holds for the same
 request, and the likely reason. As for the V1 exercises (``exercise_runs``), the first

@@ -8,7 +8,8 @@ what the scheduler knows at that moment; the invariant checker runs live; the
 outputs are compared with plain one-stage greedy decoding without drafts. Runs
 go over the forum thread's scenario first, then over ``SCHEDULES`` (PP 2 and 3,
 both proposers, a KV cache small enough to preempt). The last exercise plugs into Model
-Runner V2 the same way (``RunnerFixes.apply_broadcast``) and is judged by
+Runner V2 the same way, through V2's own ``RunnerFixes``
+(``minispec.v1.worker.gpu.runner_fixes``, ``apply_broadcast``), and is judged by
 ``minispec.lab.exercise_broadcast`` in the slots' own terms. An exception in the
 learner's code is reported with the learner's own line, never raised.
 
@@ -46,7 +47,8 @@ from minispec.lab.exercise_runs import (
 from minispec.lab.runs import intra_op_threads
 from minispec.lab.scenarios import FIRST_DECODE, exercise_schedule
 from minispec.lab.viz.text import render_stage
-from minispec.v1.worker.runner_fixes import PRESETS, RunnerFixes
+from minispec.v1.worker.gpu.runner_fixes import RunnerFixes as RunnerFixesV2
+from minispec.v1.worker.runner_fixes import Preset, RunnerFixes
 
 PLUG_ENV = "MINISPEC_PLUG_SOLUTIONS"
 
@@ -217,7 +219,7 @@ def as_rates(prediction) -> dict | None:
     if not isinstance(prediction, dict) or not all(isinstance(v, numbers.Real) for v in prediction.values()):
         return None
     rates = {str(k).strip().lower(): float(v) for k, v in prediction.items()}
-    if set(rates) != set(PRESETS) or any(not 0 <= v <= 100 for v in rates.values()):
+    if set(rates) != set(Preset) or any(not 0 <= v <= 100 for v in rates.values()):
         return None
     return {p: v / 100 if v > 1 else v for p, v in rates.items()}
 
@@ -230,13 +232,13 @@ def check_acceptance(prediction) -> Report:
         return _not_yet("your prediction", "acceptance")
     rates = as_rates(prediction)
     if rates is None:
-        return Report(False, [f"not yet: expected a dict with one rate (0 to 1) per preset {list(map(str, PRESETS))}, "
+        return Report(False, [f"not yet: expected a dict with one rate (0 to 1) per preset {list(map(str, Preset))}, "
                               f"got {prediction!r}"])
-    measured = {p: thread_trace(p).stats["acceptance_rate"] for p in PRESETS}
-    off = [p for p in PRESETS if abs(rates[p] - measured[p]) > ACCEPTANCE_TOLERANCE]
+    measured = {p: thread_trace(p).stats["acceptance_rate"] for p in Preset}
+    off = [p for p in Preset if abs(rates[p] - measured[p]) > ACCEPTANCE_TOLERANCE]
     head = (f"correct: all three within {ACCEPTANCE_TOLERANCE:.0%} points" if not off
             else f"not quite: {len(off)} of 3 off by more than {ACCEPTANCE_TOLERANCE:.0%} points: {', '.join(off)}")
-    lines = [head] + [f"  {p:<11} you {rates[p]:>5.0%}   measured {measured[p]:>5.1%}" for p in PRESETS]
+    lines = [head] + [f"  {p:<11} you {rates[p]:>5.0%}   measured {measured[p]:>5.1%}" for p in Preset]
     if any(float(v) > 1 for v in prediction.values()):
         lines.append("(numbers above 1 read as percentages: rates run from 0 to 1, 45% is 0.45)")
     lines.append("fix 1 alone barely helps: from the first accepted draft on, stage 0's history misses the accepted "
@@ -244,7 +246,7 @@ def check_acceptance(prediction) -> Report:
                  "the right one (the last stage's)")
     from minispec.lab.viz.plots import plot_presets
 
-    return _finish(Report(not off, lines, plot_presets({p: thread_trace(p) for p in PRESETS})), plugged)
+    return _finish(Report(not off, lines, plot_presets({p: thread_trace(p) for p in Preset})), plugged)
 
 
 LOCATION = ("invariant", "step", "stage", "request")
@@ -358,7 +360,7 @@ def check_fix2(take_relayed_tokens) -> Report:
 def check_broadcast(apply_broadcast) -> Report:
     """Model Runner V2: ``apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected,
     draft_tokens)``, called on non-last stages for each batch's broadcast they apply."""
-    return _check_fix(apply_broadcast, "apply_broadcast", lambda fn: RunnerFixes(apply_broadcast=fn),
+    return _check_fix(apply_broadcast, "apply_broadcast", lambda fn: RunnerFixesV2(apply_broadcast=fn),
                       broadcast_contract, "check_broadcast", model_runner="v2")
 
 

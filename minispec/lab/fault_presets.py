@@ -2,11 +2,12 @@
 documented, and where it bites (``FAULTS``).
 
 ``LLM(..., model_runner="v2", faults="<name>")`` runs one of them. The switches are the
-engine's (``minispec/v1/worker/fault_presets.py``: ``FaultPreset``, ``resolve_faults``,
-the fault functions); this catalogue is the lab's, because each entry carries a lab
-``Schedule`` and the engine never imports the lab (``tests/test_layout.py``), so it is not
-at ``minispec.v1.worker.fault_presets.FAULTS`` as issue 17's plan had it. ``FaultPreset``
-and ``LEFT_OUT`` are importable from here too.
+engine's, next to the code they switch (``minispec/v1/worker/gpu/runner_fixes.py``:
+``FaultPreset``, the switches, the fault functions; checked against ``model_runner=`` by
+``minispec.v1.worker.switchboard``); this catalogue is the lab's, because each entry
+carries a lab ``Schedule`` and the engine never imports the lab (``tests/test_layout.py``).
+``FaultPreset`` and ``LEFT_OUT`` (``minispec/v1/worker/runner_fixes.py``) are importable
+from here too.
 
 Under pipeline parallelism the last stage samples and verifies, and every other stage
 must learn exactly what it decided. Each preset below puts back one way a 2026 runner
@@ -17,8 +18,8 @@ the first thing that goes wrong there: an invariant (``Invariant``, at a step, s
 request), or, for the broadcast-width fault, the transport's own error. The tests
 (``tests/test_fault_presets.py``) assert each, and that the fixed run is clean.
 
-A runner resolves each switch once, when it is built (``pick``), as V1's runner resolves
-``RunnerFixes``: the hot paths call one function and never compare names. The switches,
+A runner resolves each switch once, when it is built (``Switches.pick``), as V1's runner
+resolves its own: the hot paths call one function and never compare names. The switches,
 by preset:
 
 * ``v2-stale-drafts`` (PR #52295; #46994's third fix): non-last stages never apply the
@@ -47,7 +48,7 @@ by preset:
   names the mismatch (``minispec.distributed.parallel_state.post_checked``).
 
 Left out (``LEFT_OUT``): ``v1-num-tokens-no-spec`` (PR #41133), with the reason.
-``fixes=`` stays V1's two July-2025 switches (``runner_fixes.py``).
+``fixes=`` names the July-2025 presets of V1's switches (``minispec/v1/worker/runner_fixes.py``).
 
 vLLM twin: none (vLLM ships each fix, never a switch back to the fault).
 """
@@ -59,7 +60,9 @@ from dataclasses import dataclass
 from minispec.instruments.invariants import Invariant
 from minispec.lab.runs import Request, Schedule
 from minispec.lab.scenarios import PROMPTS, thread_schedule
-from minispec.v1.worker.fault_presets import LEFT_OUT, FaultPreset
+from minispec.v1.worker.gpu.runner_fixes import FaultPreset
+from minispec.v1.worker.runner_fixes import LEFT_OUT
+from minispec.v1.worker.switches import ModelRunner
 
 __all__ = ["FAULTS", "LEFT_OUT", "Fault", "FaultPreset", "FirstViolation", "TransportError"]
 
@@ -95,9 +98,10 @@ class Fault:
     expected: FirstViolation | TransportError
 
     @property
-    def design(self) -> str:
-        """"v1" | "v2": the runner it belongs to."""
-        return self.preset.design
+    def design(self) -> ModelRunner:
+        """The runner design it belongs to: each fault preset switches one design's code."""
+        (design,) = self.preset.designs
+        return design
 
 
 # One slot (max_num_seqs=1): E waits for A's, and is given it while A's last broadcast is

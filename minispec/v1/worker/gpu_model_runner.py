@@ -19,7 +19,7 @@ each request's last drafts for fix 2.
 
 Built as vLLM builds it, from the ``VllmConfig`` alone: the runner picks its
 drafter (last stage only), its ``Sampler`` and ``RejectionSampler``, and turns each
-of ``RunnerFixes``' switches into the one function it calls.
+of V1's switches (``runner_fixes.py``) into the one function it calls.
 ``removed_req_indices`` is not passed through ``_update_states``: vLLM 0.9.2's GPU
 runner does not pass it either (0.9.1's did, and 0.9.2's ``tpu_model_runner.py``
 still does, from line 365); its ``InputBatch`` keeps the free rows itself, and so
@@ -56,12 +56,7 @@ from minispec.v1.sample.sampler import Sampler
 from minispec.v1.spec_decode.draft_model import DraftModelProposer
 from minispec.v1.spec_decode.ngram_proposer import NgramProposer
 from minispec.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
-from minispec.v1.worker.runner_fixes import (
-    resolve_fix,
-    skip_spec_tokens,
-    slice_relayed_tokens,
-    take_accepted_drafts,
-)
+from minispec.v1.worker.runner_fixes import MOVE_ROW, READD_SPEC_TOKENS, SYNC_ACCEPTED_TOKENS, take_accepted_drafts
 
 
 def make_drafter(vllm_config: VllmConfig, device, dtype):
@@ -98,13 +93,11 @@ class GPUModelRunner:
         self.block_size = vllm_config.cache_config.block_size
         self.max_model_len = vllm_config.scheduler_config.max_model_len
         self.model = self._load_model()
-        # Each fix is one function from here on (runner_fixes): a learner's, the fix or the fault.
-        fixes = vllm_config.fixes
-        self.readd_spec_tokens = resolve_fix(fixes.readd_spec_tokens, GPUModelRunner._write_spec_tokens,
-                                             skip_spec_tokens)
-        self.sync_accepted_tokens = resolve_fix(fixes.sync_accepted_tokens, take_accepted_drafts,
-                                                slice_relayed_tokens)
-        self.move_row = fixes.move_row  # None: InputBatch's own
+        # Each switch is one function from here on (runner_fixes): a learner's, the fix or the fault.
+        switches = vllm_config.switches
+        self.readd_spec_tokens = switches.pick(READD_SPEC_TOKENS, GPUModelRunner._write_spec_tokens)
+        self.sync_accepted_tokens = switches.pick(SYNC_ACCEPTED_TOKENS, take_accepted_drafts)
+        self.move_row = switches.pick(MOVE_ROW, InputBatch._move_row)
         self.input_batch = self._make_input_batch()
         self.requests: dict[str, CachedRequestState] = {}
         self.row_paths: dict[str, RowPath] = {}  # trace bookkeeping, per scheduled request

@@ -23,13 +23,13 @@ The scheduler's ``new_token_ids`` relay and its draft token *values* are never r
 from the scheduler this runner takes only how many tokens and drafts to run. That
 is the difference from V1 (``minispec/v1/worker/gpu_model_runner.py``), where a
 non-last stage rebuilt its rows from the relay and lost the accepted drafts. V1's
-fault switches (``RunnerFixes``, ``fixes=``) do not apply here: this design has
-neither of those faults, and every ``fixes`` preset runs the same code. Its own 2026
-faults are ``faults=`` presets (``minispec/v1/worker/fault_presets.py``), resolved to
-functions when the runner is built: ``apply_drafts`` and ``num_rejected_on_apply`` here,
-``live_rows`` and ``sample_width`` in ``PPHandler``. The one field of ``RunnerFixes`` it
-reads is ``apply_broadcast``, the workshop's plug point for the whole post-processing of
-the broadcast (notebook 08's last exercise).
+switches do not apply here (this design has neither of those faults): ``fixes=`` takes
+only ``"all"`` or this design's ``RunnerFixes``, and the switchboard refuses the rest.
+Its own switches (``gpu/runner_fixes.py``: the 2026 faults, as ``faults=`` presets, and
+``apply_broadcast``, the workshop's plug point for the whole post-processing of the
+broadcast, notebook 08's last exercise) are resolved to functions when the runner is
+built: ``apply_drafts``, ``num_rejected_on_apply`` and ``apply_broadcast`` here,
+``live_rows`` and ``sample_width`` in ``PPHandler``.
 
 Like V1's runner, this one hands the trace recorder its rows before the forward when
 asked (``record``/``check_invariants``), rebuilt from the slots in the shape the recorder
@@ -68,7 +68,6 @@ from minispec.v1.outputs import ModelRunnerOutput
 from minispec.v1.sample.rejection_sampler import RejectionSampler
 from minispec.v1.sample.sampler import Sampler
 from minispec.v1.worker.block_table import BlockTable
-from minispec.v1.worker.fault_presets import FaultPreset, ignore_rejected, keep_stale_drafts, pick
 from minispec.v1.worker.gpu.input_batch import (
     InputBatch,
     combine_sampled_and_draft_tokens,
@@ -77,6 +76,7 @@ from minispec.v1.worker.gpu.input_batch import (
     prepare_prefill_inputs,
 )
 from minispec.v1.worker.gpu.pp_utils import PPHandler, SampledOutputs
+from minispec.v1.worker.gpu.runner_fixes import APPLY_BROADCAST, APPLY_DRAFTS, NUM_REJECTED_ON_APPLY
 from minispec.v1.worker.gpu.states import RequestState
 from minispec.v1.worker.gpu_model_runner import make_drafter
 
@@ -125,14 +125,12 @@ class GPUModelRunner:
         self.speculator = make_drafter(vllm_config, device, dtype) if self.is_last_rank else None
         self.sampler, self.rejection_sampler = Sampler(), RejectionSampler()
         self.pp_handler: PPHandler | None = None  # bound by the executor: bind_pp_group
-        # The fault presets' switches, each one function from here on (fault_presets.py).
-        self.faults = vllm_config.faults
-        self.apply_drafts = pick(self.faults, FaultPreset.V2_STALE_DRAFTS, apply_broadcast_drafts, keep_stale_drafts)
-        self.num_rejected_on_apply = pick(self.faults, FaultPreset.V2_OPTIMISTIC_NUM_COMPUTED, broadcast_rejected,
-                                          ignore_rejected)
-        # The workshop's plug point (RunnerFixes.apply_broadcast, notebook 08): a learner's
-        # post-processing of the broadcast, resolved once here; None is this runner's own.
-        self.apply_broadcast = vllm_config.fixes.apply_broadcast or self._apply_broadcast
+        # Each switch is one function from here on (gpu/runner_fixes.py): the fix, the fault,
+        # or for apply_broadcast (notebook 08) a learner's post-processing of the broadcast.
+        self.switches = vllm_config.switches
+        self.apply_drafts = self.switches.pick(APPLY_DRAFTS, apply_broadcast_drafts)
+        self.num_rejected_on_apply = self.switches.pick(NUM_REJECTED_ON_APPLY, broadcast_rejected)
+        self.apply_broadcast = self.switches.pick(APPLY_BROADCAST, self._apply_broadcast)
         self._init_states()
 
     def _init_states(self) -> None:
@@ -146,7 +144,7 @@ class GPUModelRunner:
         """The group the last stage's broadcast travels on (vLLM: ``get_pp_group()``)."""
         if self.pp_size > 1:
             self.pp_handler = PPHandler(group, self.pp_size, self.max_num_reqs, self.num_speculative_steps,
-                                        self.faults)
+                                        self.switches)
 
     def drop_all_requests(self) -> None:
         """Forget every request and pending broadcast (after the engine aborted them all)."""

@@ -38,7 +38,7 @@ when it is freed (``on_req_idx_freed``); an entry's rows whose slot was freed si
 its receive are skipped, so a finished request's tokens never land in the slot's
 next occupant.
 
-Two fault presets switch this file (``minispec/v1/worker/fault_presets.py``), each
+Two fault presets switch this file (``gpu/runner_fixes.py``), each
 resolved once in ``PPHandler.__init__``: ``live_rows`` (``v2-slot-reuse`` drops the
 generation check) and ``sample_width`` (``v2-broadcast-width`` sends ``[n, 1]`` for a batch
 without drafts, PR #46994).
@@ -61,7 +61,8 @@ import numpy as np
 import torch
 
 from minispec.distributed.parallel_state import InProcStageGroup, post_checked, send_checked
-from minispec.v1.worker.fault_presets import FaultPreset, every_row_live, natural_width, pick
+from minispec.v1.worker.gpu.runner_fixes import LIVE_ROWS, SAMPLE_WIDTH
+from minispec.v1.worker.switches import EVERY_FIX, Switches
 
 # Its own tag: the executors' messages use 1-4 (multiproc_executor.py), 1001-1004 for spills;
 # its headers travel on 2017 (CHECK_TAG + 17).
@@ -112,16 +113,17 @@ def padded_width(batch, max_sample_len: int) -> int:
 
 
 class PPHandler:
-    def __init__(self, group, pp_size: int, max_num_reqs: int, num_speculative_steps: int, faults=None):
-        """``faults``: a ``FaultPreset`` or None; its switches are resolved here, once."""
+    def __init__(self, group, pp_size: int, max_num_reqs: int, num_speculative_steps: int,
+                 switches: Switches = EVERY_FIX):
+        """``switches``: the runner's (``VllmConfig.switches``); this file's are resolved here, once."""
         self.group, self.last_rank = group, pp_size - 1
         self.is_last_rank = group.rank == self.last_rank
         self.num_speculative_steps = num_speculative_steps
         self.max_sample_len = num_speculative_steps + 1
         self.queue: deque[PendingRecv] = deque()
         self.req_idx_gen_np = np.zeros(max_num_reqs, dtype=np.int64)
-        self.live_rows = pick(faults, FaultPreset.V2_SLOT_REUSE, same_occupant, every_row_live)
-        self.sample_width = pick(faults, FaultPreset.V2_BROADCAST_WIDTH, padded_width, natural_width)
+        self.live_rows = switches.pick(LIVE_ROWS, same_occupant)
+        self.sample_width = switches.pick(SAMPLE_WIDTH, padded_width)
 
     def on_req_idx_freed(self, req_idx: int) -> None:
         self.req_idx_gen_np[req_idx] += 1
