@@ -325,7 +325,7 @@ def test_the_broadcast_exercise_runs_model_runner_v2_and_calls_the_learner_on_no
         called.add(id(states))
         solutions.apply_broadcast(states, *args)
 
-    llm = build_llm(ex.SCHEDULES[1], ex.RunnerFixes(apply_broadcast=counted), model_runner="v2")
+    llm = build_llm(ex.SCHEDULES[1], ex.RunnerFixesV2(apply_broadcast=counted), model_runner="v2")
     runners = llm.engine.executor.runners
     assert {type(r) for r in runners} == {GPUModelRunner} and len(runners) == 3
     llm.engine.run()
