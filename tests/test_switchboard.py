@@ -3,7 +3,9 @@ every design, accepted where it applies and refused, with the argument, the valu
 design, where it does not; nothing given is ever ignored."""
 
 import multiprocessing
+import re
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
 
@@ -161,3 +163,14 @@ def test_each_design_s_runners_read_every_switch_of_their_design_and_no_other(mo
     monkeypatch.setattr(Switches, "pick", recording)
     LLM(pipeline_parallel_size=2, model_runner=design, max_model_len=64)
     assert asked == {s for s in declared() if s.design == design}
+
+
+def test_the_readme_s_switch_table_lists_every_switch_with_its_design_and_module():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    rows = [line for line in readme.splitlines() if re.match(r"\| `\w+` \| V[12] \| ", line)]
+    assert len(rows) == len(declared())
+    for module in (v1, v2):
+        path = Path(module.__file__).relative_to(Path(__file__).resolve().parents[1])
+        for switch in (v for v in vars(module).values() if isinstance(v, Switch)):
+            row = f"| `{switch.name}` | {switch.design.name} | "
+            assert any(r.startswith(row) and r.endswith(f"| `{path}` |") for r in rows), row
