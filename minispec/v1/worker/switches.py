@@ -43,7 +43,8 @@ class ModelRunner(StrEnum):
 class Switch:
     """One seam of one design's runner. ``fault``: what runs there when a preset puts the
     fault back (None: a plug point, no fault). ``within``: the switch whose built-in
-    function this one runs inside; a learner's function there replaces both."""
+    function this one runs inside; a learner's function plugged in there replaces both, so
+    the switchboard refuses a fault here together with it."""
 
     name: str
     design: ModelRunner
@@ -72,6 +73,7 @@ class SwitchPreset(StrEnum):
         return tuple(d for d in ModelRunner if any(s.design == d for s in self.faults)) or tuple(ModelRunner)
 
     def settings(self) -> dict[Switch, Callable]:
+        """Each switch it turns, with its fault."""
         return {switch: switch.fault for switch in self.faults}
 
 
@@ -99,6 +101,7 @@ class SwitchSettings:
         return tuple(dict.fromkeys(s.design for s in self.SWITCHES))
 
     def settings(self) -> dict[Switch, Callable]:
+        """Each switch set away from its fix, with the fault or the learner's function."""
         chosen = {}
         for switch in self.SWITCHES:
             value = getattr(self, switch.name)
