@@ -33,7 +33,7 @@ for that is not already sent. While two batches alternate, as in the forum threa
 schedule, first need *is* T + pp_size; the two differ when requests finish or arrive
 (``tests/test_v2_runner.py``).
 
-As in vLLM (pp_utils.py 79-82, 128-132), each slot has a generation counter bumped
+As in vLLM (pp_utils.py 79-82, 130-134), each slot has a generation counter bumped
 when it is freed (``on_req_idx_freed``); an entry's rows whose slot was freed since
 its receive are skipped, so a finished request's tokens never land in the slot's
 next occupant.
@@ -41,7 +41,7 @@ next occupant.
 Two fault presets switch this file (``minispec/v1/worker/fault_presets.py``), each
 resolved once in ``PPHandler.__init__``: ``live_rows`` (``v2-slot-reuse`` drops the
 generation check) and ``sample_width`` (``v2-broadcast-width`` sends ``[n, 1]`` for a batch
-without drafts, PR #46994).
+without drafts: the fault PR #46994 reported and PR #50514 fixed).
 
 The messages go over the pipeline's own point-to-point group, checked (each carries its
 shape and dtype, ``send_checked`` / ``post_checked``: a message that does not fit the
@@ -142,7 +142,9 @@ class PPHandler:
         if compute_need_sampled_mask(batch) is None:
             return
         width = self.sample_width(batch, self.max_sample_len)
-        tokens = np.full((batch.num_reqs, width), -1, dtype=np.int64)  # -1 pads, as vLLM's
+        # -1 pads, as PR #46994's fix did; vLLM 0.30.0 pads with F.pad's default, 0
+        # (pp_utils.py 257-260). Either way a receiver reads only num_sampled entries.
+        tokens = np.full((batch.num_reqs, width), -1, dtype=np.int64)
         cols = min(width, sampled_tokens.shape[1])
         tokens[:, :cols] = sampled_tokens[:, :cols]
         self._send(torch.from_numpy(tokens))
