@@ -28,7 +28,7 @@ by preset:
   runner: RFC #44697, PR #44698): non-last stages keep the ``num_computed_tokens`` they
   advanced by the whole query at their forward and never take the rejected drafts back
   (``ignore_rejected`` for ``num_rejected_on_apply``). Upstream V2 takes them back by design
-  (vLLM 0.30.0 ``model_runner.py`` 1590-1611): only vllm-ascend's V2 had this bug.
+  (vLLM 0.30.0 ``vllm/v1/worker/gpu/model_runner.py`` 1590-1611): only vllm-ascend's V2 had this bug.
 * ``v2-slot-reuse`` (#39833's shape): a broadcast entry for a slot's previous request is
   applied to its new occupant: the slot generation check is dropped
   (``every_row_live`` for ``PPHandler.live_rows``). #39833's own half, the
@@ -157,7 +157,7 @@ FAULTS: dict[FaultPreset, Fault] = {
         "vLLM PR #46994 (merged; its comment of 2026-09-01: \"NCCL does not negotiate element counts\"); listed "
         "second, after DeepSeekMTP's missing SupportsPP, in RFC #44697's comment of 2026-06-29; fixed upstream by "
         "PR #50514 (\"use one fixed sampled-token broadcast width on every rank\"; in 0.30.0, not in 0.29.0)",
-        "the fix in vLLM 0.30.0: vllm/v1/worker/gpu/pp_utils.py 256-262 (broadcast pads to max_sample_len) "
+        "the fix in vLLM 0.30.0: vllm/v1/worker/gpu/pp_utils.py 257-260 (broadcast pads to max_sample_len) "
         "against 196-198 (receive posts [num_reqs, max_sample_len]); 0.33.0 has both sides work the width out "
         "alike (_sample_len, 104-106; asserted at 255)",
         "the sampled tokens go out [n, 1] on a step without drafts into a receive posted for [n, k + 1]",

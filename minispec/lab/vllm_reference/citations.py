@@ -43,7 +43,7 @@ OWN_ROOTS = ("minispec/", "tests/", "tools/", "benchmarks/", "docs/", "notebooks
 ITEM_RE = re.compile(rf"(?:(?P<release>{RELEASE})\s*,?\s*)?(?:lines?\s+)?(?P<start>(?<![\w.])\d{{1,5}})"
                      rf"(?:\s*[-–]\s*(?P<end>\d{{1,5}}))?(?![\w.]*\d)")
 # between the file and its first range: punctuation, backticked names, a release, "lines"
-GAP_RE = re.compile(rf"(?:[\s,:(`]|``?[\w.()]+``?|{RELEASE})*?(?:\blines?\s+)?(?=\d)")
+GAP_RE = re.compile(rf"(?:[\s,:(`#]|``?[\w.()]+``?|{RELEASE})*?(?:\blines?\s+)?(?=\d)")
 SEPARATOR_RE = re.compile(rf"\s*(?:,|;|\band\b|,\s*and\b)\s*(?=(?:{RELEASE}\s*,?\s*)?(?:lines?\s+)?\d)")
 NOTE_RE = re.compile(r"\s*\(\s*([A-Za-z_][\w.]*)\s*\)")
 QUOTE_RE = re.compile(r"\s*(?:\)|,)?\s*[:(]?\s*\*?[\"“]([^\"”]{8,}?)[\"”]")
@@ -169,6 +169,15 @@ def _cite(block, offset, release, path, items, symbol, quote):
     return [Citation(_where(block, offset), r, path, tuple(rs), symbol, quote) for r, rs in by_release.items()]
 
 
+def _named_just_before(text: str) -> tuple[str | None, str | None]:
+    """A backticked name right before a bracket is a symbol; backticked code there, a quote."""
+    m = re.search(r"`([^`]+)`\s*$", text)
+    if not m or m.group(1).endswith(".py"):
+        return None, None
+    code = m.group(1).removesuffix("()")
+    return (code, None) if re.fullmatch(r"[A-Za-z_][\w.]*", code) else (None, code)
+
+
 def _table_row_citations(block: Block, files: Files) -> tuple[list[Citation], list[tuple[int, int]]]:
     citations, spans, offset = [], [], 0
     for row in block.text.split("\n"):
@@ -181,9 +190,8 @@ def _table_row_citations(block: Block, files: Files) -> tuple[list[Citation], li
             if known is not None and paths[0] in known:
                 for m in TABLE_NUMBERS_RE.finditer(row):
                     items, _ = _ranges(row, m.start(1), release)
-                    before = SYMBOL_RE.findall(row[: m.start()])
-                    symbol = before[-1] if before and not before[-1].endswith(".py") else None
-                    citations += _cite(block, offset + m.start(), release, paths[0], items, symbol, None)
+                    symbol, quote = _named_just_before(row[: m.start()])
+                    citations += _cite(block, offset + m.start(), release, paths[0], items, symbol, quote)
                     spans.append((offset + m.start(), offset + m.end()))
         offset += len(row) + 1
     return citations, spans
@@ -203,12 +211,14 @@ def find_citations(block: Block, files: Files) -> tuple[list[Citation], list[Unp
         para_end = text.find("\n\n", m.end())
         para_end = len(text) if para_end < 0 else para_end
         gap = GAP_RE.match(text, m.end(), para_end)
-        if not gap:
-            continue
-        release = (_release_before(text, gap.end(), m.end()) or _release_before(text, m.start(), para_start)
-                   or _release_before(text, m.start(), 0))
-        items, end = _ranges(text, gap.end(), release or "")
+        release = (_release_before(text, gap.end() if gap else m.end(), m.end())
+                   or _release_before(text, m.start(), para_start) or _release_before(text, m.start(), 0))
+        items, end = _ranges(text, gap.end(), release or "") if gap else ([], m.end())
         if not items:
+            # a file named without lines: "lines N" further on may mean it
+            known = files(release) if release and name.startswith("vllm/") else None
+            if known is not None and name in known:
+                anchors.append((m.start(), release, name))
             continue
         consumed.append((m.start(), end))
         context = text[m.start():end].replace("\n", " ")
@@ -262,7 +272,8 @@ def _continued(block: Block, offset: int, anchors: list[tuple[int, str, str]], f
 
 def _normalise(text: str) -> str:
     text = re.sub(r"(?m)^\s*#\s?", " ", text)
-    return " ".join(text.replace("`", "").split()).lower()
+    # source strings split across lines ("... with " "pipeline ...") read as one
+    return " ".join(re.sub(r"[`\"']", "", text).split()).lower()
 
 
 def _quote_found(quote: str, cited: str) -> bool:

@@ -22,7 +22,7 @@ When is "later"? vLLM 0.30.0 applies step T's entry at step T + pp_size, from a 
 pre-seeded with pp_size empty entries (pp_utils.py 71-77, 116-126): with async
 scheduling its scheduler makes a decoding request wait exactly pp_size steps
 (``next_decode_eligible_step``: ``v1/core/sched/async_scheduler.py`` 46-49,
-``scheduler.py`` 633-636), so by then the broadcast has been sent. minispec's
+``v1/core/sched/scheduler.py`` 633-636), so by then the broadcast has been sent. minispec's
 scheduler is not asynchronous: a decoding request waits for its batch's
 ``update_from_output``, which may come any number of steps later, and an empty step
 is never executed. So here a stage applies entries on first need: at each step it
