@@ -44,7 +44,7 @@ ITEM_RE = re.compile(rf"(?:(?P<release>{RELEASE})\s*,?\s*)?(?:lines?\s+)?(?P<sta
                      rf"(?:\s*[-–]\s*(?P<end>\d{{1,5}}))?(?![\w.]*\d)")
 # between the file and its first range: punctuation, backticked names, a release, "lines"
 GAP_RE = re.compile(rf"(?:[\s,:(`#]|``?[\w.()]+``?|{RELEASE})*?(?:\blines?\s+)?(?=\d)")
-SEPARATOR_RE = re.compile(rf"\s*(?:,|;|\band\b|,\s*and\b)\s*(?=(?:{RELEASE}\s*,?\s*)?(?:lines?\s+)?\d)")
+SEPARATOR_RE = re.compile(rf"\s*(?:\([^()]*\))?\s*(?:,|;|\band\b|,\s*and\b)\s*(?=(?:{RELEASE}\s*,?\s*)?(?:lines?\s+)?\d)")
 NOTE_RE = re.compile(r"\s*\(\s*([A-Za-z_][\w.]*)\s*\)")
 QUOTE_RE = re.compile(r"\s*(?:\)|,)?\s*[:(]?\s*\*?[\"“]([^\"”]{8,}?)[\"”]")
 SYMBOL_RE = re.compile(r"``?([A-Za-z_][\w.]*)(?:\(\))?``?")
@@ -61,6 +61,7 @@ class Citation:
     ranges: tuple[tuple[int, int], ...]
     symbol: str | None = None
     quote: str | None = None
+    code: tuple[str, ...] = ()  # the lines of a ```python block the citation introduces
 
     @property
     def label(self) -> str:
@@ -82,6 +83,7 @@ class Verdict(Enum):
     NO_LINES = "the release's file is shorter than the lines cited"
     NO_SYMBOL = "the symbol is neither in the lines nor around them"
     NO_QUOTE = "the quote is not in the lines"
+    NO_CODE = "a line of the code shown is not in the lines"
 
 
 @dataclass(frozen=True)
@@ -134,8 +136,9 @@ def _resolve_path(name: str, text: str, offset: int, files: frozenset[str]) -> s
     return matches[0] if len(matches) == 1 else None
 
 
-def _ranges(text: str, pos: int, release: str) -> tuple[list[tuple[str, int, int]], int]:
-    """The (release, start, end) items from ``pos`` on; a release among them applies onwards."""
+def _ranges(text: str, pos: int, release: str) -> tuple[list[tuple[str, int, int, str | None]], int]:
+    """The (release, start, end, name) items from ``pos`` on; a release among them applies
+    onwards, and a lone name in brackets after a range ("163-178 (broadcast_drafts)") is its symbol."""
     items = []
     while True:
         m = ITEM_RE.match(text, pos)
@@ -143,7 +146,8 @@ def _ranges(text: str, pos: int, release: str) -> tuple[list[tuple[str, int, int
             break
         release = m.group(2) if m.group("release") else release
         start = int(m.group("start"))
-        items.append((release, start, int(m.group("end") or start)))
+        note = NOTE_RE.match(text, m.end())
+        items.append((release, start, int(m.group("end") or start), note.group(1) if note else None))
         pos = m.end()
         sep = SEPARATOR_RE.match(text, pos)
         if not sep:
@@ -155,18 +159,31 @@ def _ranges(text: str, pos: int, release: str) -> tuple[list[tuple[str, int, int
 def _symbol_and_quote(text: str, gap: str, end: int, para_end: int) -> tuple[str | None, str | None]:
     symbols = [s for s in SYMBOL_RE.findall(gap) if not RELEASE_RE.fullmatch(s) and not s.endswith(".py")]
     symbol = symbols[-1] if symbols else None
-    note = NOTE_RE.match(text, end, para_end)
-    if symbol is None and note:
-        symbol = note.group(1)
     quote = QUOTE_RE.match(text, end, para_end)
     return symbol, quote.group(1) if quote else None
 
 
-def _cite(block, offset, release, path, items, symbol, quote):
-    by_release: dict[str, list[tuple[int, int]]] = {}
-    for item_release, start, end in items:
-        by_release.setdefault(item_release, []).append((start, end))
-    return [Citation(_where(block, offset), r, path, tuple(rs), symbol, quote) for r, rs in by_release.items()]
+CODE_RE = re.compile(r"[^\n]*?:\s*\n\s*\n?```python\n(.*?)\n```", re.S)
+
+
+def _code_after(text: str, end: int) -> tuple[str, ...]:
+    """The lines of a ```python block that follows the citation's sentence ("...lines 480-488:"),
+    without elisions ("..."); empty if none follows."""
+    m = CODE_RE.match(text, end)
+    if not m or "\n\n" in text[end: m.start(1) - 12]:
+        return ()
+    return tuple(line.strip() for line in m.group(1).split("\n")
+                 if line.strip() and "..." not in line and "…" not in line)
+
+
+def _cite(block, offset, release, path, items, symbol, quote, end=None):
+    """One citation per release, and one more for each range that names its own symbol."""
+    grouped: dict[tuple[str, str | None], list[tuple[int, int]]] = {}
+    for item_release, start, stop, note in items:
+        grouped.setdefault((item_release, note), []).append((start, stop))
+    code = _code_after(block.text, end) if end is not None and len(grouped) == 1 else ()
+    return [Citation(_where(block, offset), r, path, tuple(rs), note or symbol, quote, code)
+            for (r, note), rs in grouped.items()]
 
 
 def _named_just_before(text: str) -> tuple[str | None, str | None]:
@@ -237,7 +254,7 @@ def find_citations(block: Block, files: Files) -> tuple[list[Citation], list[Unp
         symbol, quote = _symbol_and_quote(text, gap.group(0), end, para_end)
         anchors += [(m.start(), r, paths[r]) for r in sorted({i[0] for i in items})]
         for r in {i[0] for i in items}:
-            citations += _cite(block, m.start(), r, paths[r], [i for i in items if i[0] == r], symbol, quote)
+            citations += _cite(block, m.start(), r, paths[r], [i for i in items if i[0] == r], symbol, quote, end)
     for m in LINE_WORD_RE.finditer(text):
         if any(a <= m.start() < b for a, b in consumed):
             continue
@@ -267,7 +284,7 @@ def _continued(block: Block, offset: int, anchors: list[tuple[int, str, str]], f
     preceding = re.search(r"``?([A-Za-z_][\w.]*)(?:\(\))?``?[\s,(]*$", text[max(0, offset - 60): offset])
     symbol = preceding.group(1) if preceding and not preceding.group(1).endswith(".py") else None
     quote = QUOTE_RE.match(text, end, para_end)
-    return _cite(block, offset, release, path, items, symbol, quote.group(1) if quote else None)
+    return _cite(block, offset, release, path, items, symbol, quote.group(1) if quote else None, end)
 
 
 def _normalise(text: str) -> str:
@@ -286,6 +303,12 @@ def _quote_found(quote: str, cited: str) -> bool:
         if at < 0:
             return False
     return True
+
+
+def _in_order(shown: tuple[str, ...], lines: list[str]) -> bool:
+    """Each line shown is a line of ``lines``, in the same order (elided lines skipped)."""
+    rest = iter(" ".join(line.split()) for line in lines)
+    return all(any(line == " ".join(want.split()) for line in rest) for want in shown)
 
 
 def _enclosing_names(lines: list[str], start: int) -> list[str]:
@@ -322,4 +345,6 @@ def check(citation: Citation, root: Path) -> Verdict:
             return Verdict.NO_SYMBOL
     if citation.quote and not _quote_found(citation.quote, cited):
         return Verdict.NO_QUOTE
+    if not _in_order(citation.code, cited.split("\n")):
+        return Verdict.NO_CODE
     return Verdict.OK
