@@ -101,7 +101,7 @@ def test_greedy_equals_transformers_generate_whole_grid(v2, reference, pp, k, me
 @pytest.mark.parametrize("in_flight", [1, 3])
 def test_any_number_of_batches_in_flight(v2, reference, in_flight):
     """No batch queue, or pp_size + 1 batches in flight (vLLM's depth for V2 with async
-    scheduling, ``config/vllm.py`` 588-599): entries are still applied on first need."""
+    scheduling, vLLM 0.30.0 ``vllm/config/vllm.py`` 588-599): entries are still applied on first need."""
     assert generate(engine(2, 3, "ngram", max_concurrent_batches=in_flight, check_invariants=True)) == reference
 
 

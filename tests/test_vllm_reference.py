@@ -335,7 +335,7 @@ def test_0140_evicts_a_resumed_request_that_still_holds_a_row(thread_check):
 def test_vllm_092_puts_finished_ids_in_schedules_it_never_runs(thread_check):
     """Seed 95: two requests finish while the other batch is in flight, so the
     next schedules are empty. vLLM 0.9.2's Scheduler clears finished_req_ids in
-    them anyway (scheduler.py line 609) and its engine does not execute an empty
+    them anyway (vllm/v1/core/sched/scheduler.py line 609) and its engine does not execute an empty
     schedule; minispec keeps them for the next one (its scheduler's docstring).
     With that carried over, every schedule of the run is equal."""
     from minispec.lab.runs import run_schedule

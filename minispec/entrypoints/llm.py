@@ -9,7 +9,7 @@ Builds the engine as vLLM does: ``EngineArgs(model=model, **kwargs)``, whose
 So is ``max_concurrent_batches``, the number of batches in flight at once: in vLLM
 0.9.2 the base ``Executor.max_concurrent_batches`` is 1 and the multiprocess and Ray
 executors override it with ``pipeline_parallel_size`` (``v1/executor/multiproc_executor.py``
-272-274, ``ray_distributed_executor.py`` 31-36), with no setting; minispec defaults to the same and lets 1 turn the batch
+272-274, ``v1/executor/ray_distributed_executor.py`` 31-36), with no setting; minispec defaults to the same and lets 1 turn the batch
 queue off, to measure what it buys. ``distributed_executor_backend="torchrun"``
 is minispec's way across machines (vLLM's is Ray; see the README).
 Everything is validated before a single request is added, so a bad request

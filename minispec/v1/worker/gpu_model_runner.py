@@ -21,8 +21,8 @@ Built as vLLM builds it, from the ``VllmConfig`` alone: the runner picks its
 drafter (last stage only), its ``Sampler`` and ``RejectionSampler``, and turns each
 of V1's switches (``runner_fixes.py``) into the one function it calls.
 ``removed_req_indices`` is not passed through ``_update_states``: vLLM 0.9.2's GPU
-runner does not pass it either (0.9.1's did, and 0.9.2's ``tpu_model_runner.py``
-still does, from line 365); its ``InputBatch`` keeps the free rows itself, and so
+runner does not pass it either (0.9.1's did, and 0.9.2's ``vllm/v1/worker/tpu_model_runner.py``
+365-368 still does); its ``InputBatch`` keeps the free rows itself, and so
 does minispec's (see ``gpu_input_batch.py``).
 Left out: CUDA graphs, the Worker class, structured output, LoRA, multimodal.
 One departure from 0.14.0 under ``"vllm-0.14"``: 0.14.0 first evicts a resumed

@@ -91,7 +91,7 @@ def request_generator(engine_seed: int, req_id: str, params: SamplingParams) -> 
 
 def apply_broadcast_drafts(states: RequestState, sampled: SampledOutputs) -> None:
     """A non-last stage writes the broadcast's next drafts into the rows' slots (vLLM 0.30.0:
-    ``pp_utils.py`` 145-155, with the rows still live only; fault: ``keep_stale_drafts``)."""
+    ``pp_utils.py`` 144-154, with the rows still live only; fault: ``keep_stale_drafts``)."""
     if sampled.draft_tokens is not None:
         keep = sampled.idx_mapping >= 0
         states.draft_tokens[sampled.idx_mapping[keep]] = sampled.draft_tokens[keep]

@@ -22,7 +22,7 @@ When is "later"? vLLM 0.30.0 applies step T's entry at step T + pp_size, from a 
 pre-seeded with pp_size empty entries (pp_utils.py 71-77, 116-126): with async
 scheduling its scheduler makes a decoding request wait exactly pp_size steps
 (``next_decode_eligible_step``: ``v1/core/sched/async_scheduler.py`` 46-49,
-``scheduler.py`` 633-636), so by then the broadcast has been sent. minispec's
+``v1/core/sched/scheduler.py`` 633-636), so by then the broadcast has been sent. minispec's
 scheduler is not asynchronous: a decoding request waits for its batch's
 ``update_from_output``, which may come any number of steps later, and an empty step
 is never executed. So here a stage applies entries on first need: at each step it
@@ -33,7 +33,7 @@ for that is not already sent. While two batches alternate, as in the forum threa
 schedule, first need *is* T + pp_size; the two differ when requests finish or arrive
 (``tests/test_v2_runner.py``).
 
-As in vLLM (pp_utils.py 79-82, 128-132), each slot has a generation counter bumped
+As in vLLM (pp_utils.py 79-82, 130-134), each slot has a generation counter bumped
 when it is freed (``on_req_idx_freed``); an entry's rows whose slot was freed since
 its receive are skipped, so a finished request's tokens never land in the slot's
 next occupant.
@@ -41,7 +41,7 @@ next occupant.
 Two fault presets switch this file (``gpu/runner_fixes.py``), each
 resolved once in ``PPHandler.__init__``: ``live_rows`` (``v2-slot-reuse`` drops the
 generation check) and ``sample_width`` (``v2-broadcast-width`` sends ``[n, 1]`` for a batch
-without drafts, PR #46994).
+without drafts: the fault PR #46994 reported and PR #50514 fixed).
 
 The messages go over the pipeline's own point-to-point group, checked (each carries its
 shape and dtype, ``send_checked`` / ``post_checked``: a message that does not fit the
@@ -144,7 +144,9 @@ class PPHandler:
         if compute_need_sampled_mask(batch) is None:
             return
         width = self.sample_width(batch, self.max_sample_len)
-        tokens = np.full((batch.num_reqs, width), -1, dtype=np.int64)  # -1 pads, as vLLM's
+        # -1 pads, as PR #46994's fix did; vLLM 0.30.0 pads with F.pad's default, 0
+        # (pp_utils.py 257-260). Either way a receiver reads only num_sampled entries.
+        tokens = np.full((batch.num_reqs, width), -1, dtype=np.int64)
         cols = min(width, sampled_tokens.shape[1])
         tokens[:, :cols] = sampled_tokens[:, :cols]
         self._send(torch.from_numpy(tokens))
