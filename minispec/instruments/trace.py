@@ -173,8 +173,9 @@ class TraceRecorder:
         recorder adds each row's previous occupant from what it last saw at the same buffer
         index, and keeps its own copies: the caller's ``rows`` are left as they were."""
         last = self._last_rows.setdefault(stage, {})
-        rows = [replace(r, prev_req_id=prev.req_id if (prev := last.get(r.buffer_index)) else None,
-                        prev_token_ids=list(prev.token_ids) if prev else []) for r in rows]
+        rows = [replace(r, token_ids=list(r.token_ids), block_ids=None if r.block_ids is None else list(r.block_ids),
+                        prev_req_id=prev.req_id if (prev := last.get(r.buffer_index)) else None,
+                        prev_token_ids=prev.token_ids if prev else []) for r in rows]
         last.update({r.buffer_index: r for r in rows})
         record = StageRecord(step=step, stage=stage, is_last=is_last, rows=rows, input_ids=list(input_ids),
                              verified_drafts={r: list(d) for r, d in verified_drafts.items()})
