@@ -15,7 +15,7 @@ it, oldest batch (the one furthest along) first, so a batch moves one stage per
 tick and two batches can be on two stages at once -- the overlap a real
 pipeline has. ``wait(batch)`` ticks until that batch has left the last stage.
 Recovery is plain: ``abort_all`` empties the pipeline and gives every stage a
-fresh persistent batch (``GPUModelRunner.drop_all_requests``), and nothing can
+fresh start (``WorkerBase.drop_all_requests``), and nothing can
 fail outside this process, so ``check_health`` has nothing to check.
 Left out: vLLM's worker wrapper and its RPCs (``collective_rpc``): the executor
 calls each runner directly.

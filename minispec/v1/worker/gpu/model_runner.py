@@ -102,7 +102,8 @@ def embedded_drafts(batch: InputBatch, row: int) -> list[int]:
 
 class GPUModelRunner(WorkerBase[InputBatch]):
     def __init__(self, vllm_config, rank: int, device, recorder=None):
-        """The last stage picks its proposer as V1's runner does (``make_drafter``). vLLM's V2
+        """The last stage picks its proposer as V1's runner does, with the shared
+        ``make_drafter`` (``minispec.v1.spec_decode``). vLLM's V2
         builds its own with ``init_speculator`` (``gpu/spec_decode/__init__.py`` 8-58), which in
         0.30.0 offers EAGLE, MTP, DFlash and other learned drafters, and raises
         ``NotImplementedError`` for anything else: neither n-gram lookup nor a separate
@@ -365,4 +366,3 @@ class GPUModelRunner(WorkerBase[InputBatch]):
             states.draft_tokens[slot, : len(d)] = d
             self.draft_probs[slot], spec[row] = q, list(d)
         return spec
-
