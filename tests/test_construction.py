@@ -39,8 +39,11 @@ def test_engine_args_give_the_config_llm_is_built_from():
     assert llm.config == config
 
 
-def test_each_config_json_is_read_once(monkeypatch):
-    """Once by create_engine_config; the runners and the drafter reuse what it read."""
+@pytest.mark.parametrize("model_runner", ["v1", "v2"])
+@pytest.mark.parametrize("pp", [1, 2, 3])
+def test_each_config_json_is_read_once(monkeypatch, model_runner, pp):
+    """Once by create_engine_config, whatever the design and the number of stages: every
+    stage and the drafter reuse what it read (``load_stage_model``, ``make_drafter``)."""
     reads = Counter()
     read = minispec.config.read_config_json
 
@@ -49,7 +52,8 @@ def test_each_config_json_is_read_once(monkeypatch):
         return read(path, param)
 
     monkeypatch.setattr(minispec.config, "read_config_json", counting)
-    LLM(pipeline_parallel_size=2, speculative_config=DRAFT, max_model_len=64)
+    llm = LLM(pipeline_parallel_size=pp, speculative_config=DRAFT, max_model_len=64, model_runner=model_runner)
+    assert len(llm.engine.executor.runners) == pp and llm.config.model_runner == model_runner
     assert reads == {str(DEFAULT_TARGET): 1, str(DEFAULT_DRAFT): 1}
 
 

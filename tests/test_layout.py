@@ -102,3 +102,22 @@ def test_mirrored_modules_name_their_vllm_twin():
             continue  # packages: their modules carry the docstrings
         doc = ast.get_docstring(tree) or ""
         assert "vllm" in doc.lower(), f"{name}: its docstring should name the vLLM file it mirrors"
+
+
+def reachable(edges: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in edges.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def test_runner_designs_are_siblings():
+    """Neither runner design imports the other, directly or through another module: what
+    both need (the contract, the proposers, seeding, loading, KV binding) is shared."""
+    edges = graph()
+    v1, v2 = "minispec.v1.worker.gpu_model_runner", "minispec.v1.worker.gpu.model_runner"
+    assert v1 not in reachable(edges, v2) and v2 not in reachable(edges, v1)
+    assert "minispec.v1.worker.worker_base" in edges[v1] & edges[v2]

@@ -354,7 +354,7 @@ def test_an_entry_is_applied_when_its_request_is_next_scheduled():
     assert [o.sampled_tokens[0, 0] for o in taken] == [40, 41] and not first.queue
 
 
-# -- the invariant checker on V2's state (stage_view.py) ----------------------------
+# -- the invariant checker on V2's state (describe_rows) --------------------------------
 def _drop(field):
     """Apply the broadcast with one of its parts lost on the way."""
     get = PPHandler.get_prev_sampled_outputs

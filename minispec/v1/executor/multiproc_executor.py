@@ -55,7 +55,6 @@ from minispec.instruments.events import Event, EventKind
 from minispec.instruments.timeline import StageSpan, Timeline
 from minispec.sequence import IntermediateTensors
 from minispec.v1.executor.abstract import Executor, PendingBatch
-from minispec.v1.worker.gpu.pp_utils import bind_pp_group
 from minispec.v1.worker.gpu_worker import make_runner
 
 CTRL, HIDDEN, OUTPUT, SPAN = 1, 2, 3, 4  # message tags
@@ -78,7 +77,7 @@ def run_stage(group: StageGroup, runner, config) -> None:
     The next batch's control message and hidden states are always posted for
     before this batch's forward starts, so they arrive while it runs."""
     rank, last = group.rank, runner.is_last_rank
-    bind_pp_group(runner, group)  # Model Runner V2's broadcast goes over this group too; V1 ignores it
+    runner.bind_pp_group(group)  # Model Runner V2's broadcast goes over this group too; V1 ignores it
     shape = (config.scheduler_config.max_num_batched_tokens, config.arch.hidden_size)
 
     def post_hidden():  # in host memory: gloo sends and receives CPU tensors only
@@ -209,7 +208,7 @@ class MultiprocExecutor(Executor):
                 store, hostname = torchrun_store(self.pp), None
             self.runner = make_runner(self.config, 0, device=torchrun_device(self.launcher))
             self.group = StageGroup(store, 0, self.pp, self.timeout_s, hostname)
-            bind_pp_group(self.runner, self.group)  # as in run_stage
+            self.runner.bind_pp_group(self.group)  # as in run_stage
         except BaseException:
             self.shutdown()
             raise

@@ -186,16 +186,3 @@ class PPHandler:
         drafts = tensors[2] if len(tensors) > 2 else None
         return SampledOutputs(idx, tensors[0], tensors[1][0], tensors[1][1], drafts)
 
-
-def bind_pp_groups(runners: list) -> None:
-    """Give each in-process stage its view of one ``InProcStageGroup`` (a runner
-    without a broadcast, V1's ``GPUModelRunner``, has no ``bind_pp_group``)."""
-    group = InProcStageGroup(0)
-    for rank, runner in enumerate(runners):
-        bind_pp_group(runner, group.for_rank(rank))
-
-
-def bind_pp_group(runner, group) -> None:
-    """Hand a stage the group its broadcast travels on, if it has one (Model Runner V2)."""
-    if hasattr(runner, "bind_pp_group"):
-        runner.bind_pp_group(group)
