@@ -6,7 +6,7 @@ vLLM ships each fix, never a switch).
 ``EngineArgs.faults`` against ``model_runner``; a runner turns each switch into one
 function when it is built (``pick``), as V1's runner resolves ``RunnerFixes``; the
 functions below are the faults (each fix is the runner's own code). What each preset
-reproduces, where it is documented, and where it bites: ``minispec/lab/fault_presets.py``.
+reproduces, where it is documented, and where it bites: ``minispec/lab/faults/catalogue.py``.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ scheduled the step before). ``"all"`` has both fixes.
 
 A fix's field is ``True`` (the built-in fix), ``False`` (July 2025's fault) or a
 function that takes the built-in's place (the workshop's exercises,
-``minispec.lab.exercises``, plug learners' code in here). The runner turns each
+``minispec.lab.exercises.checkers``, plug learners' code in here). The runner turns each
 field into one function when it is built (``resolve_fix``), and calls that:
 
 * ``readd_spec_tokens(runner, row, spec_token_ids) -> None`` on every stage for

@@ -57,8 +57,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minispec.instruments.invariants import Invariant
-from minispec.lab.runs import Request, Schedule
-from minispec.lab.scenarios import PROMPTS, thread_schedule
+from minispec.lab.experiments.scenarios import PROMPTS, thread_schedule
+from minispec.lab.experiments.schedule import Request, Schedule
 from minispec.v1.worker.fault_presets import LEFT_OUT, FaultPreset
 
 __all__ = ["FAULTS", "LEFT_OUT", "Fault", "FaultPreset", "FirstViolation", "TransportError"]
