@@ -102,3 +102,17 @@ def test_mirrored_modules_name_their_vllm_twin():
             continue  # packages: their modules carry the docstrings
         doc = ast.get_docstring(tree) or ""
         assert "vllm" in doc.lower(), f"{name}: its docstring should name the vLLM file it mirrors"
+
+
+def test_lab_module_names_are_its_own():
+    """A lab module's file name is not a module name anywhere else in the package, nor twice
+    in the lab: a learner who greps for ``scenarios.py`` or ``fault_presets.py`` finds one file."""
+    def stem(module: str) -> str:
+        return module.rsplit(".", 1)[-1]
+
+    names = [m for m in modules() if not (PKG.parent / m.replace(".", "/") / "__init__.py").exists()
+             and stem(m) != "__main__"]
+    lab = [stem(m) for m in names if folder(m) == "lab"]
+    others = {stem(m) for m in names if folder(m) != "lab"}
+    assert sorted(n for n in set(lab) if lab.count(n) > 1) == []
+    assert sorted(set(lab) & others) == []

@@ -2,7 +2,7 @@
 
 Everything here calls ``minispec.LLM`` or reads traces; the engine never imports it.
 Nothing here has a vLLM twin. The notebooks import lab code from this module only
-(``tests/test_notebooks_imports.py``), so the folders below can move without touching a
+(``tests/test_lab_surface.py``), so the folders below can move without touching a
 notebook. A name is imported from its module on first use, so ``import minispec.lab``
 itself loads nothing heavy (no torch, transformers or matplotlib).
 
