@@ -224,12 +224,9 @@ class LLM:
         """The runners of an in-process engine (``distributed_executor_backend="uni"``), one per
         pipeline stage, first stage first, for the notebooks and the lab to look into. vLLM
         0.9.2 reaches its workers' models through ``LLM.apply_model`` and ``collective_rpc``
-        (``vllm/entrypoints/llm.py`` 513-549); minispec's stages are plain objects here."""
-        backend = self.config.parallel_config.distributed_executor_backend
-        if backend != "uni":
-            raise ValueError(f"stage_runners: distributed_executor_backend={backend!r}: expected 'uni' (the "
-                             "other executors' stages live in other processes)")
-        return list(self.engine.executor.runners)
+        (``vllm/entrypoints/llm.py`` 513-549); minispec's stages are plain objects here.
+        Under "mp" and torchrun the stages live in other processes: a ``ValueError`` says so."""
+        return self.engine.executor.stage_runners()
 
     def _output(self, request: Request, prompt) -> RequestOutput:
         reason = {RequestStatus.FINISHED_STOPPED: "stop", RequestStatus.FINISHED_LENGTH_CAPPED: "length",

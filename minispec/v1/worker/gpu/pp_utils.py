@@ -158,6 +158,8 @@ class PPHandler:
         self.listeners.append(listener)
 
     def _tell(self, kind: PPMessageKind, batch, *tensors: np.ndarray) -> None:
+        if not self.listeners:
+            return
         message = PPMessage(kind, self.group.rank, tuple(batch.req_ids), tuple(int(s) for s in batch.idx_mapping_np),
                             tensors)
         for listener in self.listeners:
