@@ -56,7 +56,14 @@ def _print_run(title: str, llm, prompts, params) -> list[list[int]]:
 def _thread(out) -> None:
     """The thread's scenario under each preset: text before/after, table, figures."""
     from minispec.config import DEFAULT_TARGET
-    from minispec.lab.scenarios import BATCH_0, BATCH_1, FIRST_DECODE, batch_label, forum_thread, forum_thread_reference
+    from minispec.lab.experiments.scenarios import (
+        BATCH_0,
+        BATCH_1,
+        FIRST_DECODE,
+        batch_label,
+        forum_thread,
+        forum_thread_reference,
+    )
     from minispec.lab.viz.text import char_decoder, render_comparison, render_step
     from minispec.transformers_utils.tokenizer import load_tokenizer
     from minispec.v1.worker.runner_fixes import Preset
@@ -77,7 +84,7 @@ def _thread(out) -> None:
 
 def _save_figures(traces, folder: Path, decode) -> list[str]:
     """Step 2 before and after, side by side per stage and whole; acceptance per preset."""
-    from minispec.lab.scenarios import FIRST_DECODE
+    from minispec.lab.experiments.scenarios import FIRST_DECODE
     from minispec.lab.viz.plots import plot_presets, plot_step_rows, plot_strip_diff
 
     before, after = (traces[p].step(FIRST_DECODE) for p in ("vllm-0.9.2", "all"))
@@ -128,7 +135,7 @@ def _check_generate() -> Outcome:
     import torch
 
     from minispec import LLM, SamplingParams
-    from minispec.lab.metrics import first_divergence
+    from minispec.lab.experiments.metrics import first_divergence
 
     params = SamplingParams(temperature=0, max_tokens=len(CHECK_TOKENS))
     drafting = {"pipeline_parallel_size": 2, "speculative_config": {"method": "draft_model", "num_speculative_tokens": 3}}
@@ -302,7 +309,7 @@ def generate(args) -> None:
 
 
 def replay(args) -> None:
-    from minispec.lab.scenarios import forum_thread
+    from minispec.lab.experiments.scenarios import forum_thread
     from minispec.lab.viz.text import char_decoder, render_trace
 
     trace = forum_thread(args.fixes, num_speculative_tokens=args.k, max_tokens=args.max_tokens)

@@ -1,5 +1,5 @@
 """The 2026 fault presets (switches: ``minispec/v1/worker/gpu/runner_fixes.py``; catalogue:
-``minispec/lab/fault_presets.py``; issue 17 §2) and the
+``minispec/lab/faults/catalogue.py``; issue 17 §2) and the
 ``model_runner=`` option that selects the design they belong to.
 
 For each preset, on its own scenario: the first thing that goes wrong is what ``FAULTS``
@@ -19,8 +19,8 @@ import torch
 from minispec import LLM
 from minispec.distributed.parallel_state import InProcStageGroup, MessageMismatch, post_checked, send_checked
 from minispec.instruments.invariants import InvariantViolation
-from minispec.lab.fault_presets import FAULTS, LEFT_OUT, FaultPreset, FirstViolation, TransportError
-from minispec.lab.runs import build_llm, greedy_reference, run_recorded, schedule_reference
+from minispec.lab.experiments.schedule import build_llm, greedy_reference, run_recorded, schedule_reference
+from minispec.lab.faults.catalogue import FAULTS, LEFT_OUT, FaultPreset, FirstViolation, TransportError
 from minispec.v1.worker.gpu import ENV_VAR
 from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
 from minispec.v1.worker.gpu.pp_utils import SAMPLED_TAG

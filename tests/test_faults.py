@@ -14,7 +14,7 @@ import pytest
 
 from minispec.config import DEFAULT_TARGET
 from minispec.instruments.invariants import check_trace
-from minispec.lab.scenarios import FIRST_DECODE, PROMPTS, forum_thread, forum_thread_reference
+from minispec.lab.experiments.scenarios import FIRST_DECODE, PROMPTS, forum_thread, forum_thread_reference
 from minispec.transformers_utils.tokenizer import load_tokenizer
 from minispec.v1.worker.runner_fixes import Preset
 

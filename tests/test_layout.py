@@ -121,3 +121,17 @@ def test_runner_designs_are_siblings():
     v1, v2 = "minispec.v1.worker.gpu_model_runner", "minispec.v1.worker.gpu.model_runner"
     assert v1 not in reachable(edges, v2) and v2 not in reachable(edges, v1)
     assert "minispec.v1.worker.worker_base" in edges[v1] & edges[v2]
+
+
+def test_lab_module_names_are_its_own():
+    """A lab module's file name is not a module name anywhere else in the package, nor twice
+    in the lab: a learner who greps for ``scenarios.py`` or ``fault_presets.py`` finds one file."""
+    def stem(module: str) -> str:
+        return module.rsplit(".", 1)[-1]
+
+    names = [m for m in modules() if not (PKG.parent / m.replace(".", "/") / "__init__.py").exists()
+             and stem(m) != "__main__"]
+    lab = [stem(m) for m in names if folder(m) == "lab"]
+    others = {stem(m) for m in names if folder(m) != "lab"}
+    assert sorted(n for n in set(lab) if lab.count(n) > 1) == []
+    assert sorted(set(lab) & others) == []

@@ -1,4 +1,4 @@
-"""The one table of cited GitHub threads (minispec/lab/threads.py): every reference anywhere in
+"""The one table of cited GitHub threads (minispec/lab/vllm_reference/threads.py): every reference anywhere in
 the repository is in it, every entry is cited somewhere, and the timeline agrees with it."""
 
 import json
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from minispec.lab.pp_sync import DESIGNS, TIMELINE, State
-from minispec.lab.threads import (
+from minispec.lab.faults.pp_sync import DESIGNS, TIMELINE, State
+from minispec.lab.vllm_reference.threads import (
     THREADS,
     VLLM,
     Thread,
@@ -58,7 +58,7 @@ def test_every_reference_in_the_repository_is_in_the_table():
                 thread(repo, number)
             except KeyError:
                 missing.setdefault(f"{repo}#{number}", []).append(name)
-    assert missing == {}, "cited but not in minispec/lab/threads.py THREADS"
+    assert missing == {}, "cited but not in minispec/lab/vllm_reference/threads.py THREADS"
 
 
 def test_every_entry_is_cited_somewhere_and_listed_once():

@@ -175,7 +175,7 @@ def test_while_batches_alternate_a_broadcast_is_applied_pp_size_steps_later(v2, 
     In the forum thread's schedule, where the two batches alternate, the two agree: stage
     0 applies step T's at step T + 2. When requests finish, the cadence breaks, and an
     entry nobody needs waits until a newer one is needed."""
-    from minispec.lab.scenarios import forum_thread_llm
+    from minispec.lab.experiments.scenarios import forum_thread_llm
     from minispec.v1.worker.gpu.model_runner import GPUModelRunner as Runner
 
     applied, received, step = [], [], {}

@@ -1,10 +1,10 @@
-"""The three designs of the hand-over (minispec.lab.pp_sync.DESIGNS) and their renderer."""
+"""The three designs of the hand-over (minispec.lab.faults.pp_sync.DESIGNS) and their renderer."""
 
 import pytest
 from matplotlib.patches import FancyArrowPatch
 
 from minispec.instruments.invariants import Invariant
-from minispec.lab.pp_sync import DESIGNS, STAGES, THE_INVARIANT, Design, Message
+from minispec.lab.faults.pp_sync import DESIGNS, STAGES, THE_INVARIANT, Design, Message
 from minispec.lab.viz.designs import designs_table, message_lines, plot_designs
 
 V1, V2, SGLANG = DESIGNS

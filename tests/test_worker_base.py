@@ -11,7 +11,7 @@ from minispec.config import DEFAULT_DRAFT
 from minispec.engine.arg_utils import EngineArgs
 from minispec.instruments.invariants import check_trace
 from minispec.instruments.trace import RowPath, RowRecord, TraceRecorder
-from minispec.lab.scenarios import forum_thread
+from minispec.lab.experiments.scenarios import forum_thread
 from minispec.v1.worker.gpu import ENV_VAR
 from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner as GPUModelRunnerV1

@@ -18,6 +18,7 @@ never leaves the engine half-changed.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import numbers
 import os
@@ -192,15 +193,40 @@ class LLM:
         checked = [self._check_request(p, sp, a, None, f"prompts[{i}]")
                    for i, (p, sp, a) in enumerate(zip(prompts, params, arrivals))]
         self.engine.recover()
-        try:
+        with self._aborting_all_on_error():
             requests = [self._queue(ids, sp, a, None) for ids, sp, a in zip(checked, params, arrivals)]
             self.engine.run()
+        return [self._output(r, p) for r, p in zip(requests, prompts)]
+
+    @contextlib.contextmanager
+    def _aborting_all_on_error(self):
+        try:
+            yield
         except BaseException:  # KeyboardInterrupt too: the engine must not stay half-stepped
-            # Everything is aborted: generate runs every queued request. In "mp" the workers are
+            # Everything is aborted: a run takes every queued request. In "mp" the workers are
             # stopped and start again on the next call, unless a stage failed (then the LLM refuses).
             self.engine.abort_all()
             raise
-        return [self._output(r, p) for r, p in zip(requests, prompts)]
+
+    def run_queued(self) -> list[Request]:
+        """Run every request queued with ``add_request`` to completion, as ``generate`` runs
+        its own, and return them in the order they finished. An exception (an invariant the
+        checker caught, ``KeyboardInterrupt``) aborts every unfinished request before it
+        propagates, as in ``generate``, so the ``LLM`` stays usable. (vLLM 0.9.2's twin is the
+        private ``LLM._run_engine``, ``vllm/entrypoints/llm.py`` 1548-1599, which returns the
+        finished outputs sorted by request id.)"""
+        self.engine.recover()
+        with self._aborting_all_on_error():
+            self.engine.run()
+        return list(self.engine.finished)
+
+    def stage_runners(self) -> list:
+        """The runners of an in-process engine (``distributed_executor_backend="uni"``), one per
+        pipeline stage, first stage first, for the notebooks and the lab to look into. vLLM
+        0.9.2 reaches its workers' models through ``LLM.apply_model`` and ``collective_rpc``
+        (``vllm/entrypoints/llm.py`` 513-549); minispec's stages are plain objects here.
+        Under "mp" and torchrun the stages live in other processes: a ``ValueError`` says so."""
+        return self.engine.executor.stage_runners()
 
     def _output(self, request: Request, prompt) -> RequestOutput:
         reason = {RequestStatus.FINISHED_STOPPED: "stop", RequestStatus.FINISHED_LENGTH_CAPPED: "length",

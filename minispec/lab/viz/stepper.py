@@ -15,8 +15,8 @@ from typing import NamedTuple
 from minispec.instruments.invariants import Violation, check_trace
 from minispec.instruments.timeline import Timeline
 from minispec.instruments.trace import Trace
-from minispec.lab.runs import run_recorded
-from minispec.lab.scenarios import batch_label, forum_thread_llm
+from minispec.lab.experiments.scenarios import batch_label, forum_thread_llm
+from minispec.lab.experiments.schedule import run_recorded
 from minispec.lab.viz.text import render_schedule
 from minispec.v1.worker.runner_fixes import Preset
 

@@ -5,8 +5,9 @@ pipeline stage and completes it when the engine waits for it (``wait``, which
 yields an ``Event`` as each stage's forward pass is done). It owns its stages, so
 it also owns their recovery: ``abort_all`` forgets every batch in flight and
 every request a stage holds, and the executor gets itself ready again before its
-next batch; ``check_health`` raises if it cannot take work; ``shutdown`` stops it.
-The engine and ``LLM`` use nothing else.
+next batch; ``check_health`` raises if it cannot take work; ``shutdown`` stops it;
+``stage_runners`` hands over the stages themselves where they live in this process (for
+``LLM.stage_runners``, which the lab uses). The engine and ``LLM`` use nothing else.
 
 vLLM 0.9.2's ``Executor`` (``abstract.py`` 22-96) extends v0's ``ExecutorBase``,
 whose ``check_health`` raises ``NotImplementedError`` (``vllm/executor/executor_base.py``
@@ -66,6 +67,12 @@ class Executor(ABC):
     def abort_all(self) -> None:
         """Forget every batch in flight and every request any stage holds (the engine
         has aborted them all). Safe to call again if it was itself interrupted."""
+
+    def stage_runners(self) -> list:
+        """The stages' runners, first stage first, where they are objects in this process
+        (the in-process executor's; vLLM reaches its workers through ``collective_rpc``)."""
+        raise ValueError(f"stage_runners: {type(self).__name__}'s stages live in other processes: expected "
+                         "the in-process executor (distributed_executor_backend='uni')")
 
     @abstractmethod
     def check_health(self) -> None:

@@ -74,6 +74,9 @@ class UniProcExecutor(Executor):
         for runner in self.runners:
             runner.drop_all_requests()
 
+    def stage_runners(self) -> list:
+        return list(self.runners)
+
     def check_health(self) -> None:
         """Every stage lives in this process: if it runs, they do."""
 

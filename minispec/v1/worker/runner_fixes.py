@@ -28,7 +28,7 @@ so it applies to every design (the default of ``fixes=``, Model Runner V2's incl
 
 A learner's settings are a ``RunnerFixes`` (``fixes=RunnerFixes(...)``, V1 only): a fix's
 field is ``True`` (the built-in fix), ``False`` (July 2025's fault) or a function that
-takes the built-in's place (the workshop's exercises, ``minispec.lab.exercises``, plug
+takes the built-in's place (the workshop's exercises, ``minispec.lab.exercises.checkers``, plug
 learners' code in here); ``move_row`` is ``None`` (the runner's own) or a function. The
 runner asks ``VllmConfig.switches`` once per switch, when it is built, for the one
 function it calls:

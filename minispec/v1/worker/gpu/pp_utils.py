@@ -49,13 +49,19 @@ receive posted for it is named, where NCCL hangs and raw gloo scrambles or abort
 same in both executors: the gloo ``StageGroup`` in "mp" and torchrun, ``InProcStageGroup`` in the
 in-process executor (``minispec/distributed/parallel_state.py``). vLLM broadcasts on a
 sibling NCCL group on a side CUDA stream; minispec sends one message per non-last rank.
+Each handler also tells its listeners (``subscribe``, minispec's: vLLM has none) what it did
+with a batch's broadcast, as a ``PPMessage``: the last stage what it sent, a non-last stage
+that it posted its receives. Notebook 09 watches the broadcast and a stage's slots that way
+(``minispec.lab``'s ``run_watched``); the engine's own code runs unchanged.
 Left out: streams and events, the aux-hidden-state relay (EAGLE 3), XPU.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 import torch
@@ -95,6 +101,28 @@ class SampledOutputs:
     draft_tokens: np.ndarray | None
 
 
+class PPMessageKind(Enum):
+    SAMPLED = "sampled"  # the last stage sent the sampled tokens, then [num_sampled; num_rejected]
+    DRAFTS = "drafts"  # the last stage sent the next drafts
+    POSTED = "posted"  # a non-last stage posted its receives, right after its forward of the batch
+
+
+@dataclass(frozen=True)
+class PPMessage:
+    """One batch's broadcast as one stage handled it, for a listener (``PPHandler.subscribe``).
+
+    ``tensors`` are what went on the wire, in order (SAMPLED: the padded tokens and the
+    ``[2, num_reqs]`` counts; DRAFTS: the drafts; POSTED: none). A POSTED message comes
+    before the stage advances its slots' ``num_computed_tokens``: its slots then still hold
+    what this batch's inputs were built from, as the last stage's do when it sends."""
+
+    kind: PPMessageKind
+    rank: int
+    req_ids: tuple[str, ...]  # the batch's rows
+    slots: tuple[int, ...]  # each row's slot
+    tensors: tuple[np.ndarray, ...]
+
+
 def compute_need_sampled_mask(batch) -> np.ndarray | None:
     """Per row: does this batch sample for it? None if for no row (vLLM 37-47).
     From the scheduler's counts, which every stage was given alike."""
@@ -124,6 +152,20 @@ class PPHandler:
         self.req_idx_gen_np = np.zeros(max_num_reqs, dtype=np.int64)
         self.live_rows = switches.pick(LIVE_ROWS, same_occupant)
         self.sample_width = switches.pick(SAMPLE_WIDTH, padded_width)
+        self.listeners: list[Callable[[PPMessage], None]] = []
+
+    def subscribe(self, listener: Callable[[PPMessage], None]) -> None:
+        """Call ``listener`` with a ``PPMessage`` each time this stage sends a broadcast or posts
+        its receives for one (never for a batch that samples nothing: nothing travels then)."""
+        self.listeners.append(listener)
+
+    def _tell(self, kind: PPMessageKind, batch, *tensors: np.ndarray) -> None:
+        if not self.listeners:
+            return
+        message = PPMessage(kind, self.group.rank, tuple(batch.req_ids), tuple(int(s) for s in batch.idx_mapping_np),
+                            tensors)
+        for listener in self.listeners:
+            listener(message)
 
     def on_req_idx_freed(self, req_idx: int) -> None:
         self.req_idx_gen_np[req_idx] += 1
@@ -149,14 +191,18 @@ class PPHandler:
         tokens = np.full((batch.num_reqs, width), -1, dtype=np.int64)
         cols = min(width, sampled_tokens.shape[1])
         tokens[:, :cols] = sampled_tokens[:, :cols]
+        counts = np.stack([num_sampled, num_rejected]).astype(np.int32)
         self._send(torch.from_numpy(tokens))
-        self._send(torch.from_numpy(np.stack([num_sampled, num_rejected]).astype(np.int32)))
+        self._send(torch.from_numpy(counts))
+        self._tell(PPMessageKind.SAMPLED, batch, tokens.copy(), counts.copy())
 
     def broadcast_drafts(self, batch, draft_tokens: np.ndarray) -> None:
         """``draft_tokens``: ``[num_reqs, k]``, the rows' slots in batch order."""
         if compute_need_sampled_mask(batch) is None:
             return
-        self._send(torch.from_numpy(np.ascontiguousarray(draft_tokens, dtype=np.int64)))
+        drafts = np.ascontiguousarray(draft_tokens, dtype=np.int64)
+        self._send(torch.from_numpy(drafts))
+        self._tell(PPMessageKind.DRAFTS, batch, drafts.copy())
 
     # -- a non-last stage -------------------------------------------------------
     def receive(self, batch) -> None:
@@ -171,6 +217,7 @@ class PPHandler:
                     for shape, dtype in shapes]
         idx = batch.idx_mapping_np.copy()
         self.queue.append(PendingRecv(receives, idx, mask, self.req_idx_gen_np[idx].copy()))
+        self._tell(PPMessageKind.POSTED, batch)
 
     def get_prev_sampled_outputs(self, scheduled_slots: set[int]) -> list[SampledOutputs]:
         """Take, oldest first, every entry up to the newest one that holds a sample

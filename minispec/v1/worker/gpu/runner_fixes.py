@@ -27,7 +27,7 @@ code (``model_runner.py``, ``pp_utils.py``), the fault is below:
 The presets (``FaultPreset``, ``faults=``) each put one fault back; a learner's settings
 are this design's ``RunnerFixes`` (``fixes=RunnerFixes(apply_broadcast=...)``). What each
 preset reproduces, where it is documented, and where it bites: ``FAULTS`` in
-``minispec/lab/fault_presets.py``.
+``minispec/lab/faults/catalogue.py``.
 """
 
 from __future__ import annotations

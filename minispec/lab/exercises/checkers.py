@@ -10,10 +10,10 @@ go over the forum thread's scenario first, then over ``SCHEDULES`` (PP 2 and 3,
 both proposers, a KV cache small enough to preempt). The last exercise plugs into Model
 Runner V2 the same way, through V2's own ``RunnerFixes``
 (``minispec.v1.worker.gpu.runner_fixes``, ``apply_broadcast``), and is judged by
-``minispec.lab.exercise_broadcast`` in the slots' own terms. An exception in the
+``minispec.lab.exercises.broadcast_checker`` in the slots' own terms. An exception in the
 learner's code is reported with the learner's own line, never raised.
 
-Solutions live in ``minispec.lab.solutions``; nothing here imports it unless
+Solutions live in ``minispec.lab.exercises.solutions``; nothing here imports it unless
 ``show_solution`` is called or ``MINISPEC_PLUG_SOLUTIONS=1`` is set, in which
 case an exercise cell that is still the empty stub gets the reference solution
 (and a failing reference raises, so a notebook run under nbval checks them).
@@ -28,9 +28,7 @@ import os
 from dataclasses import dataclass
 
 from minispec.instruments.invariants import check_trace
-from minispec.lab import scenarios
-from minispec.lab.exercise_broadcast import broadcast_contract
-from minispec.lab.exercise_runs import (
+from minispec.lab.exercises.attempts import (
     THREAD,
     LearnerTimeout,
     call_learner,
@@ -44,8 +42,10 @@ from minispec.lab.exercise_runs import (
     text,
     time_limit,
 )
-from minispec.lab.runs import intra_op_threads
-from minispec.lab.scenarios import FIRST_DECODE, exercise_schedule
+from minispec.lab.exercises.broadcast_checker import broadcast_contract
+from minispec.lab.experiments import scenarios
+from minispec.lab.experiments.scenarios import FIRST_DECODE, exercise_schedule
+from minispec.lab.experiments.schedule import intra_op_threads
 from minispec.lab.viz.text import render_stage
 from minispec.v1.worker.gpu.runner_fixes import RunnerFixes as RunnerFixesV2
 from minispec.v1.worker.runner_fixes import Preset, RunnerFixes
@@ -73,11 +73,11 @@ class Report:
 
 # -- solutions: out of sight unless asked for -----------------------------------
 def show_solution(name: str) -> None:
-    """Print the reference solution ``name`` (see ``minispec.lab.solutions``); it returns
+    """Print the reference solution ``name`` (see ``minispec.lab.exercises.solutions``); it returns
     nothing, so a notebook shows the source and no ``<function …>`` after it."""
     import inspect
 
-    from minispec.lab import solutions
+    from minispec.lab.exercises import solutions
 
     if name not in solutions.__all__:
         raise ValueError(f"show_solution({name!r}): expected one of {solutions.__all__}")
@@ -100,7 +100,7 @@ def is_stub(answer) -> bool:
 def _plug(answer, name: str):
     """The learner's answer, or the reference solution if plugging is on and the cell is a stub."""
     if os.environ.get(PLUG_ENV) == "1" and is_stub(answer):
-        from minispec.lab import solutions
+        from minispec.lab.exercises import solutions
 
         return getattr(solutions, name), True
     return answer, False
@@ -371,7 +371,7 @@ CONDENSE_SCHEDULE = exercise_schedule(0, 1, "draft_model")  # one stage: rows st
 def move_row_contract(attempt, fn):
     """Each call of the learner's move_row, timed and placed: one stage, so the runner is the only one."""
     def move_row(batch, src, tgt):
-        attempt.context = attempt.where(attempt.llm.engine.executor.runners[0], batch._req_ids[src])
+        attempt.context = attempt.where(attempt.llm.stage_runners()[0], batch._req_ids[src])
         return call_learner(attempt, fn, batch, src, tgt)
 
     return move_row
@@ -490,7 +490,7 @@ def check_recovered(recovered_distribution) -> Report:
     after a rejection. Checked exactly, then by a chi-square test of 20,000 draws against p."""
     import torch
 
-    from minispec.lab.metrics import chi_square
+    from minispec.lab.experiments.metrics import chi_square
 
     fn, plugged = _plug(recovered_distribution, "recovered_distribution")
     if is_stub(fn):

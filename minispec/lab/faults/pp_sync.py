@@ -2,7 +2,7 @@
 
 Under pipeline parallelism only the last stage samples and verifies drafts; every
 other stage must learn exactly what it decided before it builds its next input.
-This module holds, as plain data for the renderers of ``minispec.lab.viz.timeline``
+This module holds, as plain data for the renderers of ``minispec.lab.viz.sync_timeline``
 and ``minispec.lab.viz.designs``:
 
 * ``TIMELINE``: the designs built and the faults found in that hand-over, 2025-2026,

@@ -8,7 +8,7 @@ requests queued; ``run_schedule`` runs it and returns its ``Trace``.
 one stage, no drafts, computed once per prompt set per session.
 
 What is run (the forum thread, the seeded random schedules) is in
-``minispec.lab.scenarios``.
+``minispec.lab.experiments.scenarios``.
 
 vLLM twin: none (vLLM's tests build their engines inline).
 """
@@ -90,13 +90,12 @@ def build_llm(schedule: Schedule, fixes="all", model_runner: str | None = None, 
 
 
 def run_recorded(llm):
-    """Run a recording engine to completion; return its ``Trace`` with every
-    request's output and the engine's stats filled in."""
-    llm.engine.run()
-    trace = llm.trace
-    # finished requests leave the scheduler; the engine keeps them, in the order they finished:
+    """Run a recording engine to completion (``LLM.run_queued``: an exception aborts every
+    request first, as ``generate`` does); return its ``Trace`` with every request's output
+    and the engine's stats filled in."""
     # listed by request id, so tables print A, B, C, D whatever finished first
-    finished = sorted(llm.engine.finished, key=lambda req: req.request_id)
+    finished = sorted(llm.run_queued(), key=lambda req: req.request_id)
+    trace = llm.trace
     trace.outputs = {req.request_id: list(req.output_token_ids) for req in finished}
     trace.stats = llm.stats()
     return trace

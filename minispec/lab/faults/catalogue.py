@@ -58,8 +58,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minispec.instruments.invariants import Invariant
-from minispec.lab.runs import Request, Schedule
-from minispec.lab.scenarios import PROMPTS, thread_schedule
+from minispec.lab.experiments.scenarios import PROMPTS, thread_schedule
+from minispec.lab.experiments.schedule import Request, Schedule
 from minispec.v1.worker.gpu.runner_fixes import FaultPreset
 from minispec.v1.worker.runner_fixes import LEFT_OUT
 from minispec.v1.worker.switches import ModelRunner
