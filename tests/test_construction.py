@@ -30,7 +30,8 @@ def test_engine_args_give_the_config_llm_is_built_from():
     config = EngineArgs(pipeline_parallel_size=2, speculative_config=DRAFT, max_model_len=64,
                         dtype="float32").create_engine_config()
     assert isinstance(config, VllmConfig)
-    assert config.parallel_config.max_concurrent_batches == 2  # None: one batch per stage
+    # one source, as in vLLM 0.30.0: the config's property, one batch per stage unless set
+    assert config.max_concurrent_batches == 2 and config.parallel_config.max_concurrent_batches is None
     assert config.cache_config.num_gpu_blocks == 16 * 4  # sized for max_num_seqs full-length requests
     assert config.dtype is torch.float32 and config.fixes == RunnerFixes()
     assert config.speculative_config.draft_arch.num_hidden_layers == 1  # the shipped draft

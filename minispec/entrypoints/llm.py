@@ -2,16 +2,19 @@
 
 Builds the engine as vLLM does: ``EngineArgs(model=model, **kwargs)``, whose
 ``create_engine_config()`` checks every argument and returns the ``VllmConfig``
-(``minispec.engine.arg_utils``); from it an executor holding one
-``GPUModelRunner`` per pipeline stage, a scheduler and an engine core. Then
-``generate`` runs to completion. Arguments mirror vLLM's where they exist;
+(``minispec.engine.arg_utils``); then ``EngineCore(vllm_config, Executor.get_class(vllm_config))``,
+which builds the executor (one ``GPUModelRunner`` per pipeline stage), the KV-cache manager
+and the scheduler, as vLLM 0.30.0's ``LLMEngine.from_vllm_config`` and ``EngineCore.__init__``
+do (``v1/engine/llm_engine.py`` 149-158, ``v1/engine/core.py`` 108-170). What stays here is
+the requests' side: each prompt and its parameters checked, queued, and the outputs built
+once ``generate`` has run to completion. Arguments mirror vLLM's where they exist;
 ``fixes``, ``record``, ``check_invariants`` and ``arrival_steps`` are minispec's.
-So is ``max_concurrent_batches``, the number of batches in flight at once: in vLLM
-0.9.2 the base ``Executor.max_concurrent_batches`` is 1 and the multiprocess and Ray
-executors override it with ``pipeline_parallel_size`` (``v1/executor/multiproc_executor.py``
-272-274, ``ray_distributed_executor.py`` 31-36), with no setting; minispec defaults to the same and lets 1 turn the batch
+So is ``max_concurrent_batches``, the number of batches in flight at once: vLLM has no
+setting (its ``VllmConfig.max_concurrent_batches`` is ``pipeline_parallel_size``,
+0.30.0 ``config/vllm.py`` 588-599); minispec defaults to the same and lets 1 turn the batch
 queue off, to measure what it buys. ``distributed_executor_backend="torchrun"``
-is minispec's way across machines (vLLM's is Ray; see the README).
+is minispec's way across machines (vLLM's is Ray; see the README): the ``LLM`` runs on rank 0,
+and the other ranks call ``minispec.entrypoints.cli.serve.run_headless``.
 Everything is validated before a single request is added, so a bad request
 never leaves the engine half-changed.
 """
@@ -20,9 +23,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
-import os
 import reprlib
-import sys
 import warnings
 from pathlib import Path
 
@@ -36,11 +37,8 @@ from minispec.instruments.trace import TraceRecorder
 from minispec.outputs import CompletionOutput, RequestOutput
 from minispec.sampling_params import SamplingParams
 from minispec.transformers_utils.tokenizer import load_tokenizer
-from minispec.v1.core.kv_cache_manager import KVCacheManager
-from minispec.v1.core.sched.scheduler import Scheduler
 from minispec.v1.engine.core import EngineCore
-from minispec.v1.executor.abstract import Executor
-from minispec.v1.executor.uniproc_executor import UniProcExecutor
+from minispec.v1.executor import Executor
 from minispec.v1.request import Request, RequestStatus
 
 
@@ -61,25 +59,10 @@ class LLM:
         if observability.enabled:
             checker = InvariantChecker() if observability.check_invariants else None
             self.recorder = TraceRecorder(self.fixes_name, pp, checker)
-        executor = self._make_executor(self.config.parallel_config.distributed_executor_backend)
-        kv = KVCacheManager(self.config.cache_config.num_gpu_blocks, self.config.cache_config.block_size)
-        self.scheduler = Scheduler(self.scheduler_config, kv, use_pp=pp > 1)
-        self.engine = EngineCore(self.scheduler, executor, self.config.parallel_config.max_concurrent_batches,
-                                 self.recorder)
+        self.engine = EngineCore(self.config, Executor.get_class(self.config), self.recorder)
+        self.scheduler = self.engine.scheduler
         self._ids = itertools.count()
         self._used_ids: set[str] = set()  # queued, running or finished: ids are never reused
-
-    def _make_executor(self, backend: str) -> Executor:
-        """``backend`` was checked by ``create_engine_config`` (so was recording under "mp")."""
-        if backend == "uni":
-            return UniProcExecutor(self.config, self.recorder)
-        from minispec.v1.executor import multiproc_executor
-
-        if backend == "torchrun" and int(os.environ.get("RANK", "0")) > 0:
-            # The same script runs on every rank; the rest of it is rank 0's.
-            multiproc_executor.serve_stage(self.config)
-            sys.exit(0)
-        return multiproc_executor.MultiprocExecutor(self.config, launcher=backend)
 
     def shutdown(self) -> None:
         """Stop the worker processes (a no-op for the in-process executor); also
