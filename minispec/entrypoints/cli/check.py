@@ -1,5 +1,5 @@
-"""``python -m minispec check``: the set-up check a learner runs before a workshop (vLLM 0.30.0
-has no such subcommand among ``vllm/entrypoints/cli``; ``collect-env`` is its nearest, and only
+"""``python -m minispec check``: the set-up check a learner runs before a workshop (vLLM 0.30.0:
+``vllm/entrypoints/cli``, which has no such subcommand; ``collect-env`` is its nearest, and only
 reports). It proves the install works -- greedy generation with 2 stages and drafts equal to 1
 stage, and both to a stored reference; a figure saved; JupyterLab and its widgets importable --
 and prints no exercise answer: no draft tokens, no acceptance rates.

@@ -1,5 +1,5 @@
-"""``python -m minispec demo``: the project's demonstration (vLLM 0.30.0 has no such subcommand
-among ``vllm/entrypoints/cli``). The forum thread's scenario, before (``vllm-0.9.2``) and after
+"""``python -m minispec demo``: the project's demonstration (vLLM 0.30.0: ``vllm/entrypoints/cli``,
+which has no such subcommand). The forum thread's scenario, before (``vllm-0.9.2``) and after
 (``all``) at batch_0's first decode, the presets against plain greedy decoding, the same
 figures as PNG files; then the shipped target, greedy, without and with the shipped draft model
 (both texts, tokens per target forward, time taken). It gives the workshop's answers away.

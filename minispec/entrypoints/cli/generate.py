@@ -1,6 +1,6 @@
-"""``python -m minispec generate``: one or more prompts with any engine option (vLLM 0.30.0 has
-no such subcommand among ``vllm/entrypoints/cli``; offline generation there is ``LLM.generate``,
-``vllm/entrypoints/llm.py``). ``print_run`` prints a run as ``demo`` prints its runs too.
+"""``python -m minispec generate``: one or more prompts with any engine option (vLLM 0.30.0:
+``vllm/entrypoints/cli``, which has no such subcommand; offline generation there is
+``LLM.generate``, ``vllm/entrypoints/llm.py``). ``print_run`` prints a run as ``demo`` prints its runs too.
 Left out: every engine argument without a flag (they are ``LLM``'s keyword arguments).
 """
 

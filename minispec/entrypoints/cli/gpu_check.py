@@ -1,5 +1,5 @@
-"""``python -m minispec gpu-check``: the first run on a GPU, as one command (``make gpu-check``;
-vLLM 0.30.0 has no such subcommand among ``vllm/entrypoints/cli``).
+"""``python -m minispec gpu-check``: the first run on a GPU, as one command (vLLM 0.30.0:
+``vllm/entrypoints/cli``, which has no such subcommand; ``make gpu-check`` runs it).
 
 Greedy generation with draft tokens on ``cuda`` for every design it can build: both runner
 designs (V1's ``GPUModelRunner`` and Model Runner V2), both executors ("uni" and "mp"), and

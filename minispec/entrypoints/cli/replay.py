@@ -1,5 +1,5 @@
 """``python -m minispec replay``: the forum thread's scenario under a preset, buffers step by
-step (vLLM 0.30.0 has no such subcommand among ``vllm/entrypoints/cli``).
+step (vLLM 0.30.0: ``vllm/entrypoints/cli``, which has no such subcommand).
 """
 
 from __future__ import annotations
