@@ -211,3 +211,29 @@ def test_an_invariant_violation_aborts_too():
             llm.generate(PROMPTS, PARAMS, arrival_steps=ARRIVALS)
         assert not llm.scheduler.has_unfinished_requests()
         assert llm.scheduler.kv_cache_manager.num_free_blocks == llm.scheduler.kv_cache_manager.num_blocks
+
+
+def test_queued_requests_run_to_completion_as_generate_runs_them(monkeypatch):
+    """``add_request`` then ``wait_for_completion`` (vLLM 0.30.0's ``enqueue`` then
+    ``wait_for_completion``): the outputs ``generate`` gives, and the same clean abort."""
+    llm = make_llm("all")
+    update, calls = llm.engine._update, []
+
+    def interrupted_update(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return update(*args)
+
+    monkeypatch.setattr(llm.engine, "_update", interrupted_update)
+    for prompt, arrival in zip(PROMPTS, ARRIVALS):
+        llm.add_request(prompt, PARAMS, arrival)
+    with pytest.raises(KeyboardInterrupt):
+        llm.wait_for_completion()
+    assert not llm.scheduler.has_unfinished_requests() and not llm.engine.arrivals
+    monkeypatch.undo()
+    queued = [llm.add_request(prompt, PARAMS, arrival) for prompt, arrival in zip(PROMPTS, ARRIVALS)]
+    outputs = {o.request_id: o for o in llm.wait_for_completion()}
+    assert sorted(outputs) == sorted(r.request_id for r in queued) and llm.wait_for_completion() == []
+    assert [outputs[r.request_id].prompt for r in queued] == PROMPTS
+    assert tokens(outputs[r.request_id] for r in queued) == reference("all")[0]

@@ -25,6 +25,7 @@ import itertools
 import numbers
 import reprlib
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +64,7 @@ class LLM:
         self.scheduler = self.engine.scheduler
         self._ids = itertools.count()
         self._used_ids: set[str] = set()  # queued, running or finished: ids are never reused
+        self._texts: dict[str, str] = {}  # the text of each text prompt not yet returned, by request id
 
     def shutdown(self) -> None:
         """Stop the worker processes (a no-op for the in-process executor); also
@@ -137,10 +139,13 @@ class LLM:
             raise ValueError(f"request_id={request_id!r}: expected an id not used before")
         return self._to_token_ids(prompt, label)
 
-    def _queue(self, ids: list[int], params: SamplingParams, arrival_step: int, request_id: str | None) -> Request:
+    def _queue(self, prompt, ids: list[int], params: SamplingParams, arrival_step: int,
+               request_id: str | None) -> Request:
         if request_id is None:
             request_id = next(i for i in (f"req-{n}" for n in self._ids) if i not in self._used_ids)
         self._used_ids.add(request_id)
+        if isinstance(prompt, str):
+            self._texts[request_id] = prompt
         request = Request(request_id, ids, params, self.arch.eos_token_id)
         self.engine.add_request(request, self.engine.engine_step + arrival_step)
         return request
@@ -151,7 +156,7 @@ class LLM:
         steps from now, without running the engine."""
         ids = self._check_request(prompt, params, arrival_step, request_id, "prompt")
         self.engine.recover()
-        return self._queue(ids, params, arrival_step, request_id)
+        return self._queue(prompt, ids, params, arrival_step, request_id)
 
     def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParams] | None = None,
                  arrival_steps: list[int] | None = None) -> list[RequestOutput]:
@@ -175,22 +180,39 @@ class LLM:
         checked = [self._check_request(p, sp, a, None, f"prompts[{i}]")
                    for i, (p, sp, a) in enumerate(zip(prompts, params, arrivals))]
         self.engine.recover()
-        try:
-            requests = [self._queue(ids, sp, a, None) for ids, sp, a in zip(checked, params, arrivals)]
+        with self._aborting_on_error():
+            requests = [self._queue(p, ids, sp, a, None) for p, ids, sp, a in zip(prompts, checked, params, arrivals)]
             self.engine.run()
+        outputs = {r.request_id: self._output(r) for r in self.engine.finished}
+        return [outputs[r.request_id] for r in requests]
+
+    def wait_for_completion(self) -> list[RequestOutput]:
+        """Run every request queued with ``add_request`` to completion and return their outputs,
+        in the order they finished (vLLM 0.30.0: ``LLM.wait_for_completion`` after ``enqueue``,
+        ``entrypoints/llm.py`` 543-565). As in ``generate``, an exception, ``KeyboardInterrupt``
+        too, aborts every unfinished request before it propagates."""
+        self.engine.recover()
+        with self._aborting_on_error():
+            self.engine.run()
+        return [self._output(r) for r in self.engine.finished]
+
+    @contextmanager
+    def _aborting_on_error(self):
+        try:
+            yield
         except BaseException:  # KeyboardInterrupt too: the engine must not stay half-stepped
-            # Everything is aborted: generate runs every queued request. In "mp" the workers are
+            # Everything is aborted: a run runs every queued request. In "mp" the workers are
             # stopped and start again on the next call, unless a stage failed (then the LLM refuses).
             self.engine.abort_all()
+            self._texts.clear()
             raise
-        return [self._output(r, p) for r, p in zip(requests, prompts)]
 
-    def _output(self, request: Request, prompt) -> RequestOutput:
+    def _output(self, request: Request) -> RequestOutput:
         reason = {RequestStatus.FINISHED_STOPPED: "stop", RequestStatus.FINISHED_LENGTH_CAPPED: "length",
                   RequestStatus.FINISHED_ABORTED: "abort"}
         text = self.tokenizer.decode(request.output_token_ids) if self.tokenizer else ""
         return RequestOutput(
-            request_id=request.request_id, prompt=prompt if isinstance(prompt, str) else None,
+            request_id=request.request_id, prompt=self._texts.pop(request.request_id, None),
             prompt_token_ids=request.prompt_token_ids,
             outputs=[CompletionOutput(0, text, list(request.output_token_ids), reason.get(request.status))],
             finished=request.is_finished(), num_draft_tokens=request.num_draft_tokens,
