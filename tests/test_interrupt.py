@@ -147,11 +147,8 @@ def test_interrupt_sweep_in_process(preset):
 
 
 @pytest.mark.slow
-def test_interrupt_multiproc(monkeypatch):
-    """In "mp" the abort stops the workers and the next call starts them again. One
-    point, injected at an engine event (the third update, batches in the workers),
-    because each worker start costs seconds; ``sweep(..., backend="mp")`` runs more."""
-    llm = make_llm("vllm-0.9.2", "mp")
+def interrupt_third_update(monkeypatch, llm) -> None:
+    """``KeyboardInterrupt`` at the engine's third update (batches in flight), until ``monkeypatch.undo()``."""
     update, calls = llm.engine._update, []
 
     def interrupted_update(*args):
@@ -160,8 +157,16 @@ def test_interrupt_multiproc(monkeypatch):
             raise KeyboardInterrupt
         return update(*args)
 
+    monkeypatch.setattr(llm.engine, "_update", interrupted_update)
+
+
+def test_interrupt_multiproc(monkeypatch):
+    """In "mp" the abort stops the workers and the next call starts them again. One
+    point, injected at an engine event (the third update, batches in the workers),
+    because each worker start costs seconds; ``sweep(..., backend="mp")`` runs more."""
+    llm = make_llm("vllm-0.9.2", "mp")
     try:
-        monkeypatch.setattr(llm.engine, "_update", interrupted_update)
+        interrupt_third_update(monkeypatch, llm)
         with pytest.raises(KeyboardInterrupt):
             llm.generate(PROMPTS, PARAMS, arrival_steps=ARRIVALS)
         monkeypatch.undo()
@@ -217,15 +222,7 @@ def test_queued_requests_run_to_completion_as_generate_runs_them(monkeypatch):
     """``add_request`` then ``wait_for_completion`` (vLLM 0.30.0's ``enqueue`` then
     ``wait_for_completion``): the outputs ``generate`` gives, and the same clean abort."""
     llm = make_llm("all")
-    update, calls = llm.engine._update, []
-
-    def interrupted_update(*args):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return update(*args)
-
-    monkeypatch.setattr(llm.engine, "_update", interrupted_update)
+    interrupt_third_update(monkeypatch, llm)
     for prompt, arrival in zip(PROMPTS, ARRIVALS):
         llm.add_request(prompt, PARAMS, arrival)
     with pytest.raises(KeyboardInterrupt):
