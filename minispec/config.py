@@ -151,8 +151,8 @@ BACKENDS = ("uni", "mp", "torchrun")
 class ParallelConfig:
     pipeline_parallel_size: int = 1
     distributed_executor_backend: str = "uni"
-    # minispec's: batches in flight at once. vLLM has no setting: its executors'
-    # max_concurrent_batches is pipeline_parallel_size, which None stands for here.
+    # minispec's: batches in flight at once, to turn the batch queue down. vLLM has no
+    # setting; None means its value (VllmConfig.max_concurrent_batches).
     max_concurrent_batches: int | None = None
 
     def __post_init__(self):
@@ -268,6 +268,14 @@ class VllmConfig:
     @property
     def pipeline_parallel_size(self) -> int:
         return self.parallel_config.pipeline_parallel_size
+
+    @property
+    def max_concurrent_batches(self) -> int:
+        """The engine's batch queue size, its one source (vLLM 0.30.0 ``config/vllm.py`` 588-599,
+        read by ``EngineCore.__init__``, ``v1/engine/core.py`` 210): one batch per pipeline
+        stage, unless ``ParallelConfig.max_concurrent_batches`` asks for another number. Left out:
+        vLLM's extra batch for async scheduling."""
+        return self.parallel_config.max_concurrent_batches or self.pipeline_parallel_size
 
 
 DTYPES = ("float32", "float16", "bfloat16")

@@ -1,6 +1,6 @@
 """The engine calls the lab uses instead of reaching into the engine (issue 21 §5):
-``LLM.run_queued`` (queued requests run as ``generate`` runs them, aborted cleanly on an
-exception), ``LLM.stage_runners`` (the in-process stages) and ``PPHandler.subscribe``
+``LLM.wait_for_completion`` (queued requests run as ``generate`` runs them, aborted cleanly on an
+exception; its outputs are tested in ``test_interrupt.py``), ``LLM.stage_runners`` (the in-process stages) and ``PPHandler.subscribe``
 (a listener on Model Runner V2's broadcast)."""
 
 from __future__ import annotations
@@ -31,16 +31,7 @@ def generated(llm: LLM) -> dict[str, list[int]]:
     return {f"req-{i}": o.outputs[0].token_ids for i, o in enumerate(outs)}
 
 
-def test_run_queued_runs_what_add_request_queued_as_generate_would():
-    llm = make_llm()
-    queue(llm)
-    finished = llm.run_queued()
-    assert sorted(r.request_id for r in finished) == [f"req-{i}" for i in range(4)] and all(r.is_finished() for r in finished)
-    assert {r.request_id: list(r.output_token_ids) for r in finished} == generated(make_llm())
-    assert llm.run_queued() == []  # nothing queued: nothing run, and earlier runs are not returned again
-
-
-def test_an_exception_inside_run_queued_aborts_every_request_and_the_llm_stays_usable(monkeypatch):
+def test_an_exception_inside_wait_for_completion_empties_every_stage_and_frees_every_block(monkeypatch):
     llm = make_llm()
     queue(llm)
     update, calls = llm.engine._update, []
@@ -53,7 +44,7 @@ def test_an_exception_inside_run_queued_aborts_every_request_and_the_llm_stays_u
 
     monkeypatch.setattr(llm.engine, "_update", interrupted_update)
     with pytest.raises(KeyboardInterrupt):
-        llm.run_queued()
+        llm.wait_for_completion()
     monkeypatch.undo()
     assert llm.scheduler.requests == {} and not (llm.engine.arrivals or llm.engine.batch_queue)
     assert all(r.input_batch.num_reqs == 0 for r in llm.stage_runners())

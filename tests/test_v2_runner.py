@@ -247,12 +247,17 @@ def test_multiproc_v2_equals_transformers(v2, reference, pp, k, method):
 
 
 TORCHRUN_SCRIPT = """
-import json, sys
+import json, os, sys
 from minispec import LLM, SamplingParams
+from minispec.entrypoints.cli.serve import run_headless
 
-llm = LLM(pipeline_parallel_size=3, distributed_executor_backend="torchrun",  # ranks > 0 serve and exit here
-          speculative_config={{"method": "draft_model", "num_speculative_tokens": 3}},
-          max_num_seqs=16, max_num_batched_tokens=96, block_size=8, num_gpu_blocks=64)
+engine = dict(pipeline_parallel_size=3, distributed_executor_backend="torchrun",
+              speculative_config={{"method": "draft_model", "num_speculative_tokens": 3}},
+              max_num_seqs=16, max_num_batched_tokens=96, block_size=8, num_gpu_blocks=64)
+if int(os.environ["RANK"]) > 0:
+    run_headless(**engine)  # serves this rank's stage until rank 0 shuts the pipeline down
+    sys.exit(0)
+llm = LLM(**engine)
 outs = llm.generate({prompts!r}, SamplingParams(temperature=0, max_tokens={max_tokens}), arrival_steps={arrivals})
 llm.shutdown()
 with open(sys.argv[1], "w") as f:

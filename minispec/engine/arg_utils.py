@@ -64,7 +64,7 @@ class EngineArgs:
     device: str | None = None
     dtype: torch.dtype | str = torch.float32
     distributed_executor_backend: str = "uni"
-    max_concurrent_batches: int | None = None  # None: pipeline_parallel_size
+    max_concurrent_batches: int | None = None  # None: VllmConfig.max_concurrent_batches's (one per stage)
     model_runner: ModelRunner | str | None = None  # "v1" | "v2"; None: MINISPEC_USE_V2_MODEL_RUNNER's, else "v1"
     faults: FaultPreset | str | None = None  # one fault preset by name (gpu/runner_fixes.py); None: none
 
@@ -89,7 +89,7 @@ class EngineArgs:
         parallel.validate_for(arch)
         _check_sizes(arch, scheduler, cache)
         config = VllmConfig(
-            model=Path(self.model), arch=arch, parallel_config=_in_flight(parallel), cache_config=cache,
+            model=Path(self.model), arch=arch, parallel_config=parallel, cache_config=cache,
             scheduler_config=scheduler, speculative_config=_with_draft(spec, arch, self.model), switches=switches,
             device=self.device, dtype=dtype, seed=self.seed, observability_config=observability,
             model_runner=model_runner,
@@ -106,13 +106,6 @@ def _check_sizes(arch: LlamaArchitecture, scheduler: SchedulerConfig, cache: Cac
         # Otherwise one long request could wait forever for blocks.
         raise ValueError(f"num_gpu_blocks={cache.num_gpu_blocks}: expected at least max_model_len / block_size = "
                          f"{-(-max_len // cache.block_size)} blocks")
-
-
-def _in_flight(parallel: ParallelConfig) -> ParallelConfig:
-    """None batches in flight means one per stage, as vLLM's multiprocess executor has."""
-    if parallel.max_concurrent_batches is not None:
-        return parallel
-    return replace(parallel, max_concurrent_batches=parallel.pipeline_parallel_size)
 
 
 def _with_draft(spec: SpeculativeConfig, arch: LlamaArchitecture, target: str | Path) -> SpeculativeConfig:

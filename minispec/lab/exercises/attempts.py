@@ -200,7 +200,7 @@ def run_attempt(schedule: Schedule, make_fixes, fn, contract, model_runner: str 
     attempt.llm = build_llm(schedule, make_fixes(plugged), model_runner)
     try:
         with intra_op_threads():
-            finished = {r.request_id: r for r in attempt.llm.run_queued()}
+            finished = {o.request_id: o for o in attempt.llm.wait_for_completion()}
     except InvariantViolation as exc:
         attempt.violation = exc.violation
         return attempt
@@ -211,7 +211,7 @@ def run_attempt(schedule: Schedule, make_fixes, fn, contract, model_runner: str 
         attempt.error = exc
         return attempt
     for req_id, want in schedule_reference(schedule).items():
-        got = finished[req_id].output_token_ids
+        got = finished[req_id].outputs[0].token_ids
         if (i := first_divergence(got, want)) is not None:
             attempt.diverged = (req_id, i, got[i : i + 5], want[i : i + 5])
             break

@@ -90,13 +90,13 @@ def build_llm(schedule: Schedule, fixes="all", model_runner: str | None = None, 
 
 
 def run_recorded(llm):
-    """Run a recording engine to completion (``LLM.run_queued``: an exception aborts every
+    """Run a recording engine to completion (``LLM.wait_for_completion``: an exception aborts every
     request first, as ``generate`` does); return its ``Trace`` with every request's output
     and the engine's stats filled in."""
     # listed by request id, so tables print A, B, C, D whatever finished first
-    finished = sorted(llm.run_queued(), key=lambda req: req.request_id)
+    finished = sorted(llm.wait_for_completion(), key=lambda out: out.request_id)
     trace = llm.trace
-    trace.outputs = {req.request_id: list(req.output_token_ids) for req in finished}
+    trace.outputs = {out.request_id: list(out.outputs[0].token_ids) for out in finished}
     trace.stats = llm.stats()
     return trace
 

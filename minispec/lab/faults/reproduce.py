@@ -44,7 +44,7 @@ def _faulty(fault: Fault):
     """(violation, transport error, trace) of the run with the fault."""
     llm = build_llm(fault.scenario, model_runner=fault.design, faults=str(fault.preset))
     try:
-        llm.run_queued()
+        llm.wait_for_completion()
     except InvariantViolation as caught:
         return caught.violation, None, llm.trace
     except MessageMismatch as caught:

@@ -44,6 +44,8 @@ class PipelineBatch(PendingBatch):
 
 
 class UniProcExecutor(Executor):
+    backend = "uni"
+
     def __init__(self, config, recorder=None):
         self.runners = [make_runner(config, rank, recorder) for rank in range(config.pipeline_parallel_size)]
         # Every design takes its view of one in-process group (WorkerBase.bind_pp_group):
@@ -54,11 +56,6 @@ class UniProcExecutor(Executor):
         self.in_flight: deque[PipelineBatch] = deque()
         self.timeline = Timeline(config.pipeline_parallel_size, clock="ticks")
         self.num_ticks = 0
-
-    @property
-    def max_concurrent_batches(self) -> int:
-        """One per stage, as vLLM's multiprocess executor allows: each stage can hold a batch."""
-        return len(self.runners)
 
     def execute_model(self, scheduler_output: SchedulerOutput) -> PipelineBatch:
         batch = PipelineBatch(scheduler_output)
