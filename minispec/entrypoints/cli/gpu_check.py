@@ -54,11 +54,11 @@ class GpuRun:
 
 def gpu_plan(num_gpus: int) -> list[GpuRun]:
     """Every run gpu-check makes, with why it is skipped where this machine has too few GPUs."""
-    from minispec.v1.worker.gpu import MODEL_RUNNERS
+    from minispec.v1.worker.switches import ModelRunner
 
     return [GpuRun(runner, backend, case,
                    None if num_gpus >= case.gpus else f"needs {case.gpus} GPUs, this machine has {num_gpus}")
-            for runner in MODEL_RUNNERS for backend in GPU_BACKENDS for case in GPU_CASES]
+            for runner in ModelRunner for backend in GPU_BACKENDS for case in GPU_CASES]
 
 
 @dataclass(frozen=True)
