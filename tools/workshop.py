@@ -49,6 +49,8 @@ ANSWER_SUMMARY = "<b>Answer:</b> open it once you have tried"
 # removing innermost blocks first, until none is left, handles nested folds too.
 _INNERMOST_DETAILS = re.compile(r"<details\b[^>]*>(?:(?!<details\b).)*?</details\s*>", re.I | re.S)
 _HTML_TAG = re.compile(r"<[^>]+>")
+_DETAILS = re.compile(r"<details\b[^>]*>((?:(?!<details\b).)*?)</details\s*>", re.I | re.S)
+_SUMMARY = re.compile(r"<summary\b[^>]*>(.*?)</summary\s*>", re.I | re.S)
 # The workshop path's word budget per notebook (by its number): about 60 visible words
 # per minute of the agenda in docs/workshop.md. tests/test_workshop.py holds them to it.
 BUDGETS = {"00": 350, "01": 750, "02": 500, "03": 500, "04": 450, "05": 350, "06": 300, "07": 400, "08": 1000,
@@ -67,6 +69,34 @@ def visible_text(markdown: str) -> str:
     while previous != markdown:
         previous, markdown = markdown, _INNERMOST_DETAILS.sub(" ", markdown)
     return _HTML_TAG.sub(" ", markdown)
+
+
+def closed_folds(markdown: str) -> str:
+    """A markdown cell as rendered with its folds closed: each fold's title only, tags removed."""
+    previous = None
+    while previous != markdown:
+        previous = markdown
+        markdown = _DETAILS.sub(lambda m: " ".join(_SUMMARY.findall(m.group(1))) + " ", markdown)
+    return _HTML_TAG.sub(" ", markdown)
+
+
+def output_text(output) -> str:
+    """What a printed output shows as text (figures and widgets show none)."""
+    if output.get("output_type") == "stream":
+        return output.get("text", "")
+    data = output.get("data", {})
+    if "application/vnd.jupyter.widget-view+json" in data:
+        return ""  # a widget: its text/plain is the widget's repr, not what the room sees
+    text = data.get("text/markdown") or data.get("text/plain", "")
+    return "" if text.startswith("<Figure") else text
+
+
+def page_prose(path: Path) -> str:
+    """A page's prose as rendered with its folds closed: a markdown file, or a notebook's markdown cells."""
+    if path.suffix == ".ipynb":
+        nb = nbformat.read(path, as_version=4)
+        return "\n".join(closed_folds(c.source) for c in nb.cells if c.cell_type == "markdown")
+    return closed_folds(path.read_text())
 
 
 def visible_words(nb) -> int:
