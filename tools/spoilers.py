@@ -121,15 +121,15 @@ def cell_texts(nb_name: str, index: int, cell, run: bool) -> Iterator[Seen]:
         yield Seen(f"{where} (output)", printed, frozenset(), reveals)
 
 
-def page_text(path: Path) -> Seen:
+def page_text(path: Path, sections: tuple[str, ...] | None = None) -> Seen:
     """A page the room keeps open or is shown (README, glossary, opening page)."""
-    return Seen(f"{path.name} (page)", workshop.page_prose(path))
+    return Seen(f"{path.name} (page)", workshop.page_prose(path, sections))
 
 
 def walk(path_name: str, root: Path = ROOT) -> Iterator[Seen]:
     """Everything the room sees, in the order it sees it, on the agenda's ``path_name`` path."""
-    for page in agenda.OPEN_PAGES:
-        yield page_text(root / page)
+    for page, sections in agenda.OPEN_PAGES:
+        yield page_text(root / page, sections)
     for slot in agenda.path(path_name) + agenda.afterwards(path_name, root):
         if slot.page:
             yield page_text(root / slot.page)
@@ -138,18 +138,16 @@ def walk(path_name: str, root: Path = ROOT) -> Iterator[Seen]:
         source = agenda.notebook_path(slot.notebook, root)
         committed = nbformat.read(source, as_version=4)
         learner = workshop.learner_copy(committed)
+        sections = agenda.section_of_cells(committed)
         for index in agenda.screen_cells(committed, slot):
             cell = learner.cells[index]
-            run = cell.cell_type == "code" and slot.runs(committed.cells[index])
+            run = cell.cell_type == "code" and slot.runs(committed.cells[index], sections[index])
             # The copy cleared its spoilers' outputs; running the cell prints the committed ones.
             yield from cell_texts(source.name, index, committed.cells[index] if run else cell, run)
 
 
-def findings(path_name: str, root: Path = ROOT) -> tuple[list[Finding], dict[str, Question]]:
-    """Every answer seen before its reveal on the path, and the questions tracked."""
-    notebooks = sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    tracked = questions(notebooks)
-    seen = list(walk(path_name, root))
+def scan(seen: list[Seen], tracked: dict[str, Question]) -> list[Finding]:
+    """Every answer in ``seen`` (in the room's order) before the first item that reveals it."""
     asked = {qid for s in seen for qid in s.asks}
     revealed: set[str] = set()
     open_questions: set[str] = set()  # asked, not yet revealed: their askers open every fold nearby
@@ -165,7 +163,15 @@ def findings(path_name: str, root: Path = ROOT) -> tuple[list[Finding], dict[str
                 found.append(Finding(qid, item.where, text[start:match.end() + 40]))
         revealed |= item.reveals
         open_questions -= item.reveals
-    return found, {qid: tracked[qid] for qid in sorted(asked)}
+    return found
+
+
+def findings(path_name: str, root: Path = ROOT) -> tuple[list[Finding], dict[str, Question]]:
+    """Every answer seen before its reveal on the path, and the questions the path asks."""
+    tracked = questions(sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")))
+    seen = list(walk(path_name, root))
+    asked = sorted({qid for s in seen for qid in s.asks})
+    return scan(seen, tracked), {qid: tracked[qid] for qid in asked}
 
 
 def main(argv: list[str] | None = None) -> int:
