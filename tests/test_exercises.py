@@ -7,9 +7,12 @@ prompt "A list is " is 10 tokens, so at batch_0's first decode A's history ends 
 11 and its draft slots are 11-13; C's prompt left `tem` there).
 """
 
+import re
+
 import numpy as np
 import pytest
 
+from minispec.instruments.invariants import Invariant
 from minispec.lab import exercises as ex
 from minispec.lab import solutions
 
@@ -52,6 +55,14 @@ def fix1_after_computed_plus_one(runner, row, spec_token_ids):
     start = batch.num_computed_tokens_cpu[row] + 1
     batch.token_ids_cpu[row, start : start + len(spec_token_ids)] = spec_token_ids
     batch.num_tokens[row] = start + len(spec_token_ids)
+
+
+def fix1_wrong_row(runner, row, spec_token_ids):
+    batch = runner.input_batch
+    other = 1 - row if row < 2 else 0  # the neighbour's row: a mix-up of row and request
+    start = batch.num_tokens_no_spec[other]
+    batch.token_ids_cpu[other, start : start + len(spec_token_ids)] = spec_token_ids
+    batch.num_tokens[other] = start + len(spec_token_ids)
 
 
 def fix1_typo(runner, row, spec_token_ids):
@@ -228,6 +239,8 @@ GALLERY = [
      'not quite: step 2, stage 0, request A: you changed num_tokens_no_spec[0] from 11 to 14: drafts are not history (they may be rejected); leave it and advance num_tokens'),
     (ex.check_fix1, fix1_after_computed_plus_one,
      'not quite: right on the thread scenario, but on random schedule 0 (PP 2, ngram drafts, 4 preemptions): step 33, stage 0, request B: num_tokens[1] is 1 after your call; expected 30 (num_tokens_no_spec + drafts) — this row got no drafts: it is recomputing after a preemption (num_computed_tokens 0, history up to 30); count from num_tokens_no_spec, not num_computed_tokens'),
+    (ex.check_fix1, fix1_wrong_row,
+     "not quite: step 2, stage 0, request A: you wrote into row 1 (a free row), not row 0, the row add_request gave A: index token_ids_cpu and num_tokens with row"),
     (ex.check_fix1, fix1_typo,
      "not quite: step 2, stage 0, request A: your fix1_typo raised AttributeError: 'InputBatch' object has no attribute 'token_ids'"),
     (ex.check_fix2, fix2_all_drafts,
@@ -270,15 +283,21 @@ GALLERY = [
     (ex.check_broadcast, broadcast_typo,
      "not quite: step 2, stage 0, request A: your broadcast_typo raised AttributeError: 'RequestState' object has no attribute 'last_sampled_token'"),
     (ex.check_recovered, recovered_not_normalised,
-     'not quite: case 1 of 3: your distribution sums to 0.632, not 1: divide max(0, p − q) by its sum'),
+     'not quite: case 1 of 3: your distribution sums to 0.632, not 1'),
     (ex.check_recovered, recovered_from_p,
-     'not quite: case 1 of 3: you resample from p itself: tokens the draft already proposes too often then come out too often; after a rejection only the part of p the draft did not cover may be drawn, max(0, p − q)'),
+     'not quite: case 1 of 3: you resample from p itself: tokens the draft already proposes too often then come out too often; after a rejection only the part of p the draft did not cover may be drawn'),
     (ex.check_recovered, recovered_not_clamped,
-     'not quite: case 1 of 3: your distribution has negative entries: p − q is negative where the draft likes a token more than the target does; clamp it at 0, max(0, p − q)'),
+     'not quite: case 1 of 3: your distribution has negative entries: p − q is negative where the draft likes a token more than the target does'),
     (ex.check_recovered, recovered_flipped,
-     'not quite: case 1 of 3: you normalised max(0, q − p): the residual is the target minus the draft, max(0, p − q)'),
+     'not quite: case 1 of 3: you normalised the part of q above p: the residual is the part of the target the draft did not cover'),
 ]
 
+
+
+@pytest.fixture(autouse=True)
+def first_misses(monkeypatch):
+    """Each test starts as a learner's first try: check_recovered's hints grow with the misses."""
+    monkeypatch.setattr(ex, "_MISSES", {})
 
 
 @pytest.mark.parametrize("check,wrong,first_line", GALLERY, ids=[w.__name__ for _, w, _ in GALLERY])
@@ -286,6 +305,35 @@ def test_wrong_solution_gets_its_diagnosis(check, wrong, first_line):
     report = check(wrong)
     assert not report.passed
     assert report.lines[0] == first_line
+
+
+def test_the_formula_comes_with_the_second_miss_not_the_first():
+    first, second = ex.check_recovered(recovered_not_normalised), ex.check_recovered(recovered_not_normalised)
+    assert "max(0, p − q)" not in first.lines[0]
+    assert second.lines[0] == "not quite: case 1 of 3: your distribution sums to 0.632, not 1; divide max(0, p − q) by its sum"
+
+
+def test_a_wrong_distribution_prints_rounded_numbers():
+    def recovered_sharpened(p, q):  # sums to 1, but squares the residual: the wrong tokens come out
+        r = (p - q).clamp_min(0) ** 2
+        return r / r.sum()
+
+    ex.check_recovered(recovered_sharpened)
+    line = ex.check_recovered(recovered_sharpened).lines[0]
+    assert line.startswith("not quite: case 1 of 3: token ") and "; normalise max(0, p − q), here [" in line
+    assert not re.search(r"\d\.\d{4,}", line), line  # no 16-digit floats
+
+
+@pytest.mark.parametrize("invariant", [3, "3", "invariant 3", "token history", "Token History", "TOKEN_HISTORY",
+                                       "3 (token history)", Invariant.TOKEN_HISTORY])
+def test_fault2_takes_the_invariant_by_number_or_name(invariant):
+    report = ex.check_fault2({"invariant": invariant, "step": 4, "stage": 0, "request": "A"})
+    assert report.lines[0] == "correct: fix 1 alone first breaks invariant 3 (token history) at step 4, stage 0, request A"
+
+
+def test_fault2_a_wrong_invariant_by_name_is_still_wrong():
+    report = ex.check_fault2({"invariant": "shared accounting", "step": 4, "stage": 0, "request": "A"})
+    assert report.lines[0].startswith("not quite: the invariant is wrong")
 
 
 def test_a_learner_exception_shows_the_learner_line():

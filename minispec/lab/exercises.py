@@ -26,7 +26,7 @@ import numbers
 import os
 from dataclasses import dataclass
 
-from minispec.instruments.invariants import check_trace
+from minispec.instruments.invariants import Invariant, check_trace
 from minispec.lab import scenarios
 from minispec.lab.exercise_broadcast import broadcast_contract
 from minispec.lab.exercise_runs import (
@@ -261,6 +261,7 @@ def _locate(answer, truths: list, what: str, symptoms: dict[int, str] | None = N
         return Report(False, [f"not yet: expected a dict with keys {list(LOCATION)}, got {answer!r}"])
     answer = {_loose(k): v for k, v in answer.items()}
     root = truths[0]
+    answer["invariant"] = _invariant_number(answer["invariant"])
     named = next((t for t in truths if _loose(answer["invariant"]) == _loose(t.invariant)), root)
     actual = {"invariant": named.invariant, "step": named.step, "stage": named.stage, "request": named.req_id}
     wrong = [k for k in LOCATION if _loose(answer[k]) != _loose(actual[k])]
@@ -279,6 +280,22 @@ def _locate(answer, truths: list, what: str, symptoms: dict[int, str] | None = N
 def _loose(value) -> str:
     """A typed slip is not a wrong answer: 3 and "3" name the same step, "a" and "A" the same request."""
     return str(value).strip().lower()
+
+
+def _invariant_number(value):
+    """An invariant named as the checker prints it is the invariant: 3, "invariant 3", "token history",
+    "3 (token history)" and ``Invariant.TOKEN_HISTORY`` all mean 3. Anything else is left to be judged."""
+    loose = _loose(value).replace("_", " ")
+    for invariant in Invariant:
+        number = int(invariant)
+        if loose in {str(number), f"invariant {number}", invariant.title.lower(), invariant.name.lower().replace("_", " "),
+                     f"{number} ({invariant.title.lower()})", f"invariant {number} ({invariant.title.lower()})"}:
+            return number
+    return value
+
+
+def _name(fn) -> str:
+    return getattr(fn, "__qualname__", repr(fn))
 
 
 def first_place(violations: list) -> list:
@@ -456,30 +473,39 @@ def simulate(p, q, r, trials: int, seed: int):
     return torch.bincount(tokens, minlength=len(p)).double()
 
 
-def recovered_problem(p, q, r) -> str | None:
-    """What is wrong with r as the recovered distribution for (p, q), in words; None if nothing."""
+def recovered_problem(p, q, r, hint: bool = True) -> str | None:
+    """What is wrong with r as the recovered distribution for (p, q), in words; None if nothing.
+    ``hint``: also say how to build it, max(0, p − q) (from a learner's second miss on)."""
     import torch
 
     residual = (p - q).clamp_min(0)
+    formula = (lambda how: f"; {how}" if hint else "")
     if r.shape != p.shape:
         return f"your distribution has shape {tuple(r.shape)}: expected one probability per token, {tuple(p.shape)}"
     if r.min() < -1e-6:
         return ("your distribution has negative entries: p − q is negative where the draft likes a token more "
-                "than the target does; clamp it at 0, max(0, p − q)")
+                "than the target does" + formula("clamp it at 0, max(0, p − q)"))
     if abs(float(r.sum()) - 1) > 1e-4:
-        return (f"your distribution sums to {float(r.sum()):.3f}, not 1: divide max(0, p − q) by its sum")
+        return f"your distribution sums to {float(r.sum()):.3f}, not 1" + formula("divide max(0, p − q) by its sum")
     if torch.allclose(r, p, atol=1e-6):
         return ("you resample from p itself: tokens the draft already proposes too often then come out too often; "
-                "after a rejection only the part of p the draft did not cover may be drawn, max(0, p − q)")
+                "after a rejection only the part of p the draft did not cover may be drawn"
+                + (", max(0, p − q)" if hint else ""))
     flipped = (q - p).clamp_min(0)
     if flipped.sum() > 0 and torch.allclose(r, flipped / flipped.sum(), atol=1e-6):
-        return "you normalised max(0, q − p): the residual is the target minus the draft, max(0, p − q)"
+        return ("you normalised the part of q above p: the residual is the part of the target the draft did not "
+                "cover" + formula("max(0, p − q)"))
     emitted = emitted_distribution(p, q, r)
     worst = int((emitted - p).abs().argmax())
     if abs(float(emitted[worst] - p[worst])) > 1e-6:
         return (f"token {worst} would come out with probability {float(emitted[worst]):.3f}, the target gives it "
-                f"{float(p[worst]):.3f}; normalise max(0, p − q) (residual {residual.tolist()})")
+                f"{float(p[worst]):.3f}" + formula(f"normalise max(0, p − q), here {residual.numpy().round(3).tolist()}"))
     return None
+
+
+# Wrong answers so far in this kernel, per learner function: the first miss names the symptom, later
+# ones also the formula, so that one wrong try does not give the exercise away.
+_MISSES: dict[str, int] = {}
 
 
 @interruptible
@@ -504,13 +530,14 @@ def check_recovered(recovered_distribution) -> Report:
             lines = learner_error(exc, fn) or [f"your function raised {type(exc).__name__}: {exc}"]
             lines[0] = "not quite: " + lines[0]
             return _finish(Report(False, lines), plugged)
-        problem = recovered_problem(p, q, r)
+        problem = recovered_problem(p, q, r, hint=_MISSES.get(_name(fn), 0) > 0)
         counts = simulate(p, q, r.clamp_min(0), RECOVERED_TRIALS, seed=1000 + i)
         pvalue = chi_square(counts.numpy(), p.numpy(), min_expected=0)[2]  # over the tokens p allows
         verdict = "lossless" if pvalue > RECOVERED_ALPHA else "not lossless"
         stats = (f"chi-square over {RECOVERED_TRIALS:,} draws against the target p: p-value {pvalue:.3g} ({verdict}); "
                  f"emitted {(counts / RECOVERED_TRIALS).numpy().round(3).tolist()}, target {p.numpy().round(3).tolist()}")
         if problem or pvalue <= RECOVERED_ALPHA:
+            _MISSES[_name(fn)] = _MISSES.get(_name(fn), 0) + 1
             lines = [f"not quite: case {i + 1} of 3: " + (problem or "the emitted tokens do not follow the target"),
                      stats]
             return _finish(Report(False, lines), plugged)
