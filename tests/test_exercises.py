@@ -438,14 +438,6 @@ def test_a_wrong_condense_answer_says_which_parts_are_wrong():
                             "name?; the stage whose buffers disagree)"]
 
 
-def test_an_unbroken_condense_is_noticed_by_nothing():
-    from minispec.v1.worker.gpu_input_batch import InputBatch
-
-    report = ex.check_condense(InputBatch._move_row, solutions.condense)
-    assert not report.passed
-    assert report.lines[0].startswith("not quite: nothing noticed: on random schedule 0 (PP 1, draft_model drafts) every invariant held")
-
-
 def test_fix_1_must_also_hold_on_the_schedules():
     """The thread scenario alone would pass fix1_after_computed_plus_one; the schedules
     really preempt, on PP 2 and 3, with both proposers."""
@@ -692,3 +684,67 @@ def test_the_guide_quotes_the_broadcast_checks_first_lines():
               and "not quite" in row]
     pinned = {line for check, _, line in GALLERY if check is ex.check_broadcast}
     assert len(quoted) == 10 and set(quoted) <= pinned
+
+
+# -- issue 24 §6: the checker's misses, each with its first line pinned ---------------------------
+
+
+def broadcast_whole_array(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    for i, slot in enumerate(slots):
+        if slot < 0:
+            continue
+        n = num_sampled[i]
+        states.all_token_ids[slot] = sampled_tokens[i]  # the whole row replaced
+        states.total_len[slot] += n
+        states.last_sampled_tokens[slot] = sampled_tokens[i, n - 1]
+        states.num_computed_tokens[slot] -= num_rejected[i]
+        states.draft_tokens[slot] = draft_tokens[i]
+
+
+def broadcast_one_past(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    for i, slot in enumerate(slots):
+        if slot < 0:
+            continue
+        n, end = num_sampled[i], states.total_len[slot]
+        states.all_token_ids[slot, end + 1 : end + 1 + n] = sampled_tokens[i, :n]  # one position too far
+        states.total_len[slot] = end + n
+        states.last_sampled_tokens[slot] = sampled_tokens[i, n - 1]
+        states.num_computed_tokens[slot] -= num_rejected[i]
+        states.draft_tokens[slot] = draft_tokens[i]
+
+
+def move_row_counters_forgotten(batch, src, tgt):
+    batch._req_ids[tgt], batch._req_ids[src] = batch._req_ids[src], None
+    batch.req_id_to_index[batch._req_ids[tgt]] = tgt
+    n = batch.num_tokens_no_spec[src]
+    batch.token_ids_cpu[tgt, :n] = batch.token_ids_cpu[src, :n]
+    batch.block_table.move_row(src, tgt)
+
+
+def move_row_unbroken(batch, src, tgt):
+    type(batch)._move_row(batch, src, tgt)  # condense's own move: drafts and all
+
+
+@pytest.mark.parametrize("wrong,first_line", [
+    (broadcast_whole_array,
+     "not quite: step 2, stage 0, request A: your broadcast_whole_array raised ValueError: could not broadcast input "
+     "array from shape (4,) into shape (512,) — you assigned (4,) values to a place that holds (512,): a whole row or "
+     "array where a slice was meant; write only the new entries, e.g. all_token_ids[slot, start : start + n]"),
+    (broadcast_one_past,
+     "not quite: step 2, stage 0, request A: you wrote the 1 sampled token `a` at all_token_ids[3, 11:12], 1 position "
+     "past the end of A's history: they go from total_len[3] = 10"),
+], ids=["whole-array", "one-past"])
+def test_broadcast_misses_read_in_the_buffers_terms(wrong, first_line):
+    assert ex.check_broadcast(wrong).lines[0] == first_line
+
+
+@pytest.mark.parametrize("move_row,first_line", [
+    (move_row_counters_forgotten,
+     "not quite: step 13, stage 0, request B: after your move_row, num_tokens[0] is 23, not 39 (row 1's): move the "
+     "counters too"),
+    (move_row_unbroken,
+     "not quite: step 15, stage 0, request C: your move_row copied C's drafts too (positions 24–26): the exercise "
+     "breaks condense by leaving them behind, copying only the first num_tokens_no_spec slots"),
+], ids=["counters-forgotten", "drafts-copied"])
+def test_condense_checks_the_learners_move_row_itself(move_row, first_line):
+    assert ex.check_condense(move_row, solutions.condense).lines[0] == first_line

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import signal
 import threading
 import traceback
@@ -103,8 +104,20 @@ def learner_error(exc: BaseException, fn) -> list[str] | None:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
     if not frames:
         return None
-    lines = [f"your {fn.__name__} raised {type(exc).__name__}: {exc}"]
+    lines = [f"your {fn.__name__} raised {type(exc).__name__}: {exc}{_shape_hint(exc)}"]
     return lines + [f"  line {f.lineno}: {(f.line or '').strip()}" for f in frames]
+
+
+_NUMPY_SHAPES = re.compile(r"could not broadcast input array from shape (\(.*?\)) into shape (\(.*?\))")
+
+
+def _shape_hint(exc: BaseException) -> str:
+    """numpy's broadcasting error in the buffers' terms: a whole array given where a slice was meant."""
+    shapes = _NUMPY_SHAPES.search(str(exc)) if isinstance(exc, ValueError) else None
+    if shapes is None:
+        return ""
+    return (f" — you assigned {shapes[1]} values to a place that holds {shapes[2]}: a whole row or array where "
+            "a slice was meant; write only the new entries, e.g. all_token_ids[slot, start : start + n]")
 
 
 @dataclass

@@ -20,6 +20,7 @@ case an exercise cell that is still the empty stub gets the reference solution
 
 from __future__ import annotations
 
+import copy
 import dis
 import functools
 import numbers
@@ -384,12 +385,45 @@ CONDENSE_SCHEDULE = exercise_schedule(0, 1, "draft_model")  # one stage: rows st
 
 
 def move_row_contract(attempt, fn):
-    """Each call of the learner's move_row, timed and placed: one stage, so the runner is the only one."""
+    """Each call of the learner's move_row, timed, placed, and compared with the move the exercise
+    asks for (condense's, copying only the history) on a copy of the batch."""
+    from minispec.lab.solutions import move_row_dropping_drafts
+
     def move_row(batch, src, tgt):
         attempt.context = attempt.where(attempt.llm.engine.executor.runners[0], batch._req_ids[src])
-        return call_learner(attempt, fn, batch, src, tgt)
+        asked = copy.deepcopy(batch)
+        drafts = batch.token_ids_cpu[src, batch.num_tokens_no_spec[src] : batch.num_tokens[src]].copy()
+        move_row_dropping_drafts(asked, src, tgt)
+        result = call_learner(attempt, fn, batch, src, tgt)
+        if attempt.bad_call is None and attempt.error is None:
+            problem = move_row_problem(batch, asked, src, tgt, drafts)
+            if problem:
+                attempt.bad_call = attempt.context + (problem,)
+        return result
 
     return move_row
+
+
+def move_row_problem(batch, asked, src: int, tgt: int, drafts) -> str | None:
+    """How the learner's move differs from the one asked for (history copied, drafts left behind)."""
+    req = asked._req_ids[tgt]
+    if batch._req_ids[tgt] != req or batch.req_id_to_index.get(req) != tgt:
+        return (f"after your move_row, row {tgt} is not {req}'s in the batch's books (_req_ids[{tgt}] is "
+                f"{batch._req_ids[tgt]!r}, req_id_to_index[{req!r}] is {batch.req_id_to_index.get(req)!r}): "
+                "move the request's id and index as condense does")
+    for name in ("num_tokens", "num_tokens_no_spec", "num_prompt_tokens", "num_computed_tokens_cpu"):
+        got, want = getattr(batch, name)[tgt], getattr(asked, name)[tgt]
+        if got != want:
+            return f"after your move_row, {name}[{tgt}] is {got}, not {want} (row {src}'s): move the counters too"
+    n = int(asked.num_tokens_no_spec[tgt])
+    if (batch.token_ids_cpu[tgt, :n] != asked.token_ids_cpu[tgt, :n]).any():
+        return (f"after your move_row, row {tgt} does not hold {req}'s history: copy token_ids_cpu[{src}, :{n}] "
+                f"(num_tokens_no_spec = {n}) into row {tgt}")
+    k = n + len(drafts)
+    if len(drafts) and (batch.token_ids_cpu[tgt, n:k] == drafts).all() and (asked.token_ids_cpu[tgt, n:k] != drafts).any():
+        return (f"your move_row copied {req}'s drafts too (positions {n}–{k - 1}): the exercise breaks condense by "
+                "leaving them behind, copying only the first num_tokens_no_spec slots")
+    return None
 
 
 def _run_with_move_row(move_row):
@@ -417,7 +451,7 @@ def check_condense(move_row, answer) -> Report:
         return (_not_yet("your move_row", "move_row_dropping_drafts") if is_stub(move_row)
                 else _not_yet("your answer", "condense"))
     attempt = _run_with_move_row(move_row)
-    if attempt.error is not None or attempt.stopped is not None:
+    if attempt.error is not None or attempt.stopped is not None or attempt.bad_call is not None:
         return _finish(Report(False, attempt.report_lines(text, "check_condense")), plugged)
     if attempt.violation is None:
         return _finish(Report(False, [f"not quite: nothing noticed: on {CONDENSE_SCHEDULE.describe()} every "
