@@ -250,3 +250,62 @@ def test_the_guide_prints_the_computed_agenda():
 def test_an_unknown_path_is_refused():
     with pytest.raises(ValueError, match="path must be one of \\['core', 'full'\\], not 'short'"):
         agenda.path("short")
+
+
+# -- issue 24 §3: cells that survive a room (tools/rerun.py) ------------------------------------
+
+import rerun  # noqa: E402
+
+
+def test_printed_output_is_compared_as_the_room_reads_it():
+    cell = code("x", text="took 4.36 s at 0x7f3a2c1b9d90\n")
+    cell.outputs.append(new_output("display_data", data={"image/png": "iVBOR", "text/plain": "<Figure size 9x2>"}))
+    cell.outputs.append(new_output("error", ename="NameError", evalue="name 'step4' is not defined", traceback=[]))
+    assert rerun.printed(cell) == "took <DURATION> at <ADDRESS>\n<image/png>NameError: name 'step4' is not defined"
+    assert rerun.raised(cell) == "NameError: name 'step4' is not defined" and rerun.raised(code("y")) is None
+
+
+def test_restart_points_spread_over_the_code_cells_after_the_first():
+    nb = new_notebook(cells=[code("first")] + [markdown("m"), code("c")] * 6)
+    assert rerun.restart_points(nb, 3) == [4, 8, 12]
+    assert rerun.restart_points(nb, 0) == [] and rerun.restart_points(new_notebook(cells=[code("x")]), 3) == []
+
+
+def test_a_measurement_is_held_to_raising_nothing():
+    measured = code("measure()", text="1.60x")
+    measured.metadata["workshop"] = {"varies": "a wall-clock measurement"}
+    assert rerun._same(measured, "1.60x", code("measure()", text="1.01x"))
+    assert not rerun._same(code("x", text="a"), "a", code("x", text="b"))
+
+
+@pytest.mark.slow
+def test_cells_run_twice_and_after_a_restart_give_the_same_output(tmp_path):
+    """A notebook whose second cell appends to a list the first made: run twice, it prints more."""
+    path = write(tmp_path / "07_x.ipynb", code("# first\nitems = []"), code("items.append(1)\nprint(items)"),
+                 code("fresh = [1]\nprint(fresh)"))
+    found = rerun.check(path, restarts=2)
+    assert [(d.check, d.index) for d in found] == [("twice", 1)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_notebook_survives_reruns_and_restarts(path):
+    found = rerun.check(path, restarts=3)
+    assert found == [], "\n".join(map(str, found))
+
+
+# -- issue 24 §8: nothing internal in what learners see --------------------------------------
+
+
+def test_learner_copies_drop_the_test_markers():
+    copy = workshop.learner_copy(new_notebook(cells=[code("# NBVAL_CHECK_OUTPUT\nprint(1)\n# NBVAL_IGNORE_OUTPUT")]))
+    assert copy.cells[0].source == "print(1)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_what_learners_see_has_no_internal_references(path):
+    learner = workshop.learner_copy(nbformat.read(path, as_version=4))
+    for i, cell in enumerate(learner.cells):
+        shown = cell.source if cell.cell_type == "code" else workshop.closed_folds(cell.source)
+        assert "NBVAL" not in shown, f"cell {i}"
+        assert not __import__("re").search(r"\bissue \d+|MINISPEC_PLUG_SOLUTIONS", shown), f"cell {i}: {shown[:200]}"

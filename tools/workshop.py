@@ -2,7 +2,8 @@
 
     python tools/workshop.py notebooks/*.ipynb --out workshop [--force]
 
-A learner copy is the notebook with every answer taken off the screen: the outputs of
+A learner copy is the notebook with nbval's ``# NBVAL_`` marker lines removed and every
+answer taken off the screen: the outputs of
 code cells tagged ``prediction``, ``reveal``, ``answer`` or ``solution`` are cleared, and a markdown
 cell tagged ``answer`` is folded behind an "Answer" ``<details>`` block (unless all of it is
 folded already), so nothing answers a question before the learner has run the cell that
@@ -53,6 +54,7 @@ _INNERMOST_DETAILS = re.compile(r"<details\b[^>]*>(?:(?!<details\b).)*?</details
 _HTML_TAG = re.compile(r"<[^>]+>")
 _DETAILS = re.compile(r"<details\b[^>]*>((?:(?!<details\b).)*?)</details\s*>", re.I | re.S)
 _SUMMARY = re.compile(r"<summary\b[^>]*>(.*?)</summary\s*>", re.I | re.S)
+_TEST_MARKER = "# NBVAL_"  # nbval's cell markers (NBVAL_CHECK_OUTPUT, NBVAL_SKIP, ...)
 DIGEST_KEY = "minispec_learner_copy"  # notebook metadata: the digest of the cells as written
 _FIRST_LINE = "# Run this cell first. After a kernel restart: Run > Run All Above Selected Cell."
 
@@ -127,6 +129,8 @@ def learner_copy(nb):
     """A copy of ``nb`` with its spoilers off the screen (``nb`` itself is left as it was)."""
     learner = copy.deepcopy(nb)
     for cell in learner.cells:
+        if cell.cell_type == "code":  # the test suite's markers mean nothing to a learner
+            cell.source = "\n".join(line for line in cell.source.split("\n") if not line.startswith(_TEST_MARKER))
         if not _is_spoiler(cell):
             continue
         if cell.cell_type == "code":
