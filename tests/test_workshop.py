@@ -309,3 +309,9 @@ def test_what_learners_see_has_no_internal_references(path):
         shown = cell.source if cell.cell_type == "code" else workshop.closed_folds(cell.source)
         assert "NBVAL" not in shown, f"cell {i}"
         assert not __import__("re").search(r"\bissue \d+|MINISPEC_PLUG_SOLUTIONS", shown), f"cell {i}: {shown[:200]}"
+
+
+def test_the_guide_and_the_handout_agree_on_when_it_is_handed_out():
+    guide, handout = ((ROOT / "docs" / name).read_text() for name in ("workshop.md", "handout.md"))
+    assert "handed out at `08_exercises` §3" in handout and "until you have done §5" in handout
+    assert "**`08` §3, write fix 1.** Hand out `docs/handout.md` now" in guide and "is for after §5" in guide
