@@ -117,7 +117,7 @@ def test_a_ratio_above_the_ideal_says_it_is_noise():
 
     above = Comparison({2: OverlapRun(2, [1.0]), 1: OverlapRun(1, [2.09])}, 3.2, 2, 1).verdict()
     assert above.startswith("the batch queue finished the same work 2.09x faster than one batch in flight "
-                            "(best of 1 runs each; load 3.2 on 2 cores before the run): more than the ideal 2.0")
+                            "(1 run each; load 3.2 on 2 cores before the run): more than the ideal 2.0")
     assert "noise" in above and "about 2x" in above
     below = Comparison({2: OverlapRun(2, [1.0]), 1: OverlapRun(1, [1.7])}, 3.2, 2, 1).verdict()
     assert "ideal 2.0;" in below and "noise" not in below

@@ -134,7 +134,8 @@ class Comparison:
     def verdict(self) -> str:
         """The result in words: "faster" only when it was, and why it may not be."""
         load = f"load {self.load_before:.1f} on {self.cores} cores before the run"
-        best = f"best of {len(self.runs[2].seconds)} runs each"
+        rounds = len(self.runs[2].seconds)
+        best = f"best of {rounds} runs each" if rounds > 1 else "1 run each"
         if self.ratio > IDEAL:
             return (f"the batch queue finished the same work {self.ratio:.2f}x faster than one batch in flight "
                     f"({best}; {load}): more than the ideal {IDEAL}, which two stages cannot beat, so this is noise: "
