@@ -30,6 +30,9 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import workshop  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 SANITIZE = ROOT / "tests" / "nbval_sanitize.cfg"
 TIMEOUT_S = 900
@@ -154,11 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     for path in args.notebooks:
         found = check(path, args.restarts)
-        failed += bool(found)
-        print(f"{path.name}: {'ok' if not found else f'{len(found)} difference(s)'}")
-        for difference in found:
-            print(" ", difference)
-    return 1 if failed else 0
+        failed |= workshop.print_findings(f"{path.name}: {'ok' if not found else f'{len(found)} difference(s)'}", found)
+    return failed
 
 
 if __name__ == "__main__":

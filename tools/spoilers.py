@@ -36,6 +36,7 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import agenda  # noqa: E402
+
 import workshop  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -180,10 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     found, tracked = findings(args.path)
     patterns = sum(len(q.patterns) for q in tracked.values())
-    print(f"{args.path} path: {len(tracked)} questions tracked ({patterns} answer patterns), {len(found)} findings")
-    for finding in found:
-        print(" ", finding)
-    return 1 if found else 0
+    return workshop.print_findings(
+        f"{args.path} path: {len(tracked)} questions tracked ({patterns} answer patterns), {len(found)} findings", found)
 
 
 if __name__ == "__main__":

@@ -187,6 +187,14 @@ def report(rows: list[Written]) -> str:
     return "\n".join(lines)
 
 
+def print_findings(header: str, found: list) -> int:
+    """A checking tool's report: its header, then each thing found, indented; the exit status."""
+    print(header)
+    for item in found:
+        print(" ", item)
+    return 1 if found else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("notebooks", nargs="+", type=Path)
