@@ -7,9 +7,12 @@ prompt "A list is " is 10 tokens, so at batch_0's first decode A's history ends 
 11 and its draft slots are 11-13; C's prompt left `tem` there).
 """
 
+import re
+
 import numpy as np
 import pytest
 
+from minispec.instruments.invariants import Invariant
 from minispec.lab.exercises import checkers as ex
 from minispec.lab.exercises import solutions
 
@@ -52,6 +55,14 @@ def fix1_after_computed_plus_one(runner, row, spec_token_ids):
     start = batch.num_computed_tokens_cpu[row] + 1
     batch.token_ids_cpu[row, start : start + len(spec_token_ids)] = spec_token_ids
     batch.num_tokens[row] = start + len(spec_token_ids)
+
+
+def fix1_wrong_row(runner, row, spec_token_ids):
+    batch = runner.input_batch
+    other = 1 - row if row < 2 else 0  # the neighbour's row: a mix-up of row and request
+    start = batch.num_tokens_no_spec[other]
+    batch.token_ids_cpu[other, start : start + len(spec_token_ids)] = spec_token_ids
+    batch.num_tokens[other] = start + len(spec_token_ids)
 
 
 def fix1_typo(runner, row, spec_token_ids):
@@ -215,6 +226,30 @@ def broadcast_typo(states, slots, sampled_tokens, num_sampled, num_rejected, dra
     states.last_sampled_token[slots] = sampled_tokens[:, 0]
 
 
+def broadcast_whole_array(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    for i, slot in enumerate(slots):
+        if slot < 0:
+            continue
+        n = num_sampled[i]
+        states.all_token_ids[slot] = sampled_tokens[i]  # the whole row replaced
+        states.total_len[slot] += n
+        states.last_sampled_tokens[slot] = sampled_tokens[i, n - 1]
+        states.num_computed_tokens[slot] -= num_rejected[i]
+        states.draft_tokens[slot] = draft_tokens[i]
+
+
+def broadcast_one_past(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
+    for i, slot in enumerate(slots):
+        if slot < 0:
+            continue
+        n, end = num_sampled[i], states.total_len[slot]
+        states.all_token_ids[slot, end + 1 : end + 1 + n] = sampled_tokens[i, :n]  # one position too far
+        states.total_len[slot] = end + n
+        states.last_sampled_tokens[slot] = sampled_tokens[i, n - 1]
+        states.num_computed_tokens[slot] -= num_rejected[i]
+        states.draft_tokens[slot] = draft_tokens[i]
+
+
 GALLERY = [
     (ex.check_fix1, fix1_written_at_num_tokens,
      'not quite: step 2, stage 0, request A: your draft slots 11–13 hold `tem`, the scheduler sent ` st` — the drafts were written at num_tokens (14), which already counts them; write at num_tokens_no_spec (11)'),
@@ -228,6 +263,8 @@ GALLERY = [
      'not quite: step 2, stage 0, request A: you changed num_tokens_no_spec[0] from 11 to 14: drafts are not history (they may be rejected); leave it and advance num_tokens'),
     (ex.check_fix1, fix1_after_computed_plus_one,
      'not quite: right on the thread scenario, but on random schedule 0 (PP 2, ngram drafts, 4 preemptions): step 33, stage 0, request B: num_tokens[1] is 1 after your call; expected 30 (num_tokens_no_spec + drafts) — this row got no drafts: it is recomputing after a preemption (num_computed_tokens 0, history up to 30); count from num_tokens_no_spec, not num_computed_tokens'),
+    (ex.check_fix1, fix1_wrong_row,
+     "not quite: step 2, stage 0, request A: you wrote into row 1 (a free row), not row 0, the row add_request gave A: index token_ids_cpu and num_tokens with row"),
     (ex.check_fix1, fix1_typo,
      "not quite: step 2, stage 0, request A: your fix1_typo raised AttributeError: 'InputBatch' object has no attribute 'token_ids'"),
     (ex.check_fix2, fix2_all_drafts,
@@ -267,18 +304,31 @@ GALLERY = [
      "not quite: right on the thread scenario, but on random schedule 0 (PP 2, ngram drafts, 1 preemption): step 35, stage 0, request C: row 0 of the broadcast has slot -1, which means skip it (its request left its slot after that batch ran, or it sampled nothing), but numpy reads index -1 as the last slot: you changed last_sampled_tokens of slot 15 (request C's)"),
     (ex.check_broadcast, broadcast_vectorised,
      "not quite: right on the thread scenario, but on random schedule 1 (PP 3, draft_model drafts, 1 preemption): step 18, stage 0, request C: row 0 of the broadcast has slot -1, which means skip it (its request left its slot after that batch ran, or it sampled nothing), but numpy reads index -1 as the last slot: you changed draft_tokens of slot 15 (request C's)"),
+    (ex.check_broadcast, broadcast_whole_array,
+     "not quite: step 2, stage 0, request A: your broadcast_whole_array raised ValueError: could not broadcast input "
+     "array from shape (4,) into shape (512,) — you assigned (4,) values to a place that holds (512,): a whole row or "
+     "array where a slice was meant; write only the new entries, e.g. all_token_ids[slot, start : start + n]"),
+    (ex.check_broadcast, broadcast_one_past,
+     "not quite: step 2, stage 0, request A: you wrote the 1 sampled token `a` at all_token_ids[3, 11:12], 1 position "
+     "past the end of A's history: they go from total_len[3] = 10"),
     (ex.check_broadcast, broadcast_typo,
      "not quite: step 2, stage 0, request A: your broadcast_typo raised AttributeError: 'RequestState' object has no attribute 'last_sampled_token'"),
     (ex.check_recovered, recovered_not_normalised,
-     'not quite: case 1 of 3: your distribution sums to 0.632, not 1: divide max(0, p − q) by its sum'),
+     'not quite: case 1 of 3: your distribution sums to 0.632, not 1'),
     (ex.check_recovered, recovered_from_p,
-     'not quite: case 1 of 3: you resample from p itself: tokens the draft already proposes too often then come out too often; after a rejection only the part of p the draft did not cover may be drawn, max(0, p − q)'),
+     'not quite: case 1 of 3: you resample from p itself: tokens the draft already proposes too often then come out too often; after a rejection only the part of p the draft did not cover may be drawn'),
     (ex.check_recovered, recovered_not_clamped,
-     'not quite: case 1 of 3: your distribution has negative entries: p − q is negative where the draft likes a token more than the target does; clamp it at 0, max(0, p − q)'),
+     'not quite: case 1 of 3: your distribution has negative entries: p − q is negative where the draft likes a token more than the target does'),
     (ex.check_recovered, recovered_flipped,
-     'not quite: case 1 of 3: you normalised max(0, q − p): the residual is the target minus the draft, max(0, p − q)'),
+     'not quite: case 1 of 3: you normalised the part of q above p: the residual is the part of the target the draft did not cover'),
 ]
 
+
+
+@pytest.fixture(autouse=True)
+def first_misses(monkeypatch):
+    """Each test starts as a learner's first try: check_recovered's hints grow with the misses."""
+    monkeypatch.setattr(ex, "_MISSES", {})
 
 
 @pytest.mark.parametrize("check,wrong,first_line", GALLERY, ids=[w.__name__ for _, w, _ in GALLERY])
@@ -286,6 +336,35 @@ def test_wrong_solution_gets_its_diagnosis(check, wrong, first_line):
     report = check(wrong)
     assert not report.passed
     assert report.lines[0] == first_line
+
+
+def test_the_formula_comes_with_the_second_miss_not_the_first():
+    first, second = ex.check_recovered(recovered_not_normalised), ex.check_recovered(recovered_not_normalised)
+    assert "max(0, p − q)" not in first.lines[0]
+    assert second.lines[0] == "not quite: case 1 of 3: your distribution sums to 0.632, not 1; divide max(0, p − q) by its sum"
+
+
+def test_a_wrong_distribution_prints_rounded_numbers():
+    def recovered_sharpened(p, q):  # sums to 1, but squares the residual: the wrong tokens come out
+        r = (p - q).clamp_min(0) ** 2
+        return r / r.sum()
+
+    ex.check_recovered(recovered_sharpened)
+    line = ex.check_recovered(recovered_sharpened).lines[0]
+    assert line.startswith("not quite: case 1 of 3: token ") and "; normalise max(0, p − q), here [" in line
+    assert not re.search(r"\d\.\d{4,}", line), line  # no 16-digit floats
+
+
+@pytest.mark.parametrize("invariant", [3, "3", "invariant 3", "token history", "Token History", "TOKEN_HISTORY",
+                                       "3 (token history)", Invariant.TOKEN_HISTORY])
+def test_fault2_takes_the_invariant_by_number_or_name(invariant):
+    report = ex.check_fault2({"invariant": invariant, "step": 4, "stage": 0, "request": "A"})
+    assert report.lines[0] == "correct: fix 1 alone first breaks invariant 3 (token history) at step 4, stage 0, request A"
+
+
+def test_fault2_a_wrong_invariant_by_name_is_still_wrong():
+    report = ex.check_fault2({"invariant": "shared accounting", "step": 4, "stage": 0, "request": "A"})
+    assert report.lines[0].startswith("not quite: the invariant is wrong")
 
 
 def test_a_learner_exception_shows_the_learner_line():
@@ -388,14 +467,6 @@ def test_a_wrong_condense_answer_says_which_parts_are_wrong():
                                {"invariant": 3, "step": 15, "stage": 1, "request": "C"})
     assert report.lines == ["not quite: the invariant and the stage are wrong (which rule does check_trace(trace)[0] "
                             "name?; the stage whose buffers disagree)"]
-
-
-def test_an_unbroken_condense_is_noticed_by_nothing():
-    from minispec.v1.worker.gpu_input_batch import InputBatch
-
-    report = ex.check_condense(InputBatch._move_row, solutions.condense)
-    assert not report.passed
-    assert report.lines[0].startswith("not quite: nothing noticed: on random schedule 0 (PP 1, draft_model drafts) every invariant held")
 
 
 def test_fix_1_must_also_hold_on_the_schedules():
@@ -642,5 +713,33 @@ def test_the_guide_quotes_the_broadcast_checks_first_lines():
     section = guide[guide.index("**§8 Model Runner V2"):guide.index("**`04`'s measured cell.**")]
     quoted = [row.split(" | ")[1].rstrip(" |") for row in section.splitlines() if row.startswith("| ")
               and "not quite" in row]
-    pinned = {line for check, _, line in GALLERY if check is ex.check_broadcast}
-    assert len(quoted) == 10 and set(quoted) <= pinned
+    pinned = {line.replace(f"your {wrong.__name__} raised", "your apply_broadcast raised")  # the room's name
+              for check, wrong, line in GALLERY if check is ex.check_broadcast}
+    assert len(quoted) == 12 and set(quoted) <= pinned
+
+
+# -- issue 24 §6: the checker's misses, each with its first line pinned ---------------------------
+
+
+def move_row_counters_forgotten(batch, src, tgt):
+    batch._req_ids[tgt], batch._req_ids[src] = batch._req_ids[src], None
+    batch.req_id_to_index[batch._req_ids[tgt]] = tgt
+    n = batch.num_tokens_no_spec[src]
+    batch.token_ids_cpu[tgt, :n] = batch.token_ids_cpu[src, :n]
+    batch.block_table.move_row(src, tgt)
+
+
+def move_row_unbroken(batch, src, tgt):
+    type(batch)._move_row(batch, src, tgt)  # condense's own move: drafts and all
+
+
+@pytest.mark.parametrize("move_row,first_line", [
+    (move_row_counters_forgotten,
+     "not quite: step 13, stage 0, request B: after your move_row, num_tokens[0] is 23, not 39 (row 1's): move the "
+     "counters too"),
+    (move_row_unbroken,
+     "not quite: step 15, stage 0, request C: your move_row copied C's drafts too (positions 24–26): the exercise "
+     "breaks condense by leaving them behind, copying only the first num_tokens_no_spec slots"),
+], ids=["counters-forgotten", "drafts-copied"])
+def test_condense_checks_the_learners_move_row_itself(move_row, first_line):
+    assert ex.check_condense(move_row, solutions.condense).lines[0] == first_line

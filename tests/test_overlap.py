@@ -110,3 +110,20 @@ def test_threads_per_stage_is_undone_afterwards(monkeypatch):
     with threads_per_stage(2):
         assert torch.get_num_threads() == 2 and os.environ["OMP_NUM_THREADS"] == "2"
     assert torch.get_num_threads() == before and "OMP_NUM_THREADS" not in os.environ
+
+
+def test_a_ratio_above_the_ideal_says_it_is_noise():
+    from minispec.lab.experiments.overlap import Comparison, OverlapRun
+
+    above = Comparison({2: OverlapRun(2, [1.0]), 1: OverlapRun(1, [2.09])}, 3.2, 2, 1).verdict()
+    assert above.startswith("the batch queue finished the same work 2.09x faster than one batch in flight "
+                            "(1 run each; load 3.2 on 2 cores before the run): more than the ideal 2.0")
+    assert "noise" in above and "about 2x" in above
+    below = Comparison({2: OverlapRun(2, [1.0]), 1: OverlapRun(1, [1.7])}, 3.2, 2, 1).verdict()
+    assert "ideal 2.0;" in below and "noise" not in below
+
+
+@pytest.mark.slow
+def test_the_budget_stops_further_rounds_but_runs_one():
+    result = compare_in_flight(DEFAULT_TARGET, random_prompts(4, 64), max_tokens=4, rounds=3, budget_s=0)
+    assert [len(r.seconds) for r in result.runs.values()] == [1, 1]

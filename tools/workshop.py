@@ -2,8 +2,9 @@
 
     python tools/workshop.py notebooks/*.ipynb --out workshop [--force]
 
-A learner copy is the notebook with every answer taken off the screen: the outputs of
-code cells tagged ``prediction``, ``reveal`` or ``answer`` are cleared, and a markdown
+A learner copy is the notebook with nbval's ``# NBVAL_`` marker lines removed and every
+answer taken off the screen: the outputs of
+code cells tagged ``prediction``, ``reveal``, ``answer`` or ``solution`` are cleared, and a markdown
 cell tagged ``answer`` is folded behind an "Answer" ``<details>`` block (unless all of it is
 folded already), so nothing answers a question before the learner has run the cell that
 asks it. The committed notebooks keep every output (nbval compares them, the docs site
@@ -12,9 +13,10 @@ shows them).
 A copy the learner has worked in (its cells differ from what this tool wrote, which the
 copy's metadata records as a digest) is kept unless ``--force``; any other copy is
 rewritten, so a pulled change to a notebook reaches the room.
-Each notebook's *visible words* (the workshop path a room reads, as issue 13 defines
-it) are printed beside the copy: whitespace-separated words of the markdown cells not
-tagged ``deeper``, after removing every ``<details>...</details>`` block and HTML tag.
+Each notebook's *visible words* are printed beside the copy: whitespace-separated words of
+the markdown cells not tagged ``deeper``, after removing every ``<details>...</details>``
+block and HTML tag. What each agenda slot needs, printed output and fold titles included,
+is ``tools/agenda.py``'s.
 
 No vLLM twin: this is workshop tooling.
 """
@@ -40,21 +42,21 @@ class Tag(str, Enum):
     PREDICTION = "prediction"
     REVEAL = "reveal"
     ANSWER = "answer"
+    SOLUTION = "solution"
     DEEPER = "deeper"
 
 
-SPOILERS = frozenset({Tag.PREDICTION, Tag.REVEAL, Tag.ANSWER})
+SPOILERS = frozenset({Tag.PREDICTION, Tag.REVEAL, Tag.ANSWER, Tag.SOLUTION})
 ANSWER_SUMMARY = "<b>Answer:</b> open it once you have tried"
 # The innermost <details> block: its body holds no further <details> opening tag, so
 # removing innermost blocks first, until none is left, handles nested folds too.
 _INNERMOST_DETAILS = re.compile(r"<details\b[^>]*>(?:(?!<details\b).)*?</details\s*>", re.I | re.S)
 _HTML_TAG = re.compile(r"<[^>]+>")
-# The workshop path's word budget per notebook (by its number): about 60 visible words
-# per minute of the agenda in docs/workshop.md. tests/test_workshop.py holds them to it.
-BUDGETS = {"00": 350, "01": 750, "02": 500, "03": 500, "04": 450, "05": 350, "06": 300, "07": 400, "08": 1000,
-           "09": 500}  # 09: optional, after the workshop (docs/workshop.md)
+_DETAILS = re.compile(r"<details\b[^>]*>((?:(?!<details\b).)*?)</details\s*>", re.I | re.S)
+_SUMMARY = re.compile(r"<summary\b[^>]*>(.*?)</summary\s*>", re.I | re.S)
+_TEST_MARKER = "# NBVAL_"  # nbval's cell markers (NBVAL_CHECK_OUTPUT, NBVAL_SKIP, ...)
 DIGEST_KEY = "minispec_learner_copy"  # notebook metadata: the digest of the cells as written
-_FIRST_LINE = "# Run this cell first, and again after any kernel restart."
+_FIRST_LINE = "# Run this cell first. After a kernel restart: Run > Run All Above Selected Cell."
 
 
 def tags(cell) -> set[str]:
@@ -67,6 +69,40 @@ def visible_text(markdown: str) -> str:
     while previous != markdown:
         previous, markdown = markdown, _INNERMOST_DETAILS.sub(" ", markdown)
     return _HTML_TAG.sub(" ", markdown)
+
+
+def closed_folds(markdown: str) -> str:
+    """A markdown cell as rendered with its folds closed: each fold's title only, tags removed."""
+    previous = None
+    while previous != markdown:
+        previous = markdown
+        markdown = _DETAILS.sub(lambda m: " ".join(_SUMMARY.findall(m.group(1))) + " ", markdown)
+    return _HTML_TAG.sub(" ", markdown)
+
+
+def output_text(output) -> str:
+    """What a printed output shows as text (figures and widgets show none)."""
+    if output.get("output_type") == "stream":
+        return output.get("text", "")
+    data = output.get("data", {})
+    if "application/vnd.jupyter.widget-view+json" in data:
+        return ""  # a widget: its text/plain is the widget's repr, not what the room sees
+    text = data.get("text/markdown") or data.get("text/plain", "")
+    return "" if text.startswith("<Figure") else text
+
+
+def page_prose(path: Path, sections: tuple[str, ...] | None = None) -> str:
+    """A page's prose as rendered with its folds closed: a markdown file, or a notebook's markdown
+    cells. ``sections``: only these ``## `` sections of a markdown file ("" is the text above the first)."""
+    if path.suffix == ".ipynb":
+        nb = nbformat.read(path, as_version=4)
+        return "\n".join(closed_folds(c.source) for c in nb.cells if c.cell_type == "markdown")
+    text = path.read_text()
+    if sections is not None:
+        parts = re.split(r"^## ", text, flags=re.M)
+        text = "\n".join(part for part in parts[1:] if part.split("\n", 1)[0].strip() in sections)
+        text = (parts[0] if "" in sections else "") + "\n" + text
+    return closed_folds(text)
 
 
 def visible_words(nb) -> int:
@@ -93,6 +129,8 @@ def learner_copy(nb):
     """A copy of ``nb`` with its spoilers off the screen (``nb`` itself is left as it was)."""
     learner = copy.deepcopy(nb)
     for cell in learner.cells:
+        if cell.cell_type == "code":  # the test suite's markers mean nothing to a learner
+            cell.source = "\n".join(line for line in cell.source.split("\n") if not line.startswith(_TEST_MARKER))
         if not _is_spoiler(cell):
             continue
         if cell.cell_type == "code":
@@ -141,19 +179,20 @@ def write_copy(source: Path, out: Path, force: bool = False) -> Written:
     return Written(source, target, not keep, cleared_cells(nb), visible_words(nb))
 
 
-def budget(path: Path) -> int | None:
-    """The visible-word budget of a notebook named ``NN_...`` (None for others, e.g. the glossary)."""
-    return BUDGETS.get(path.name.split("_")[0])
-
-
 def report(rows: list[Written]) -> str:
-    lines = [f"{'notebook':<34} {'visible words':>13} {'budget':>6} {'spoiler cells':>13}  copy"]
+    lines = [f"{'notebook':<34} {'visible words':>13} {'spoiler cells':>13}  copy"]
     for row in rows:
         state = "written" if row.written else "kept: you have worked in it (--force to rewrite)"
-        limit = budget(row.source)
-        lines.append(f"{row.source.name:<34} {row.words:>13} {'-' if limit is None else limit:>6} "
-                     f"{row.spoilers:>13}  {row.copy} {state}")
+        lines.append(f"{row.source.name:<34} {row.words:>13} {row.spoilers:>13}  {row.copy} {state}")
     return "\n".join(lines)
+
+
+def print_findings(header: str, found: list) -> int:
+    """A checking tool's report: its header, then each thing found, indented; the exit status."""
+    print(header)
+    for item in found:
+        print(" ", item)
+    return 1 if found else 0
 
 
 def main(argv: list[str] | None = None) -> int:

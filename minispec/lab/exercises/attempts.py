@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import signal
 import threading
 import traceback
@@ -103,8 +104,20 @@ def learner_error(exc: BaseException, fn) -> list[str] | None:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
     if not frames:
         return None
-    lines = [f"your {fn.__name__} raised {type(exc).__name__}: {exc}"]
+    lines = [f"your {fn.__name__} raised {type(exc).__name__}: {exc}{_shape_hint(exc)}"]
     return lines + [f"  line {f.lineno}: {(f.line or '').strip()}" for f in frames]
+
+
+_NUMPY_SHAPES = re.compile(r"could not broadcast input array from shape (\(.*?\)) into shape (\(.*?\))")
+
+
+def _shape_hint(exc: BaseException) -> str:
+    """numpy's broadcasting error in the buffers' terms: a whole array given where a slice was meant."""
+    shapes = _NUMPY_SHAPES.search(str(exc)) if isinstance(exc, ValueError) else None
+    if shapes is None:
+        return ""
+    return (f" — you assigned {shapes[1]} values to a place that holds {shapes[2]}: a whole row or array where "
+            "a slice was meant; write only the new entries, e.g. all_token_ids[slot, start : start + n]")
 
 
 @dataclass
@@ -291,15 +304,28 @@ def fix1_problem(row: int, before: _RowState, after: _RowState, drafts: list[int
     return None
 
 
+def other_row_problem(batch, row: int, tokens_before, num_tokens_before) -> str | None:
+    """The first row other than ``row`` whose tokens or count the call changed, named with its request."""
+    changed = [r for r in range(len(num_tokens_before)) if r != row and (
+        batch.num_tokens[r] != num_tokens_before[r] or (batch.token_ids_cpu[r] != tokens_before[r]).any())]
+    if not changed:
+        return None
+    other = changed[0]
+    held = batch._req_ids[other] if other < len(batch._req_ids) else None
+    whose = f"request {held}'s" if held else "a free row"
+    return (f"you wrote into row {other} ({whose}), not row {row}, the row add_request gave "
+            f"{batch._req_ids[row]}: index token_ids_cpu and num_tokens with row")
+
+
 def fix1_contract(attempt: Attempt, fn):
     def write_spec_tokens(runner, row, spec_token_ids):
         batch = runner.input_batch
         attempt.context = attempt.where(runner, batch._req_ids[row])
-        before = _RowState.of(batch, row)
+        before, whole = _RowState.of(batch, row), (batch.token_ids_cpu.copy(), batch.num_tokens.copy())
         call_learner(attempt, fn, runner, row, spec_token_ids)
         if attempt.bad_call is None:
-            problem = fix1_problem(row, before, _RowState.of(batch, row), list(spec_token_ids), runner.is_last_rank,
-                                   text)
+            problem = other_row_problem(batch, row, *whole) or fix1_problem(
+                row, before, _RowState.of(batch, row), list(spec_token_ids), runner.is_last_rank, text)
             if problem:
                 attempt.bad_call = attempt.context + (problem,)
 

@@ -192,6 +192,12 @@ class Diagnosis:
             return (f"slot {s}'s history has {tg} tokens where {says}: you appended all {width} entries of "
                     f"sampled_tokens[{i}], {self.call.sampled_tokens[i].tolist()}; only the first num_sampled[{i}] = "
                     f"{n} are tokens, the rest is -1 padding")
+        row = self.after.all_token_ids[s]
+        at = next((tb + d for d in (1, -1, 2, -2) if tb + d >= 0 and row[tb + d : tb + d + n].tolist() == tokens), None)
+        if at is not None:
+            return (f"you wrote the {plural(n, 'sampled token')} {shown(tokens)} at all_token_ids[{s}, {at}:{at + n}], "
+                    f"{plural(abs(at - tb), 'position')} {'past' if at > tb else 'before'} the end of {req}'s history: "
+                    f"they go from total_len[{s}] = {tb}")
         if tg == te:
             return (f"slot {s}'s history holds {shown(got[tb:te])} at positions {tb}–{te - 1} where the last stage "
                     f"sampled {shown(tokens)} for {req}")

@@ -21,13 +21,14 @@ case an exercise cell that is still the empty stub gets the reference solution
 
 from __future__ import annotations
 
+import copy
 import dis
 import functools
 import numbers
 import os
 from dataclasses import dataclass
 
-from minispec.instruments.invariants import check_trace
+from minispec.instruments.invariants import Invariant, check_trace
 from minispec.lab.exercises.attempts import (
     THREAD,
     LearnerTimeout,
@@ -263,6 +264,7 @@ def _locate(answer, truths: list, what: str, symptoms: dict[int, str] | None = N
         return Report(False, [f"not yet: expected a dict with keys {list(LOCATION)}, got {answer!r}"])
     answer = {_loose(k): v for k, v in answer.items()}
     root = truths[0]
+    answer["invariant"] = _invariant_number(answer["invariant"])
     named = next((t for t in truths if _loose(answer["invariant"]) == _loose(t.invariant)), root)
     actual = {"invariant": named.invariant, "step": named.step, "stage": named.stage, "request": named.req_id}
     wrong = [k for k in LOCATION if _loose(answer[k]) != _loose(actual[k])]
@@ -281,6 +283,22 @@ def _locate(answer, truths: list, what: str, symptoms: dict[int, str] | None = N
 def _loose(value) -> str:
     """A typed slip is not a wrong answer: 3 and "3" name the same step, "a" and "A" the same request."""
     return str(value).strip().lower()
+
+
+def _invariant_number(value):
+    """An invariant named as the checker prints it is the invariant: 3, "invariant 3", "token history",
+    "3 (token history)" and ``Invariant.TOKEN_HISTORY`` all mean 3. Anything else is left to be judged."""
+    loose = _loose(value).replace("_", " ")
+    for invariant in Invariant:
+        number = int(invariant)
+        if loose in {str(number), f"invariant {number}", invariant.title.lower(), invariant.name.lower().replace("_", " "),
+                     f"{number} ({invariant.title.lower()})", f"invariant {number} ({invariant.title.lower()})"}:
+            return number
+    return value
+
+
+def _name(fn) -> str:
+    return getattr(fn, "__qualname__", repr(fn))
 
 
 def first_place(violations: list) -> list:
@@ -369,12 +387,45 @@ CONDENSE_SCHEDULE = exercise_schedule(0, 1, "draft_model")  # one stage: rows st
 
 
 def move_row_contract(attempt, fn):
-    """Each call of the learner's move_row, timed and placed: one stage, so the runner is the only one."""
+    """Each call of the learner's move_row, timed, placed, and compared with the move the exercise
+    asks for (condense's, copying only the history) on a copy of the batch."""
+    from minispec.lab.exercises.solutions import move_row_dropping_drafts
+
     def move_row(batch, src, tgt):
         attempt.context = attempt.where(attempt.llm.stage_runners()[0], batch._req_ids[src])
-        return call_learner(attempt, fn, batch, src, tgt)
+        asked = copy.deepcopy(batch)
+        drafts = batch.token_ids_cpu[src, batch.num_tokens_no_spec[src] : batch.num_tokens[src]].copy()
+        move_row_dropping_drafts(asked, src, tgt)
+        result = call_learner(attempt, fn, batch, src, tgt)
+        if attempt.bad_call is None and attempt.error is None:
+            problem = move_row_problem(batch, asked, src, tgt, drafts)
+            if problem:
+                attempt.bad_call = attempt.context + (problem,)
+        return result
 
     return move_row
+
+
+def move_row_problem(batch, asked, src: int, tgt: int, drafts) -> str | None:
+    """How the learner's move differs from the one asked for (history copied, drafts left behind)."""
+    req = asked._req_ids[tgt]
+    if batch._req_ids[tgt] != req or batch.req_id_to_index.get(req) != tgt:
+        return (f"after your move_row, row {tgt} is not {req}'s in the batch's books (_req_ids[{tgt}] is "
+                f"{batch._req_ids[tgt]!r}, req_id_to_index[{req!r}] is {batch.req_id_to_index.get(req)!r}): "
+                "move the request's id and index as condense does")
+    for name in ("num_tokens", "num_tokens_no_spec", "num_prompt_tokens", "num_computed_tokens_cpu"):
+        got, want = getattr(batch, name)[tgt], getattr(asked, name)[tgt]
+        if got != want:
+            return f"after your move_row, {name}[{tgt}] is {got}, not {want} (row {src}'s): move the counters too"
+    n = int(asked.num_tokens_no_spec[tgt])
+    if (batch.token_ids_cpu[tgt, :n] != asked.token_ids_cpu[tgt, :n]).any():
+        return (f"after your move_row, row {tgt} does not hold {req}'s history: copy token_ids_cpu[{src}, :{n}] "
+                f"(num_tokens_no_spec = {n}) into row {tgt}")
+    k = n + len(drafts)
+    if len(drafts) and (batch.token_ids_cpu[tgt, n:k] == drafts).all() and (asked.token_ids_cpu[tgt, n:k] != drafts).any():
+        return (f"your move_row copied {req}'s drafts too (positions {n}–{k - 1}): the exercise breaks condense by "
+                "leaving them behind, copying only the first num_tokens_no_spec slots")
+    return None
 
 
 def _run_with_move_row(move_row):
@@ -402,7 +453,7 @@ def check_condense(move_row, answer) -> Report:
         return (_not_yet("your move_row", "move_row_dropping_drafts") if is_stub(move_row)
                 else _not_yet("your answer", "condense"))
     attempt = _run_with_move_row(move_row)
-    if attempt.error is not None or attempt.stopped is not None:
+    if attempt.error is not None or attempt.stopped is not None or attempt.bad_call is not None:
         return _finish(Report(False, attempt.report_lines(text, "check_condense")), plugged)
     if attempt.violation is None:
         return _finish(Report(False, [f"not quite: nothing noticed: on {CONDENSE_SCHEDULE.describe()} every "
@@ -458,30 +509,39 @@ def simulate(p, q, r, trials: int, seed: int):
     return torch.bincount(tokens, minlength=len(p)).double()
 
 
-def recovered_problem(p, q, r) -> str | None:
-    """What is wrong with r as the recovered distribution for (p, q), in words; None if nothing."""
+def recovered_problem(p, q, r, hint: bool = True) -> str | None:
+    """What is wrong with r as the recovered distribution for (p, q), in words; None if nothing.
+    ``hint``: also say how to build it, max(0, p − q) (from a learner's second miss on)."""
     import torch
 
     residual = (p - q).clamp_min(0)
+    formula = (lambda how: f"; {how}" if hint else "")
     if r.shape != p.shape:
         return f"your distribution has shape {tuple(r.shape)}: expected one probability per token, {tuple(p.shape)}"
     if r.min() < -1e-6:
         return ("your distribution has negative entries: p − q is negative where the draft likes a token more "
-                "than the target does; clamp it at 0, max(0, p − q)")
+                "than the target does" + formula("clamp it at 0, max(0, p − q)"))
     if abs(float(r.sum()) - 1) > 1e-4:
-        return (f"your distribution sums to {float(r.sum()):.3f}, not 1: divide max(0, p − q) by its sum")
+        return f"your distribution sums to {float(r.sum()):.3f}, not 1" + formula("divide max(0, p − q) by its sum")
     if torch.allclose(r, p, atol=1e-6):
         return ("you resample from p itself: tokens the draft already proposes too often then come out too often; "
-                "after a rejection only the part of p the draft did not cover may be drawn, max(0, p − q)")
+                "after a rejection only the part of p the draft did not cover may be drawn"
+                + (", max(0, p − q)" if hint else ""))
     flipped = (q - p).clamp_min(0)
     if flipped.sum() > 0 and torch.allclose(r, flipped / flipped.sum(), atol=1e-6):
-        return "you normalised max(0, q − p): the residual is the target minus the draft, max(0, p − q)"
+        return ("you normalised the part of q above p: the residual is the part of the target the draft did not "
+                "cover" + formula("max(0, p − q)"))
     emitted = emitted_distribution(p, q, r)
     worst = int((emitted - p).abs().argmax())
     if abs(float(emitted[worst] - p[worst])) > 1e-6:
         return (f"token {worst} would come out with probability {float(emitted[worst]):.3f}, the target gives it "
-                f"{float(p[worst]):.3f}; normalise max(0, p − q) (residual {residual.tolist()})")
+                f"{float(p[worst]):.3f}" + formula(f"normalise max(0, p − q), here {residual.numpy().round(3).tolist()}"))
     return None
+
+
+# Wrong answers so far in this kernel, per learner function: the first miss names the symptom, later
+# ones also the formula, so that one wrong try does not give the exercise away.
+_MISSES: dict[str, int] = {}
 
 
 @interruptible
@@ -506,13 +566,14 @@ def check_recovered(recovered_distribution) -> Report:
             lines = learner_error(exc, fn) or [f"your function raised {type(exc).__name__}: {exc}"]
             lines[0] = "not quite: " + lines[0]
             return _finish(Report(False, lines), plugged)
-        problem = recovered_problem(p, q, r)
+        problem = recovered_problem(p, q, r, hint=_MISSES.get(_name(fn), 0) > 0)
         counts = simulate(p, q, r.clamp_min(0), RECOVERED_TRIALS, seed=1000 + i)
         pvalue = chi_square(counts.numpy(), p.numpy(), min_expected=0)[2]  # over the tokens p allows
         verdict = "lossless" if pvalue > RECOVERED_ALPHA else "not lossless"
         stats = (f"chi-square over {RECOVERED_TRIALS:,} draws against the target p: p-value {pvalue:.3g} ({verdict}); "
                  f"emitted {(counts / RECOVERED_TRIALS).numpy().round(3).tolist()}, target {p.numpy().round(3).tolist()}")
         if problem or pvalue <= RECOVERED_ALPHA:
+            _MISSES[_name(fn)] = _MISSES.get(_name(fn), 0) + 1
             lines = [f"not quite: case {i + 1} of 3: " + (problem or "the emitted tokens do not follow the target"),
                      stats]
             return _finish(Report(False, lines), plugged)

@@ -1,0 +1,215 @@
+"""The workshop's agenda as data, and what each slot needs, computed from the notebooks.
+
+    python tools/agenda.py            # both paths' tables: slot, minutes, need, slack
+
+``docs/workshop.md`` prints these tables; ``tests/test_workshop.py`` fails when a slot's
+need exceeds its minutes less the path's slack. A slot's need is its reading time (the
+visible words of the cells it shows, fold titles and printed output included, at
+:data:`WORDS_PER_MINUTE`), its pauses, and the measured Run All time of each notebook it opens.
+The walk of ``tools/spoilers.py`` follows the same slots, in the same order.
+
+No vLLM twin: this is workshop tooling.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import workshop  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS_PER_MINUTE = 60  # the guide's reading rate for a room, prose and printed output alike
+# The pages the guide sends the room to, kept open all along: README's top and its install
+# section, and the glossary (None: all of it).
+OPEN_PAGES = (("README.md", ("", "Two commands")), ("notebooks/glossary.ipynb", None))
+SUMMARY, DEEPER = 90, 99  # section numbers of "## Summary" and "## Going deeper"
+# Run All of each notebook in seconds: nbconvert on the 2-core reference machine at load 2.5-5
+# (docs/workshop.md, section 1). 04's includes its measured cell.
+RUN_ALL_S = {"00": 34, "01": 28, "02": 46, "03": 15, "04": 41, "05": 11, "06": 29, "07": 17, "08": 0}
+_SECTION = re.compile(r"^##\s+(\d+)\.", re.M)
+_CHECK_S = 10  # one check_* call at most (docs/workshop.md, section 2)
+
+
+class Run(str, Enum):
+    """Which code cells of its notebook a slot runs."""
+
+    ALL = "all"                    # Run All: every cell prints its output, Going deeper's too
+    SECTIONS = "sections"          # the slot's sections only, a cell at a time
+    HOLD_REVEALS = "hold reveals"  # the slot's sections, but the reveals of ``held`` ones run later
+    REVEALS_ONLY = "reveals only"  # the reveals held back by an earlier slot
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One line of the agenda."""
+
+    minutes: int
+    label: str
+    notebook: str | None = None  # "01"; None for a page or the wrap-up
+    page: str | None = None      # a page put on screen, e.g. "docs/opening.md"
+    sections: tuple[int, ...] | None = None  # None: the whole notebook but its Going deeper
+    run: Run = Run.ALL
+    held: tuple[int, ...] = ()  # with Run.HOLD_REVEALS: the sections whose reveals wait
+    pauses: tuple[int, ...] = ()  # minutes of each pause
+    extra_words: int = field(default=0)  # what is said without a page (the wrap-up)
+
+    def runs(self, cell, section: int) -> bool:
+        """Whether the room runs this code cell, of this section, in this slot."""
+        held = is_reveal(cell) and section in self.held
+        return {Run.ALL: True, Run.SECTIONS: True, Run.HOLD_REVEALS: not held, Run.REVEALS_ONLY: is_reveal(cell)}[self.run]
+
+
+def is_reveal(cell) -> bool:
+    tags = set(cell.get("metadata", {}).get("tags", []))
+    return bool(tags & {"reveal", "solution"}) or bool(cell.get("metadata", {}).get("workshop", {}).get("reveals"))
+
+
+def section_of_cells(nb) -> list[int]:
+    """The section number of each cell: the last ``## N.`` heading at or above it."""
+    sections, current = [], 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            numbers = _SECTION.findall(cell.source)
+            if numbers:
+                current = int(numbers[-1])
+            elif cell.source.startswith("## Summary"):
+                current = SUMMARY
+            elif cell.source.startswith("## Going deeper"):
+                current = DEEPER
+        sections.append(current)
+    return sections
+
+
+def slot_cells(nb, slot: Slot) -> list[int]:
+    """The indices of the cells a slot reads (its sections)."""
+    wanted = slot.sections if slot.sections is not None else tuple(set(section_of_cells(nb)) - {DEEPER})
+    chosen = [i for i, s in enumerate(section_of_cells(nb)) if s in wanted]
+    if slot.run is Run.REVEALS_ONLY:
+        chosen = [i for i in chosen if nb.cells[i].cell_type == "code" and is_reveal(nb.cells[i])]
+    return chosen
+
+
+def screen_cells(nb, slot: Slot) -> list[int]:
+    """The indices of the cells on the room's screen: after Run All, every cell (a room scrolls)."""
+    return list(range(len(nb.cells))) if slot.run is Run.ALL else slot_cells(nb, slot)
+
+
+def notebook_path(number: str, root: Path = ROOT) -> Path:
+    (path,) = sorted((root / "notebooks").glob(f"{number}_*.ipynb"))
+    return path
+
+
+CORE = (
+    Slot(5, "opening page, while laptops start", page="docs/opening.md"),
+    Slot(11, "08 §1–2: predict (§2 checked)", "08", sections=(0, 1, 2), run=Run.HOLD_REVEALS, held=(1,),
+         pauses=(3,)),
+    Slot(24, "01 the thread, the stepper", "01"),
+    Slot(2, "08 §1: the reveal", "08", sections=(1,), run=Run.REVEALS_ONLY, pauses=(1,)),
+    Slot(15, "08 §3: write fix 1", "08", sections=(3,), run=Run.SECTIONS, pauses=(10,)),
+    Slot(12, "05 the second fault", "05"),
+    Slot(16, "08 §5: write fix 2", "08", sections=(5,), run=Run.SECTIONS, pauses=(10,)),
+    Slot(5, "wrap-up", extra_words=120, pauses=(2,)),
+)
+FULL = (
+    CORE[0],
+    Slot(8, "00 the map", "00", sections=(0, 1)),
+    *CORE[1:4],
+    Slot(14, "02 speculative decoding", "02", sections=(0, 1, 2), pauses=(2,)),
+    CORE[4],
+    Slot(8, "08 §4: find fault 2", "08", sections=(4,), run=Run.SECTIONS, pauses=(5,)),
+    *CORE[5:],
+)
+PATHS = {"core": CORE, "full": FULL}
+SLACK = 0.10  # the share of every slot kept free, on both paths
+
+
+def path(name: str) -> tuple[Slot, ...]:
+    if name not in PATHS:
+        raise ValueError(f"path must be one of {sorted(PATHS)}, not {name!r}")
+    return PATHS[name]
+
+
+def afterwards(name: str, root: Path = ROOT) -> tuple[Slot, ...]:
+    """What the room reads after the workshop: every notebook the path did not open (Run All),
+    then the sections of ``08`` after the last it reached (one it skipped, such as §4 on the core
+    path, whose answer ``05`` gives, stays skipped). Untimed; the spoiler walk goes on through it."""
+    slots = path(name)
+    opened = {s.notebook for s in slots if s.notebook}
+    numbers = sorted(p.name[:2] for p in (root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    rest = [Slot(0, f"afterwards: {n}", n) for n in numbers if n not in opened]
+    if "08" in opened:
+        reached = {sec for s in slots if s.notebook == "08" for sec in (s.sections or ())}
+        nb = nbformat.read(notebook_path("08", root), as_version=4)
+        left = tuple(s for s in sorted(set(section_of_cells(nb))) if s > max(reached))  # a skipped one stays skipped
+        rest.append(Slot(0, "afterwards: 08's other sections", "08", sections=left, run=Run.SECTIONS))
+    return tuple(rest)
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _printed(cell) -> str:
+    return "".join(workshop.output_text(o) for o in cell.get("outputs", []))
+
+
+def slot_words(slot: Slot, root: Path = ROOT) -> int:
+    """The words a slot puts on screen: prose with fold titles, and printed output of what it runs."""
+    if slot.page:
+        return _words(workshop.page_prose(root / slot.page))
+    if slot.notebook is None:
+        return slot.extra_words
+    nb = nbformat.read(notebook_path(slot.notebook, root), as_version=4)
+    words = 0
+    sections = section_of_cells(nb)
+    for i in slot_cells(nb, slot):
+        cell = nb.cells[i]
+        if cell.cell_type == "markdown":
+            words += _words(workshop.closed_folds(cell.source))
+        elif slot.runs(cell, sections[i]):
+            words += _words(_printed(cell))
+    return words + slot.extra_words
+
+
+def run_seconds(slot: Slot) -> float:
+    """The slot's Run All (its first slot of a notebook), or one check a cell at a time."""
+    if slot.notebook is None:
+        return 0
+    if slot.notebook == "08":
+        return _CHECK_S
+    return RUN_ALL_S[slot.notebook]
+
+
+def need_minutes(slot: Slot, root: Path = ROOT) -> float:
+    return slot_words(slot, root) / WORDS_PER_MINUTE + sum(slot.pauses) + run_seconds(slot) / 60
+
+
+def table(name: str, root: Path = ROOT) -> str:
+    """The path's agenda as a markdown table: start, slot, minutes, need, slack."""
+    rows = ["| start | slot | minutes | need | slack |", "|---|---|---|---|---|"]
+    start = 0
+    for slot in path(name):
+        need = need_minutes(slot, root)
+        rows.append(f"| {start // 60}:{start % 60:02d} | {slot.label} | {slot.minutes} | {need:.1f} | "
+                    f"{(slot.minutes - need) / slot.minutes:.0%} |")
+        start += slot.minutes
+    rows.append(f"| {start // 60}:{start % 60:02d} | end | {start} | "
+                f"{sum(need_minutes(s, root) for s in path(name)):.1f} | |")
+    return "\n".join(rows)
+
+
+def main() -> int:
+    for name in PATHS:
+        print(f"{name} path (at least {SLACK:.0%} of each slot kept free)\n{table(name)}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
