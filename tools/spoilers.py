@@ -36,7 +36,6 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import agenda  # noqa: E402
-
 import workshop  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
