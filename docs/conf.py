@@ -39,8 +39,14 @@ myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence"]
 
 autodoc_member_order = "bysource"
-autodoc_default_options = {"members": True, "show-inheritance": True}
+# "set": matplotlib writes a `set` method, with its own docstring markup, into every Artist
+# subclass (minispec.lab.viz.figure.DescribedFigure); no minispec class defines one.
+autodoc_default_options = {"members": True, "show-inheritance": True, "exclude-members": "set"}
 autodoc_typehints = "description"
+# A name that a module re-exports (minispec.lab.fault_presets re-exports FaultPreset) links
+# to its own module's [source] only where that module documents it; following it mixed the
+# two pages' anchors.
+viewcode_follow_imported_members = False
 
 html_theme = "sphinx_book_theme"
 html_title = "minispec"

@@ -128,8 +128,8 @@ def test_notebook_pages_fold_answers_and_say_how_to_run(site):
         code = [set(c.metadata.get("tags", [])) & set(FOLDED) for c in nb.cells if c.cell_type == "code"]
         folded_output = sum(1 for t in code if t == {REVEAL})
         folded_cell = sum(1 for t in code if t - {REVEAL})
-        assert page.count('<details class="hide below-input">') == folded_output, name
-        assert page.count('<details class="hide above-input">') == folded_cell, name
+        assert page.count('<details class="admonition hide below-input">') == folded_output, name
+        assert page.count('<details class="admonition hide above-input">') == folded_cell, name
         markdown = [c for c in nb.cells if c.cell_type == "markdown" and set(c.metadata.get("tags", [])) & set(FOLDED)]
         assert page.count('<details class="minispec-answer">') == sum(
             1 for c in markdown if not c.source.lstrip().startswith("<details")), name
@@ -251,6 +251,16 @@ def stepper_state(page) -> dict:
     })""")
 
 
+def open_stepper(page):
+    """The stepper's cell is a reveal (the stepper shows the answer): open its fold first."""
+    stepper = page.locator(STEPPER).first
+    fold = page.locator("details.hide", has=stepper)
+    assert not stepper.locator(".ms-next").is_visible(), "the stepper is behind a click, as every reveal is"
+    fold.locator("summary").click()
+    stepper.locator(".ms-next").wait_for()
+    return stepper
+
+
 def wait_images(page) -> None:
     page.wait_for_function("""() => [...document.querySelectorAll('div.minispec-stepper img')]
                               .every(i => i.complete && i.naturalWidth > 0)""", timeout=30_000)
@@ -301,8 +311,7 @@ def test_site_in_chromium(served, request, shots):
         assert page.locator("article a[href$='notebooks/00_map.html']").count() >= 2, "where to start, linked"
 
         page.goto(served + "notebooks/01_the_thread.html")
-        stepper = page.locator(STEPPER).first
-        stepper.locator(".ms-next").wait_for()
+        stepper = open_stepper(page)
         stepper.scroll_into_view_if_needed()
         wait_images(page)
         first = stepper_state(page)
@@ -407,8 +416,7 @@ def test_stepper_projector_and_phone_views(served, shots, size):
     width, height = SIZES[size]
     with lab_tools.browser_page(width, height) as page:
         page.goto(served + "notebooks/01_the_thread.html")
-        stepper = page.locator(STEPPER).first
-        stepper.locator(".ms-next").wait_for()
+        stepper = open_stepper(page)
         stepper.scroll_into_view_if_needed()
         wait_images(page)
         if size == "projector":
@@ -456,8 +464,7 @@ def test_screens_in_light_and_dark(served, shots, mode):
             assert page.evaluate("document.documentElement.dataset.theme") == mode
             page.screenshot(path=shots / f"landing_{size}_{mode}.png")
             page.goto(served + "notebooks/01_the_thread.html")
-            stepper = page.locator(STEPPER).first
-            stepper.locator(".ms-next").wait_for()
+            stepper = open_stepper(page)
             stepper.evaluate("e => e.scrollIntoView({block: 'start'})")
             wait_images(page)
             page.screenshot(path=shots / f"01_stepper_{size}_{mode}.png")
@@ -469,6 +476,9 @@ def test_screens_in_light_and_dark(served, shots, mode):
                 assert contrast(page, part) >= 4.5, f"{part} in {mode} mode: contrast {contrast(page, part):.2f}"
             assert page.evaluate("[...document.querySelectorAll('th')].filter(t => !t.textContent.trim()).length") == 0
             assert "commit" in page.locator(".minispec-built").text_content()
-            undrawn = page.evaluate("[...document.querySelectorAll('i[class*=\"fa-\"]')]"
-                                    ".filter(i => !i.querySelector('svg')).map(i => i.className)")
-            assert not undrawn, f"icons docs/_icons/fontawesome.js does not draw: {undrawn}"
+            # the icons come from the theme's web font, not from its Font Awesome script
+            page.wait_for_function("document.fonts.check('900 16px \"Font Awesome 7 Free\"')")
+            undrawn = page.evaluate("[...document.querySelectorAll('i[class*=\"fa-\"]')].filter(i => "
+                                    "i.offsetParent && getComputedStyle(i, '::before').content === 'none')"
+                                    ".map(i => i.className)")
+            assert not undrawn, f"icons without a glyph: {undrawn}"

@@ -12,7 +12,7 @@
   links use (``glossary.ipynb#KV-cache``, ``#Going-deeper``).
 - ``docs/api.md`` lists one page per package (``site_api``).
 - What no page needs is left out of the site: the theme's source maps and its
-  Font Awesome bundle (``docs/_icons/fontawesome.js`` draws the ten icons used).
+  Font Awesome script (its stylesheet draws the icons from the web font).
 """
 
 from __future__ import annotations
@@ -104,8 +104,9 @@ def learner_copies(out: Path) -> None:
 
 def drop_unused(out: Path) -> None:
     """What no reader needs: the theme's source maps (only a browser's developer tools ask
-    for them; their comments go too) and its 1.5 MB Font Awesome bundle, for ten icons
-    drawn by ``docs/_icons/fontawesome.js`` instead."""
+    for them; their comments go too) and its 1.5 MB Font Awesome script, which repeats the
+    icons its stylesheet already draws from the web font (``docs/_icons/fontawesome.js``
+    says so in its place)."""
     for path in (out / "_static").rglob("*.map"):
         path.unlink()
     for path in [*(out / "_static").rglob("*.js"), *(out / "_static").rglob("*.css")]:
