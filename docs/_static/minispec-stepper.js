@@ -71,7 +71,7 @@
                              alt: "every stage's rows of token_ids_cpu at this step"});
     const text = el("pre", {class: "ms-text"});
     const projector = el("button", {type: "button", class: "ms-button ms-projector-button", "aria-pressed": "false",
-                                    title: "fill the screen with the stepper (Escape leaves)"}, "⛶ projector");
+                                    title: "fill the screen with the stepper (Escape leaves)"}, "projector view");
     const figures = el("div", {class: "ms-figures"});
     figures.append(...(gantt ? [gantt] : []), strip);
 
