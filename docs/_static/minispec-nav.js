@@ -6,6 +6,11 @@
  * visible buttons do nothing, on a phone and on a wide screen alike. Each visible button
  * here clicks the bound one, so both themes' handlers run as they mean to. Drop this file
  * (and its line in docs/conf.py) once the pinned themes fix #2451.
+ *
+ * It also names three controls whose names axe (WCAG 2.5.3, 4.1.2) finds wrong: the theme's
+ * search buttons and myst-nb's folds are labelled "Search" and "Toggle hidden content"
+ * while they show other words (their visible text names them once the label goes), and the
+ * contents' expand arrows have no name at all.
  */
 (function () {
   "use strict";
@@ -23,9 +28,20 @@
     }
   }
 
+  function name() {
+    for (const control of document.querySelectorAll("button.search-button-field, details.hide > summary")) {
+      control.removeAttribute("aria-label");
+    }
+    for (const summary of document.querySelectorAll("nav li.has-children > details > summary")) {
+      const link = summary.closest("li").querySelector(":scope > a");
+      if (link) summary.setAttribute("aria-label", `pages under ${link.textContent.trim()}`);
+    }
+  }
+
   function start() {
     forward(".primary-toggle");
     forward(".secondary-toggle");
+    name();
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
