@@ -368,7 +368,7 @@ def test_sidebar_buttons_work_at_every_width(served, size):
             sidebar = page.locator("#pst-primary-sidebar")
             page.wait_for_function("document.getElementById('pst-primary-sidebar').classList"
                                    ".contains('pst-sidebar-hidden')")
-            assert not sidebar.is_visible(), "☰ collapses the sidebar on a wide screen"
+            sidebar.wait_for(state="hidden", timeout=10_000)  # ☰ collapses the sidebar on a wide screen
             menu[0].click()
             page.wait_for_function("!document.getElementById('pst-primary-sidebar').classList"
                                    ".contains('pst-sidebar-hidden')")
@@ -482,3 +482,11 @@ def test_screens_in_light_and_dark(served, shots, mode):
                                     "i.offsetParent && getComputedStyle(i, '::before').content === 'none')"
                                     ".map(i => i.className)")
             assert not undrawn, f"icons without a glyph: {undrawn}"
+            nameless = page.evaluate("[...document.querySelectorAll('summary, button')].filter(c => c.offsetParent"
+                                     " && !(c.getAttribute('aria-label') || c.textContent.trim() || c.title))"
+                                     ".map(c => c.outerHTML.slice(0, 80))")
+            assert not nameless, f"controls with no name: {nameless}"
+            mismatched = page.evaluate("[...document.querySelectorAll('button[aria-label], summary[aria-label], "
+                                       "a[aria-label]')].filter(c => c.offsetParent && c.textContent.trim() && !c.textContent.includes(c.getAttribute("
+                                       "'aria-label'))).map(c => c.outerHTML.slice(0, 80))")
+            assert not mismatched, f"labels that do not say what the control shows: {mismatched}"
