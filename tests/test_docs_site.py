@@ -487,6 +487,7 @@ def test_screens_in_light_and_dark(served, shots, mode):
                                      ".map(c => c.outerHTML.slice(0, 80))")
             assert not nameless, f"controls with no name: {nameless}"
             mismatched = page.evaluate("[...document.querySelectorAll('button[aria-label], summary[aria-label], "
-                                       "a[aria-label]')].filter(c => c.offsetParent && c.textContent.trim() && !c.textContent.includes(c.getAttribute("
-                                       "'aria-label'))).map(c => c.outerHTML.slice(0, 80))")
+                                       "a[aria-label]')].filter(c => c.offsetParent && c.textContent.trim()"
+                                       " && !c.textContent.includes(c.getAttribute('aria-label')))"
+                                       ".map(c => c.outerHTML.slice(0, 80))")
             assert not mismatched, f"labels that do not say what the control shows: {mismatched}"
