@@ -87,27 +87,16 @@ notebooks: $(LAB_STAMP)
 
 # --- the walkthrough as a website (README: "The walkthrough as a website") ---
 # `make docs` builds build/docs/html from the notebooks' stored outputs (nothing is
-# executed); `make docs-serve` serves it on 127.0.0.1. The widget script is the npm
-# package below, fetched once into build/docs-js (npm pack, so no node_modules).
+# executed); `make docs-serve` serves it on 127.0.0.1.
 .PHONY: docs docs-serve
 DOCS_STAMP := $(VENV)/.docs-installed
-DOCS_JS := build/docs-js/widgets
-HTML_MANAGER := @jupyter-widgets/html-manager@1.0.15
 DOCS_PORT ?= 8000
 
 $(DOCS_STAMP): $(DEV_STAMP) pyproject.toml
 	$(QUIET_PIP) -e ".[docs]"
 	touch $(DOCS_STAMP)
 
-$(DOCS_JS)/embed.js:
-	rm -rf build/docs-js && mkdir -p build/docs-js/npm $(DOCS_JS)
-	cd build/docs-js/npm && npm pack --silent $(HTML_MANAGER) >/dev/null && tar xzf *.tgz
-	cp build/docs-js/npm/package/dist/embed.js build/docs-js/npm/package/dist/*.woff* \
-	   build/docs-js/npm/package/dist/*.ttf build/docs-js/npm/package/dist/*.eot \
-	   build/docs-js/npm/package/dist/*.svg $(DOCS_JS)/
-	rm -rf build/docs-js/npm
-
-docs: $(DOCS_STAMP) $(DOCS_JS)/embed.js
+docs: $(DOCS_STAMP)
 	$(BIN)/python tools/build_docs.py
 
 docs-serve: docs

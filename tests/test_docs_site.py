@@ -3,10 +3,11 @@
 The site is built once per run, incrementally, into ``build/docs/html`` by the
 same ``tools/build_docs.py`` that ``make docs`` runs (so after ``make docs`` the
 build here takes seconds; from nothing, about two minutes for the stepper's
-frames). Sphinx runs with warnings as errors. Without Sphinx or the widget script
-the tests skip, unless ``MINISPEC_REQUIRE_DOCS=1`` (``.ci/run``) makes that a
-failure; the browser test follows ``MINISPEC_REQUIRE_BROWSER`` as
-``tests/test_browser.py`` does. Screenshots go to a folder printed at the start
+frames). Sphinx runs with warnings as errors. Without Sphinx the tests skip, unless
+``MINISPEC_REQUIRE_DOCS=1`` (``.ci/run``) makes that a failure; the browser tests
+follow ``MINISPEC_REQUIRE_BROWSER`` as ``tests/test_browser.py`` does. They look at
+the site as a reader does, at a phone's, a projector's and a desktop's size, in light
+and dark mode; screenshots go to a folder printed at the start
 (``MINISPEC_SCREENSHOTS`` to choose it).
 """
 
@@ -48,8 +49,6 @@ def site(request) -> Path:
         import sphinx_book_theme  # noqa: F401
     except ImportError as error:
         why = f"{error.name} is not installed: pip install -e '.[docs]'"
-    if why is None and not build_docs.WIDGETS_JS.exists():
-        why = f"{build_docs.WIDGETS_JS} is missing: `make docs` fetches it"
     if why:
         if os.environ.get("MINISPEC_REQUIRE_DOCS") == "1":
             pytest.fail(f"MINISPEC_REQUIRE_DOCS=1 but {why}")
@@ -96,33 +95,71 @@ def is_external(url: str) -> bool:
 def test_every_page_is_there(site):
     for name in NOTEBOOKS:
         assert (site / "notebooks" / f"{name}.html").exists(), name
+        assert (site / "_learner" / f"{name}.ipynb").exists(), f"{name}: its learner copy to download"
     guides = sorted(p.stem for p in (ROOT / "docs").glob("*.md"))
-    assert "workshop" in guides and "api" in guides
+    assert "workshop" in guides and "api" in guides and "index" in guides
     for doc in guides:  # the handout and the opening screen too, when they are there
         assert (site / "docs" / f"{doc}.html").exists(), doc
-    landing = (site / "index.html").read_text()
-    assert "<title>minispec" in landing and "The walkthrough as a website" in landing
-    nav = Page(site / "index.html").links
+    assert "The walkthrough as a website" in (site / "README.html").read_text(), "the developer README, a page"
+    assert 'url=docs/index.html' in (site / "index.html").read_text(), "the site's address opens the front door"
+    landing = (site / "docs" / "index.html").read_text()
+    assert "<title>minispec" in landing and "Reading without a kernel" in landing
+    nav = Page(site / "docs" / "index.html").links
     order = [n for n in NOTEBOOKS if n[0].isdigit()]
-    assert [link for link in nav if link.startswith("notebooks/") and link[10].isdigit()][:len(order)] == \
-        [f"notebooks/{n}.html" for n in order], "the notebooks in their order in the navigation"
+    assert [link for link in nav if link.startswith("../notebooks/") and link[13].isdigit()][:len(order)] == \
+        [f"../notebooks/{n}.html" for n in order], "the notebooks in their order, in the body and the navigation"
+    table = re.search(r"<table.*?</table>", landing, re.S).group(0)
+    for name in NOTEBOOKS:
+        assert f'href="../notebooks/{name}.html"' in table, f"{name}: a linked row of the landing's table"
+    assert len(re.findall(r"<td[^>]*>\s*<p>\d+</p>\s*</td>|<td[^>]*>\d+</td>", table)) == len(NOTEBOOKS), \
+        "each notebook's minutes"
 
 
-def test_api_reference_has_every_module_and_its_twin(site):
+def test_notebook_pages_fold_answers_and_say_how_to_run(site):
+    import nbformat
+
     sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-    from minispec_site import modules
+    from site_notebook import FOLDED, REVEAL
+
+    for name in NOTEBOOKS:
+        page = (site / "notebooks" / f"{name}.html").read_text()
+        assert "Run it yourself" in page and f'href="../_learner/{name}.ipynb"' in page, name
+        nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+        code = [set(c.metadata.get("tags", [])) & set(FOLDED) for c in nb.cells if c.cell_type == "code"]
+        folded_output = sum(1 for t in code if t == {REVEAL})
+        folded_cell = sum(1 for t in code if t - {REVEAL})
+        assert page.count('<details class="admonition hide below-input">') == folded_output, name
+        assert page.count('<details class="admonition hide above-input">') == folded_cell, name
+        markdown = [c for c in nb.cells if c.cell_type == "markdown" and set(c.metadata.get("tags", [])) & set(FOLDED)]
+        assert page.count('<details class="minispec-answer">') == sum(
+            1 for c in markdown if not c.source.lstrip().startswith("<details")), name
+        for alt in re.findall(r'<img alt="([^"]*)"', page):
+            assert alt and not alt.endswith(".png"), f"{name}: a figure's alt text is {alt!r}"
+        assert "minispec-built" in page and "commit <code>" in page, f"{name}: the footer names the build"
+    assert "These exercises need a kernel" in (site / "notebooks" / "08_exercises.html").read_text()
+
+
+def test_api_reference_has_every_module_and_its_source(site):
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    from site_api import modules, packages
 
     api = (site / "docs" / "api.html").read_text()
     assert api.count("has a vLLM twin at the same path") == 1, "the layout rule, stated once"
+    pages = {p: (site / "docs" / "api" / f"{p}.html").read_text() for p in packages()}
+    for package in pages:
+        assert f'href="api/{package}.html"' in api, package
+    text = "".join(pages.values())
     for name in modules():
         try:
             importlib.import_module(name)
         except ImportError:  # a script for vLLM's environment: its docstring, under its name
-            assert f"<span class=\"pre\">{name}</span>" in api and "Runs as a script in its own environment" in api, name
+            assert f"<span class=\"pre\">{name}</span>" in text and "Runs as a script in its own environment" in text, name
             continue
-        assert f'id="module-{name}"' in api, name
-    # each twin's docstring names its vLLM file
-    assert "vllm/v1/worker/gpu_input_batch.py" in api and "vllm/v1/core/sched/scheduler.py" in api
+        assert f'id="module-{name}"' in text, name
+    # each twin's docstring names its vLLM file, and the code is one click away, on the site
+    assert "vllm/v1/worker/gpu_input_batch.py" in text and "vllm/v1/core/sched/scheduler.py" in text
+    assert 'class="viewcode-link"' in pages["minispec.v1.worker"]
+    assert (site / "_modules" / "minispec" / "v1" / "worker" / "gpu_input_batch.html").exists()
 
 
 def test_no_nbval_markers_in_rendered_code(site):
@@ -214,20 +251,53 @@ def stepper_state(page) -> dict:
     })""")
 
 
+def open_stepper(page):
+    """The stepper's cell is a reveal (the stepper shows the answer): open its fold first."""
+    stepper = page.locator(STEPPER).first
+    fold = page.locator("details.hide", has=stepper)
+    assert not stepper.locator(".ms-next").is_visible(), "the stepper is behind a click, as every reveal is"
+    fold.locator("summary").click()
+    stepper.locator(".ms-next").wait_for()
+    return stepper
+
+
 def wait_images(page) -> None:
     page.wait_for_function("""() => [...document.querySelectorAll('div.minispec-stepper img')]
                               .every(i => i.complete && i.naturalWidth > 0)""", timeout=30_000)
 
 
-@pytest.mark.browser
-def test_site_in_chromium(served, request, tmp_path_factory):
+SIZES = {"phone": (390, 844), "projector": (1280, 720), "desktop": (1440, 900)}
+# The widest a page may be, beyond the screen, before it pans sideways (a rounding pixel).
+SLACK = 1
+
+
+def browser_or_skip() -> None:
     if why := lab_tools.missing_requirements():
         if os.environ.get("MINISPEC_REQUIRE_BROWSER") == "1":
             pytest.fail(f"MINISPEC_REQUIRE_BROWSER=1 but {why}")
         pytest.skip(why)
-    shots = Path(os.environ.get("MINISPEC_SCREENSHOTS") or tmp_path_factory.mktemp("site-screenshots"))
-    shots.mkdir(parents=True, exist_ok=True)
-    say(request, f"docs site screenshots: {shots.resolve()}/")
+
+
+@pytest.fixture(scope="module")
+def shots(request, tmp_path_factory) -> Path:
+    folder = Path(os.environ.get("MINISPEC_SCREENSHOTS") or tmp_path_factory.mktemp("site-screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    say(request, f"docs site screenshots: {folder.resolve()}/")
+    return folder
+
+
+def set_mode(page, mode: str) -> None:
+    """The theme's colour mode, as its switch stores it (read before the page draws)."""
+    page.add_init_script(f"localStorage.setItem('mode', '{mode}'); localStorage.setItem('theme', '{mode}');")
+
+
+def visible(page, selector: str):
+    return [h for h in page.locator(selector).element_handles() if h.is_visible()]
+
+
+@pytest.mark.browser
+def test_site_in_chromium(served, request, shots):
+    browser_or_skip()
     start = time.perf_counter()
     requests, failures = [], []
     with lab_tools.browser_page(1280, 720) as page:
@@ -235,13 +305,13 @@ def test_site_in_chromium(served, request, tmp_path_factory):
         page.on("response", lambda r: r.status >= 400 and failures.append(f"{r.status} {r.url}"))
         page.on("requestfailed", lambda r: failures.append(f"failed {r.url}"))
         page.goto(served)
+        page.wait_for_url("**/docs/index.html")
         page.wait_for_load_state("networkidle")
         assert "minispec" in page.title()
-        page.screenshot(path=shots / "landing.png")
+        assert page.locator("article a[href$='notebooks/00_map.html']").count() >= 2, "where to start, linked"
 
         page.goto(served + "notebooks/01_the_thread.html")
-        stepper = page.locator(STEPPER).first
-        stepper.locator(".ms-next").wait_for()
+        stepper = open_stepper(page)
         stepper.scroll_into_view_if_needed()
         wait_images(page)
         first = stepper_state(page)
@@ -258,14 +328,10 @@ def test_site_in_chromium(served, request, tmp_path_factory):
         switched = stepper_state(page)
         assert switched["preset"] == "all" and switched["label"].startswith("all · step 3 · stage 0")
         assert switched["images"] != moved["images"], "the preset changes the figures"
-        # the whole stepper (about 800 px tall) as a reader with a taller screen sees it
-        page.set_viewport_size({"width": 1280, "height": 1000})
-        stepper.evaluate("e => e.scrollIntoView({block: 'start'})")
-        page.screenshot(path=shots / "01_stepper_next2_all.png")
-        page.set_viewport_size({"width": 1280, "height": 720})
         stepper.locator("button.ms-toggle", has_text=re.compile("^stage 1$")).click()
         assert stepper_state(page)["label"].startswith("all · step 3 · stage 1 (last)")
-        page.screenshot(path=shots / "01_viewport.png")
+        text = stepper.locator(".ms-text").text_content().splitlines()
+        assert len(text) == len(set(text)), f"each line of the stop printed once: {text}"
 
         page.goto(served + "notebooks/04_pipeline_and_batch_queue.html")
         page.wait_for_load_state("networkidle")
@@ -276,3 +342,152 @@ def test_site_in_chromium(served, request, tmp_path_factory):
     assert not failures, failures
     say(request, f"docs site browser test: {time.perf_counter() - start:.1f} s, {len(requests)} requests, "
                  f"{len(outside)} outside 127.0.0.1")
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("size", SIZES)
+def test_sidebar_buttons_work_at_every_width(served, size):
+    """pydata-sphinx-theme#2451: the visible ☰ and "On this page" buttons did nothing."""
+    browser_or_skip()
+    with lab_tools.browser_page(*SIZES[size]) as page:
+        page.goto(served + "notebooks/02_speculative_decoding.html")
+        page.wait_for_load_state("networkidle")
+        menu = visible(page, "button.primary-toggle")
+        assert len(menu) == 1, f"one visible ☰ at {size}"
+        menu[0].click()
+        if size == "phone":
+            page.wait_for_function("document.getElementById('pst-primary-sidebar-modal').open")
+            assert page.locator("#pst-primary-sidebar-modal a[href$='03_persistent_batch.html']").is_visible()
+            page.keyboard.press("Escape")
+            page.wait_for_function("!document.getElementById('pst-primary-sidebar-modal').open")
+            toc = visible(page, "button.secondary-toggle")
+            assert len(toc) == 1, "one visible 'On this page' button on a phone"
+            toc[0].click()
+            page.wait_for_function("document.getElementById('pst-secondary-sidebar-modal').open")
+        else:
+            sidebar = page.locator("#pst-primary-sidebar")
+            page.wait_for_function("document.getElementById('pst-primary-sidebar').classList"
+                                   ".contains('pst-sidebar-hidden')")
+            sidebar.wait_for(state="hidden", timeout=10_000)  # ☰ collapses the sidebar on a wide screen
+            menu[0].click()
+            page.wait_for_function("!document.getElementById('pst-primary-sidebar').classList"
+                                   ".contains('pst-sidebar-hidden')")
+
+
+@pytest.mark.browser
+def test_no_page_pans_sideways_on_a_phone_and_answers_are_folded(served, site):
+    browser_or_skip()
+    panning = []
+    with lab_tools.browser_page(*SIZES["phone"]) as page:
+        for path in pages(site):
+            rel = path.relative_to(site).as_posix()
+            if rel == "index.html" or rel.startswith("_modules/"):  # the redirect; the code pages scroll their code
+                continue
+            page.goto(served + rel)
+            width = page.evaluate("document.documentElement.scrollWidth")
+            if width > SIZES["phone"][0] + SLACK:
+                panning.append(f"{rel}: {width} px")
+        assert not panning, "pages wider than a phone:\n" + "\n".join(panning)
+
+        page.goto(served + "notebooks/02_speculative_decoding.html")
+        fold = page.locator("div.cell.tag_reveal details.hide").first
+        output = fold.locator(".cell_output")
+        assert not output.is_visible(), "a reveal's output is closed until clicked"
+        fold.locator("summary").click()
+        assert output.is_visible()
+
+
+@pytest.mark.browser
+def test_wide_screens_use_their_width(served):
+    browser_or_skip()
+    with lab_tools.browser_page(*SIZES["desktop"]) as page:
+        page.goto(served + "notebooks/01_the_thread.html")
+        article = page.locator(".bd-article-container").bounding_box()
+        assert article["width"] > 1000, f"the article column at 1440 px: {article['width']:.0f} px"
+        blocks = page.evaluate("""[...document.querySelectorAll('.cell_output pre, .cell_input pre')]
+                                  .filter(p => p.scrollWidth > p.clientWidth + 1).length""")
+        assert blocks <= 3, f"{blocks} code or output blocks of 01 still scroll sideways at 1440 px"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("size", ["projector", "phone"])
+def test_stepper_projector_and_phone_views(served, shots, size):
+    browser_or_skip()
+    width, height = SIZES[size]
+    with lab_tools.browser_page(width, height) as page:
+        page.goto(served + "notebooks/01_the_thread.html")
+        stepper = open_stepper(page)
+        stepper.scroll_into_view_if_needed()
+        wait_images(page)
+        if size == "projector":
+            stepper.locator(".ms-projector-button").click()
+            wait_images(page)
+            for part in (".ms-next", ".ms-label", "img.ms-gantt", "img.ms-strip", ".ms-text"):
+                box = stepper.locator(part).bounding_box()
+                assert box and box["y"] >= 0 and box["y"] + box["height"] <= height + SLACK, \
+                    f"{part} within the 1280 x 720 screen: {box}"
+            page.screenshot(path=shots / "01_stepper_projector.png")
+            page.keyboard.press("Escape")
+            assert "ms-projecting" not in (stepper.get_attribute("class") or "")
+        else:
+            strip = stepper.locator("img.ms-strip").bounding_box()
+            assert strip["width"] >= 600, f"the strip keeps a legible size on a phone: {strip['width']:.0f} px"
+            assert page.evaluate("document.documentElement.scrollWidth") <= width + SLACK, "the page does not pan"
+            page.screenshot(path=shots / "01_stepper_phone.png")
+
+
+def contrast(page, selector: str) -> float:
+    """WCAG contrast of the first ``selector``'s text against the first opaque background behind it."""
+    return page.locator(selector).first.evaluate("""e => {
+        const rgb = c => c.match(/[\\d.]+/g).map(Number);
+        const lum = ([r, g, b]) => [r, g, b].map(v => { v /= 255; return v <= 0.03928 ? v / 12.92
+                                   : ((v + 0.055) / 1.055) ** 2.4; }).reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0);
+        let bg = e, back = null;
+        while (bg) { const c = rgb(getComputedStyle(bg).backgroundColor); if (c.length < 4 || c[3] > 0) { back = c; break; }
+                     bg = bg.parentElement; }
+        const [a, b] = [lum(rgb(getComputedStyle(e).color)), lum(back || [255, 255, 255])];
+        return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    }""")
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("mode", ["light", "dark"])
+def test_screens_in_light_and_dark(served, shots, mode):
+    """The landing page, the stepper and 09's tables at each size, in each mode, with
+    readable tables and a labelled header cell in each table column."""
+    browser_or_skip()
+    for size, (width, height) in SIZES.items():
+        with lab_tools.browser_page(width, height) as page:
+            set_mode(page, mode)
+            page.goto(served + "docs/index.html")
+            page.wait_for_load_state("networkidle")
+            assert page.evaluate("document.documentElement.dataset.theme") == mode
+            page.screenshot(path=shots / f"landing_{size}_{mode}.png")
+            page.goto(served + "notebooks/01_the_thread.html")
+            stepper = open_stepper(page)
+            stepper.evaluate("e => e.scrollIntoView({block: 'start'})")
+            wait_images(page)
+            page.screenshot(path=shots / f"01_stepper_{size}_{mode}.png")
+            page.goto(served + "notebooks/09_the_same_bug_again.html")
+            table = page.locator(".cell_output table").first
+            table.scroll_into_view_if_needed()
+            page.screenshot(path=shots / f"09_table_{size}_{mode}.png")
+            for part in (".cell_output table a", ".cell_output table td"):
+                assert contrast(page, part) >= 4.5, f"{part} in {mode} mode: contrast {contrast(page, part):.2f}"
+            assert page.evaluate("[...document.querySelectorAll('th')].filter(t => !t.textContent.trim()).length") == 0
+            assert "commit" in page.locator(".minispec-built").text_content()
+            # the icons come from the theme's web font, not from its Font Awesome script
+            page.wait_for_function("document.fonts.check('900 16px \"Font Awesome 7 Free\"')")
+            undrawn = page.evaluate("[...document.querySelectorAll('i[class*=\"fa-\"]')].filter(i => "
+                                    "i.offsetParent && getComputedStyle(i, '::before').content === 'none')"
+                                    ".map(i => i.className)")
+            assert not undrawn, f"icons without a glyph: {undrawn}"
+            nameless = page.evaluate("[...document.querySelectorAll('summary, button')].filter(c => c.offsetParent"
+                                     " && !(c.getAttribute('aria-label') || c.textContent.trim() || c.title))"
+                                     ".map(c => c.outerHTML.slice(0, 80))")
+            assert not nameless, f"controls with no name: {nameless}"
+            mismatched = page.evaluate("[...document.querySelectorAll('button[aria-label], summary[aria-label], "
+                                       "a[aria-label]')].filter(c => c.offsetParent && c.textContent.trim()"
+                                       " && !c.textContent.includes(c.getAttribute('aria-label')))"
+                                       ".map(c => c.outerHTML.slice(0, 80))")
+            assert not mismatched, f"labels that do not say what the control shows: {mismatched}"

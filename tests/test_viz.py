@@ -213,6 +213,10 @@ def test_stepper_state(runs, decode):
     assert stop_position([(0, 0), (0, 1), (1, 1)], 2) == "event 3 of 3"  # not a full grid: no product
     assert "A decode +4 drafts [ st]" in view.text and "invariant 2 (draft agreement)" in view.text
     assert "no invariant violated at step 2, stage 0" in stepper_view(runs, "all", 2, 0, decode).text
+    # a violation found at several positions of one row is one line (it printed twice at 30 stops)
+    last = stepper_view(runs, "vllm-0.9.2", 2, 1, decode).text.splitlines()
+    assert "invariant 2 (draft agreement) violated at step 2, stage 1, request A (see the strip)" in last
+    assert len(last) == len(set(last)), last
     assert stepper_view(runs, "all", 3, 1).label == "all · step 3 · stage 1 (last) · batch_1 = {C, D}"
     last = max(s.step for s in trace.steps)
     assert nearest_stop(trace, 999, 0) == (last, 0)  # a shorter run clamps

@@ -26,3 +26,9 @@ def test_markdown_and_html_of_one_table():
 def test_a_row_of_the_wrong_width_is_refused():
     with pytest.raises(ValueError, match=r"rows \[1\] do not have the header's 2 cells"):
         Table(("k", "v"), (("a", "b"), ("c",)))
+
+
+def test_an_empty_header_cell_is_no_header():
+    """A corner cell over the row names: a <th> with no text names nothing to a screen reader."""
+    html = Table(("", "V1"), (("drafts", "last stage"),)).html()
+    assert html.startswith("<table><thead><tr><td></td><th") and "<th style=\"text-align:left\"></th>" not in html

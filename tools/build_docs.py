@@ -1,4 +1,4 @@
-"""Build the walkthrough site: `make docs` runs this after fetching the widget script.
+"""Build the walkthrough site: what `make docs` runs.
 
 Draws the stepper frames (``tools/stepper_frames.py``, skipped when nothing
 changed), then runs Sphinx over the repository (configuration in ``docs/``)
@@ -19,7 +19,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build"
 SITE = BUILD / "docs" / "html"
-WIDGETS_JS = BUILD / "docs-js" / "widgets" / "embed.js"
 
 
 def folder_mb(path: Path, exclude: str | None = None) -> float:
@@ -28,7 +27,7 @@ def folder_mb(path: Path, exclude: str | None = None) -> float:
 
 
 def build(out: Path = SITE, clean: bool = False, jobs: int = 2) -> Path:
-    """The site in ``out``; raises if a page warned or the widget script is missing."""
+    """The site in ``out``; raises if a page warned."""
     import warnings
 
     from sphinx.cmd.build import build_main
@@ -37,9 +36,6 @@ def build(out: Path = SITE, clean: bool = False, jobs: int = 2) -> Path:
     sys.path.insert(0, str(ROOT / "tools"))
     import stepper_frames
 
-    if not WIDGETS_JS.exists():
-        raise FileNotFoundError(f"{WIDGETS_JS} is missing: `make docs` fetches it from the npm registry "
-                                "(@jupyter-widgets/html-manager)")
     if clean:
         shutil.rmtree(out, ignore_errors=True)
         shutil.rmtree(out.parent / "doctrees", ignore_errors=True)

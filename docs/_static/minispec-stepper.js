@@ -4,7 +4,9 @@
 // are the live widget's (minispec/lab/viz/stepper.py, widgets.py): next / prev move one
 // stop; the slider and the stage toggle go to the nearest recorded stop; the preset
 // toggle keeps the step and stage as nearly as the other run allows; play moves one
-// stop every two seconds until the last.
+// stop every two seconds until the last. "projector" fills the screen with the stepper,
+// both figures fitted to its height (Escape or the button again leaves); on a phone the
+// figures keep a legible size and scroll sideways inside their own box.
 "use strict";
 
 (function () {
@@ -68,14 +70,18 @@
     const strip = el("img", {class: "ms-strip", width: data.strip[0], height: data.strip[1],
                              alt: "every stage's rows of token_ids_cpu at this step"});
     const text = el("pre", {class: "ms-text"});
+    const projector = el("button", {type: "button", class: "ms-button ms-projector-button", "aria-pressed": "false",
+                                    title: "fill the screen with the stepper (Escape leaves)"}, "projector view");
+    const figures = el("div", {class: "ms-figures"});
+    figures.append(...(gantt ? [gantt] : []), strip);
 
     const controls = el("div", {class: "ms-row"});
     const stepBox = el("label", {class: "ms-slider-box"});
     stepBox.append(el("span", {class: "ms-caption"}, "step"), slider, stepOut);
-    controls.append(play, prev, next, stepBox);
+    controls.append(play, prev, next, stepBox, projector);
     const toggleRow = el("div", {class: "ms-row"});
     toggleRow.append(stage.box, preset.box);
-    root.replaceChildren(controls, toggleRow, label, ...(gantt ? [gantt] : []), strip, text);
+    root.replaceChildren(controls, toggleRow, label, figures, text);
 
     function stops() { return data.presets[state.preset]; }
     function frame(stop, figure) { return `${frames}${state.preset}/${stop[0]}-${stop[1]}-${figure}.png`; }
@@ -127,6 +133,13 @@
         go(state.index + 1);
       }, PLAY_MS);
     });
+    function project(on) {
+      root.classList.toggle("ms-projecting", on);
+      projector.setAttribute("aria-pressed", String(on));
+      document.documentElement.classList.toggle("ms-projecting-page", on);
+    }
+    projector.addEventListener("click", () => project(!root.classList.contains("ms-projecting")));
+    root.addEventListener("keydown", (event) => { if (event.key === "Escape") project(false); });
     prev.addEventListener("click", () => go(state.index - 1));
     next.addEventListener("click", () => go(state.index + 1));
     slider.addEventListener("input", () => { stepOut.textContent = slider.value; });

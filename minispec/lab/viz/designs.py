@@ -19,6 +19,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 
 from minispec.lab.faults.pp_sync import STAGES, Design
+from minispec.lab.viz.figure import DescribedFigure
 from minispec.lab.viz.palette import EDGE, FILL_LIGHT, OKABE_ITO, PALE_BLUE, TEXT, WHITE
 from minispec.lab.viz.table import Table
 
@@ -99,7 +100,7 @@ def plot_designs(designs: tuple[Design, ...] | list[Design], title: str) -> Figu
     unknown = {p for d in designs for m in d.messages for p in (m.sender, m.receiver)} - set(POSITIONS)
     if unknown:
         raise ValueError(f"plot_designs: unknown parties {sorted(unknown)}; expected some of {list(POSITIONS)}")
-    fig = Figure(figsize=(WIDTH, HEIGHT))
+    fig = DescribedFigure(figsize=(WIDTH, HEIGHT))
     axes = fig.subplots(1, len(designs))
     axes = list(axes) if len(designs) > 1 else [axes]
     for ax, design in zip(axes, designs):

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from minispec.instruments.timeline import StageSpan, Timeline
+from minispec.lab.viz.figure import DescribedFigure
 from minispec.lab.viz.palette import EDGE, EDGE_LIGHT, FILL_IDLE, SERIES
 
 HATCHES = ["", "//"]
@@ -35,7 +36,7 @@ def plot_gantt(timeline: Timeline, title: str | None = None, highlight: tuple[in
     ``max_step`` draws only the batches of steps up to it; the idle shares in the
     title stay those of the whole run, and the title says so when bars are left out."""
     n = timeline.num_stages
-    fig = Figure(figsize=(width, 1.1 + 0.55 * n))
+    fig = DescribedFigure(figsize=(width, 1.1 + 0.55 * n))
     ax = fig.subplots()
     spans = _spans(timeline, max_step)
     _draw(ax, timeline, spans, _extent(timeline, spans), width, title, highlight)
@@ -48,7 +49,7 @@ def plot_gantt_compare(runs: dict[str, tuple[Timeline, int | None]], width: floa
     """Runs stacked on one time axis, so equal work shows as equal length:
     ``{title: (timeline, max_step)}``, each drawn as ``plot_gantt`` would."""
     heights = [0.75 + 0.55 * tl.num_stages for tl, _ in runs.values()]
-    fig = Figure(figsize=(width, 0.7 + sum(heights)))
+    fig = DescribedFigure(figsize=(width, 0.7 + sum(heights)))
     axes = fig.subplots(len(runs), 1, sharex=True, gridspec_kw={"height_ratios": heights})
     axes = list(axes) if len(runs) > 1 else [axes]
     drawn = [(title, tl, _spans(tl, max_step)) for title, (tl, max_step) in runs.items()]

@@ -19,6 +19,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from minispec.instruments.trace import StepRecord
+from minispec.lab.viz.figure import DescribedFigure
 from minispec.lab.viz.palette import EDGE_SOFT, OKABE_ITO, PALE_BLUE, TEXT, WHITE
 
 WINDOW = 16  # positions shown, ending with the last gathered one
@@ -126,7 +127,7 @@ def plot_history(step: StepRecord, req_id: str, decode=str, first: int | None = 
     strips = history_strips(step, req_id, first, window)
     n = len(strips)
     height = 1.3 + 0.75 * n
-    fig = Figure(figsize=(10, height))
+    fig = DescribedFigure(figsize=(10, height))
     ax = fig.subplots()
     for i, strip in enumerate(strips):
         y = n - 1 - i

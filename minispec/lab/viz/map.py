@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from minispec.lab.viz.figure import DescribedFigure
 from minispec.lab.viz.palette import OKABE_ITO, TEXT
 from minispec.lab.vllm_reference.twin_map import REFERENCE, twin_of
 
@@ -166,7 +167,7 @@ def _draw_box(ax, b: Box, layout: Layout) -> None:
 def render_map(pipeline_parallel_size: int = 2, layout: Layout = WORKSHOP) -> Figure:
     boxes = {b.name: b for b in components(pipeline_parallel_size, layout)}
     width = figure_width(pipeline_parallel_size, layout)
-    fig = Figure(figsize=(width, layout.height))
+    fig = DescribedFigure(figsize=(width, layout.height))
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, width)
     ax.set_ylim(0, layout.height)

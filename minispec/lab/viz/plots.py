@@ -23,6 +23,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from minispec.instruments.trace import StepRecord, Trace
 from minispec.lab.experiments.metrics import acceptance_per_step, alpha_estimate, expected_tokens_per_forward
+from minispec.lab.viz.figure import DescribedFigure
 from minispec.lab.viz.palette import EDGE, FILL_LIGHT, OKABE_ITO, SERIES, TEXT, TEXT_FAINT
 from minispec.lab.viz.strip import ROLES, WINDOW, CellRole, RowView, diff_cells, stage_view
 
@@ -140,7 +141,7 @@ def _figure(ncols: int, n_rows: int, n_panels: int) -> tuple[Figure, list]:
     width = (ncols + LABEL_COLS + 0.4) * CELL_IN
     panel = n_rows * BLOCK * CELL_IN * 0.8
     height = TOP + n_panels * (PANEL_GAP + panel) + BOTTOM
-    fig = Figure(figsize=(width, height))
+    fig = DescribedFigure(figsize=(width, height))
     axes = [fig.add_axes((0.01, (height - TOP - (i + 1) * (PANEL_GAP + panel)) / height, 0.98, panel / height))
             for i in range(n_panels)]
     return fig, axes
@@ -212,7 +213,7 @@ def plot_acceptance(traces: dict[str, Trace]) -> Figure:
     requests) against (1 - α^(k+1)) / (1 - α) at the run's α. The legend's mean is
     over the whole run, (accepted + verifications) / verifications, as vLLM's
     "Mean acceptance length" (v0.9.2 ``vllm/v1/spec_decode/metrics.py``)."""
-    fig = Figure(figsize=(10, 4.6))
+    fig = DescribedFigure(figsize=(10, 4.6))
     ax_rate, ax_tpf = fig.subplots(1, 2)
     for i, (name, trace) in enumerate(traces.items()):
         rows = acceptance_per_step(trace)
@@ -250,7 +251,7 @@ def plot_acceptance(traces: dict[str, Trace]) -> Figure:
 
 def plot_presets(traces: dict[str, Trace]) -> Figure:
     """Accepted drafts per step, cumulative, one line per preset."""
-    fig = Figure(figsize=(7, 3.5))
+    fig = DescribedFigure(figsize=(7, 3.5))
     ax = fig.subplots()
     for i, (name, trace) in enumerate(traces.items()):
         total, xs, ys = 0, [], []

@@ -14,6 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from minispec.lab.experiments.metrics import expected_tokens_per_forward
+from minispec.lab.viz.figure import DescribedFigure
 from minispec.lab.viz.palette import OKABE_ITO
 
 
@@ -34,7 +35,7 @@ def plot_acceptance_vs_k(rows: list[dict]) -> Figure:
     """Left: mean acceptance length (tokens per verification), measured and predicted;
     right: the two acceptance rates."""
     ks = [r["k"] for r in rows]
-    fig = Figure(figsize=(10, 4))
+    fig = DescribedFigure(figsize=(10, 4))
     left, right = fig.subplots(1, 2)
     left.plot(ks, [r["mean_acceptance_length"] for r in rows], "o-", color=OKABE_ITO["blue"], lw=2, ms=8,
               label="measured")
@@ -80,7 +81,7 @@ def plot_rejection_example(p, q, labels: list[str], recovered_freq=None) -> Figu
         accept = np.where(q > 0, np.minimum(1.0, p / q), np.nan)
     residual = np.maximum(p - q, 0)
     residual = residual / residual.sum()
-    fig = Figure(figsize=(11, 3.6))
+    fig = DescribedFigure(figsize=(11, 3.6))
     axes = fig.subplots(1, 3)
     _bars(axes[0], x, p, -0.2, 0.4, OKABE_ITO["blue"], "", "p (target)")
     _bars(axes[0], x, q, 0.2, 0.4, OKABE_ITO["orange"], "//", "q (draft)")
@@ -115,7 +116,7 @@ def plot_sampled_vs_target(counts, probs, labels: list[str], top: int = 16, titl
     x = np.arange(len(order))
     expected = probs[order]
     band = 2 * np.sqrt(expected * (1 - expected) / n)
-    fig = Figure(figsize=(10, 3.8))
+    fig = DescribedFigure(figsize=(10, 3.8))
     ax = fig.subplots()
     _bars(ax, x, counts[order] / n, 0, 0.6, OKABE_ITO["sky"], "//", f"sampled with drafts (n = {int(n)})")
     ax.errorbar(x, expected, yerr=band, fmt="o", color="black", ms=5, capsize=3,

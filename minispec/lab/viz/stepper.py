@@ -92,7 +92,9 @@ def stepper_view(runs: dict[str, Run], preset: str, step: int, stage: int, decod
         accepted = ", ".join(f"{r}={n}" for r, n in record.num_accepted.items())
         lines.append(f"update_from_output (after the last stage): accepted drafts {accepted}")
     found = violations_at(check_trace(trace) if violations is None else violations, step, stage)
-    lines += [v.headline + " (see the strip)" for v in found] or [f"no invariant violated at step {step}, stage {stage}"]
+    # One line per headline: a violation found at several positions of one row has one headline.
+    headlines = dict.fromkeys(v.headline for v in found)
+    lines += [h + " (see the strip)" for h in headlines] or [f"no invariant violated at step {step}, stage {stage}"]
     index = all_stops.index((step, stage))
     return StepperView(preset, step, stage, index, len(all_stops), label, stop_position(all_stops, index),
                        "\n".join(lines), (step, stage))

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from minispec.lab.faults.pp_sync import Kind, Lane, Milestone, State
+from minispec.lab.viz.figure import DescribedFigure
 from minispec.lab.viz.palette import EDGE, EDGE_LIGHT, SERIES, TEXT, WHITE
 from minispec.lab.viz.table import Table
 
@@ -46,7 +47,7 @@ def plot_timeline(milestones: tuple[Milestone, ...] | list[Milestone], title: st
     lanes = [lane for lane in Lane if any(m.lane is lane for m in ordered)]
     y = {lane: len(lanes) - 1 - i for i, lane in enumerate(lanes)}
     colour = {lane: SERIES[i % len(SERIES)] for i, lane in enumerate(Lane)}
-    fig = Figure(figsize=(WIDTH, HEIGHT))
+    fig = DescribedFigure(figsize=(WIDTH, HEIGHT))
     ax = fig.subplots()
     for lane in lanes:
         ax.axhline(y[lane], color=EDGE_LIGHT, linewidth=1, zorder=0)

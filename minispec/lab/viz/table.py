@@ -46,7 +46,9 @@ class Table:
         return "\n".join([line(self.header), "|" + "---|" * len(self.header), *map(line, self.rows)])
 
     def html(self) -> str:
-        head = "".join(f'<th style="text-align:left">{cell_html(c)}</th>' for c in self.header)
+        # An empty header cell (the corner over the row names) is a plain cell: a header
+        # with no text names nothing to a screen reader.
+        head = "".join(f'<th style="text-align:left">{cell_html(c)}</th>' if c else "<td></td>" for c in self.header)
         body = "".join("<tr>" + "".join(f'<td style="text-align:left">{cell_html(c)}</td>' for c in row) + "</tr>"
                        for row in self.rows)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
