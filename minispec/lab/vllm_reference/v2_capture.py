@@ -72,15 +72,20 @@ class V2Capture:
                 out[stage] = self.call_steps[stage][call - 1]
         return out
 
-    def judged(self) -> set[tuple[int, int]]:
-        """The (stage, step)s ran before any departure of that stage's timing."""
-        departures = self.departures()
-        return {(s.stage, s.step) for s in self.stage_steps if s.step < departures.get(s.stage, s.step + 1)}
+    def applied(self, stage: int, call: int) -> list[int]:
+        """The receives (by call) whose entries ``stage`` applied at its ``call``."""
+        timing = self.timings.get(stage, Timing())
+        return [r for r, a in zip(timing.received, timing.applied) if a == call]
 
     def job(self) -> dict:
         last = self.config["pipeline_parallel_size"] - 1
-        steps = [{"stage": s.stage, "step": s.step, "scheduler_output": self.schedules[s.step],
-                  "sample": self.samples.get(s.step) if s.stage == last else None} for s in self.stage_steps]
+        calls: dict[int, int] = {}
+        steps = []
+        for s in self.stage_steps:
+            calls[s.stage] = calls.get(s.stage, 0) + 1
+            steps.append({"stage": s.stage, "step": s.step, "scheduler_output": self.schedules[s.step],
+                          "applied": self.applied(s.stage, calls[s.stage]),
+                          "sample": self.samples.get(s.step) if s.stage == last else None})
         return {"config": self.config, "prompts": self.prompts, "stage_steps": steps}
 
 

@@ -14,14 +14,16 @@ any decode could embed a broadcast draft; run with a stand-in sampler that alway
 returns ``k + 1`` columns (``"k+1"``), it cannot hit the width fault and shows the
 other. ``PAIRINGS`` says which pairings must be equal and which must differ.
 
-When a non-last stage applies a broadcast is the one thing decided differently:
-vLLM's own FIFO applies each entry ``pp_size`` of the stage's steps after it was
-received; minispec's on first need (``minispec/v1/worker/gpu/pp_utils.py``, whose
-docstring says why). The worker runs vLLM's FIFO as it is. A stage's stage-steps
-are judged up to the step where minispec first applied an entry elsewhere than
-vLLM's FIFO does (``V2Capture.departures``); those after it are counted apart
-("after timing departs"), not judged. The last stage applies no broadcast and is
-judged throughout.
+When a non-last stage applies a broadcast is the one thing minispec's run decides
+for vLLM's code: vLLM's FIFO takes each entry ``pp_size`` of the stage's steps
+after its receive, which its asynchronous scheduler makes the step a request is
+next scheduled; minispec's scheduler is synchronous, so minispec's runner takes
+entries on first need (``minispec/v1/worker/gpu/pp_utils.py``, whose docstring
+says why). The worker takes each entry when minispec's run took it
+(``v2_worker.apply_broadcasts``), and what taking it does is vLLM's own. How often
+the two timings part is measured (``V2Capture.departures``): the runs where they
+do are listed as "timing departs" (the thread's do, at step 16, where A and B
+finish).
 
 vLLM twin: none.
 """
@@ -106,10 +108,9 @@ def run_vllm(release: str, sampler_width: str, runs: dict[tuple[str, str, str], 
 class V2Row:
     pairing: Pairing
     runs: int
-    runs_equal: int  # every stage-step judged, and equal
-    timing_departs: list[str]  # runs where minispec applied a broadcast where vLLM's FIFO does not
-    not_judged: int  # stage-steps after their stage's timing departed
-    comparison: Comparison  # the judged stage-steps of every run, added up
+    runs_equal: int
+    timing_departs: list[str]  # runs where minispec took a broadcast entry at another step than vLLM's FIFO would
+    comparison: Comparison  # every run's stage-steps, added up
     first_run: str | None
     provenance: dict
     vllm_steps: dict[str, list[dict]] = field(repr=False)
@@ -125,24 +126,19 @@ class V2Row:
 
 
 def _row(pairing: Pairing, captures: dict[str, V2Capture], results: dict, provenance: dict) -> V2Row:
-    total = equal = runs_equal = not_judged = 0
+    total = equal = runs_equal = 0
     differences, first_run, departs = [], None, []
     theirs_by_run = {name: results[(pairing.scenario, pairing.preset, name)] for name in captures}
     for name, capture in captures.items():
-        judged = capture.judged()
-        mine = [s.__dict__ for s in capture.stage_steps if (s.stage, s.step) in judged]
-        ran = {(s.stage, s.step) for s in capture.stage_steps}
-        theirs = [r for r in theirs_by_run[name] if (r["stage"], r["step"]) in judged or (r["stage"], r["step"]) not in ran]
-        c = compare_until_stopped(mine, theirs)
+        c = compare_until_stopped([s.__dict__ for s in capture.stage_steps], theirs_by_run[name])
         runs_equal += c.equal == c.total
         departs += [name] if capture.departures() else []
-        not_judged += len(capture.stage_steps) - len(judged)
         total, equal = total + c.total, equal + c.equal
         if c.differences and first_run is None:
             first_run = name
         differences += c.differences
-    return V2Row(pairing, len(captures), runs_equal, departs, not_judged, Comparison(total, equal, differences),
-                 first_run, provenance, theirs_by_run)
+    return V2Row(pairing, len(captures), runs_equal, departs, Comparison(total, equal, differences), first_run,
+                 provenance, theirs_by_run)
 
 
 @dataclass

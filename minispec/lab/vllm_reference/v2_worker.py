@@ -73,6 +73,9 @@ STAND_INS = {
                                    "last rank's next broadcast to it, in order, as NCCL pairs them",
     "model_state, LoRA, prompt logprobs, block tables": "states that only features this check leaves out "
                                                         "read (their add/remove calls do nothing here)",
+    "when a broadcast entry is taken": "when minispec's run took it (on first need), not pp_size calls after "
+                                       "its receive, which vLLM's async scheduler guarantees and minispec's "
+                                       "synchronous one does not; what taking it does is vLLM's own",
     "sample_tokens (non-last rank)": "its two calls that touch the slots, re-expressed: pp_handler.receive "
                                      "and postprocess_num_computed_tokens (0.30.0 model_runner.py 2016-2024)",
 }
@@ -312,6 +315,28 @@ def sample_on_last_rank(runner: StandInRunner, batch, sample: dict, k: int, samp
             runner.pp_handler.broadcast_drafts(runner.req_states.draft_tokens, batch)
 
 
+def apply_broadcasts(runner: StandInRunner, applied: list[int], receipts: dict[int, int]) -> None:
+    """vLLM's ``update_pp_decode_requests``, called once per broadcast entry that
+    minispec applied at this stage-step (``applied``: the calls that received
+    them), with the FIFO's placeholders ahead of the entry dropped; on a step
+    that applies none, only this step's placeholder is appended, as
+    ``get_prev_sampled_outputs`` appends it (0.30.0 pp_utils.py 124-126).
+    vLLM's FIFO would take an entry exactly ``pp_size`` calls after its receive;
+    when it is taken is the one decision left to minispec's schedule
+    (``v2_run``'s docstring)."""
+    queue = runner.pp_handler.queue
+    if runner.is_last_pp_rank:
+        runner.update_pp_decode_requests()  # its queue is empty: nothing to take
+        return
+    if not applied:
+        queue.append(None)
+        return
+    while any(e is not None and receipts[id(e)] <= max(applied) for e in queue):
+        while queue[0] is None:
+            queue.popleft()
+        runner.update_pp_decode_requests()
+
+
 def run_job(job: dict, sampler_width: str) -> list[dict]:
     cfg = job["config"]
     pp = cfg["pipeline_parallel_size"]
@@ -322,12 +347,15 @@ def run_job(job: dict, sampler_width: str) -> list[dict]:
         group.rank = rank
         runners.append(StandInRunner(rank, cfg, group))
     out = []
+    # per stage: its receives' call numbers (by the entry's id), and its calls so far
+    receipts: dict[int, dict[int, int]] = {rank: {} for rank in range(pp)}
+    calls = dict.fromkeys(range(pp), 0)
     for event in job["stage_steps"]:
         runner, o = runners[event["stage"]], event["scheduler_output"]
         group.rank = event["stage"]
         where = {"stage": event["stage"], "step": event["step"]}
         try:
-            runner.update_pp_decode_requests()
+            apply_broadcasts(runner, event["applied"], receipts[event["stage"]])
         except BroadcastMismatch as e:
             mismatch = {"sent": e.sent, "posted": e.posted}
             out.append({**where, "buffers": dict.fromkeys(snapshot(runner)) | {"broadcast_mismatch": mismatch}})
@@ -343,6 +371,9 @@ def run_job(job: dict, sampler_width: str) -> list[dict]:
         else:
             runner.pp_handler.receive(batch)
             runner.postprocess_num_computed_tokens(batch)
+            calls[event["stage"]] += 1
+            if runner.pp_handler.queue[-1] is not None:
+                receipts[event["stage"]][id(runner.pp_handler.queue[-1])] = calls[event["stage"]]
     return out
 
 
