@@ -1,5 +1,6 @@
 """``python -m minispec.lab.vllm_reference``: build vLLM's environment if needed,
-run the check, print the table; exit 1 if a pairing is not as expected.
+run the check, print the tables (V1's, then Model Runner V2's); exit 1 if a
+pairing is not as expected.
 
 ``--random N`` sets the number of random schedules (200), ``--write-artifact``
 rewrites ``artifacts/thread.json`` from this run.
@@ -13,7 +14,7 @@ import time
 
 from minispec.config import DEFAULT_TARGET
 from minispec.lab.viz.text import char_decoder
-from minispec.lab.vllm_reference import artifact, environment, report, run
+from minispec.lab.vllm_reference import artifact, environment, report, run, v2_run
 from minispec.transformers_utils.tokenizer import load_tokenizer
 
 
@@ -56,8 +57,20 @@ def main(argv=None) -> int:
     if args.write_artifact:
         artifact.ARTIFACT.write_text(artifact.dumps(artifact.build_artifact(result)))
         print(f"wrote {artifact.ARTIFACT}")
-    print(f"check ran in {time.monotonic() - start:.0f} s: {'all as expected' if result.ok else 'FAILED'}")
-    return 0 if result.ok else 1
+    v1_seconds, start = time.monotonic() - start, time.monotonic()
+    v2 = v2_run.check(args.random)
+    print("\nModel Runner V2: vLLM's RequestState, PPHandler and broadcast post-processing on minispec's V2 runs")
+    print(report.render_v2_table(v2.rows))
+    for row in v2.rows:
+        if row.first is not None:
+            print(f"  {row.pairing.release} x {row.pairing.preset} ({row.first_run}; {row.pairing.why}): "
+                  f"{row.first.describe()}")
+    for provenance in {r.pairing.release: r.provenance for r in v2.rows}.values():
+        print(report.render_provenance(provenance))
+    ok = result.ok and v2.ok
+    print(f"check ran in {v1_seconds:.0f} s (V1) + {time.monotonic() - start:.0f} s (V2): "
+          f"{'all as expected' if ok else 'FAILED'}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
