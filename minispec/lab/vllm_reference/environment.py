@@ -24,6 +24,7 @@ code run here needs. vLLM twin: none.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -206,3 +207,16 @@ def release_env(release: str) -> dict[str, str]:
         env.update(PYTHONPATH=f"{release_dir(release)}{os.pathsep}{triton_dir()}", TRITON_INTERPRET="1",
                    CUDA_VISIBLE_DEVICES="", VLLM_TARGET_DEVICE="cpu")
     return env
+
+
+def run_worker(release: str, worker: Path, payload: dict) -> dict:
+    """``python worker JOBS RESULTS`` in ``release``'s environment: ``payload``
+    goes in as JOBS (JSON), and what the worker wrote to RESULTS comes back."""
+    with tempfile.TemporaryDirectory() as tmp:
+        jobs_path, results_path = Path(tmp, "jobs.json"), Path(tmp, "results.json")
+        jobs_path.write_text(json.dumps(payload))
+        done = subprocess.run([str(venv_python()), str(worker), str(jobs_path), str(results_path)],
+                              env=release_env(release), capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"vLLM {release}'s {worker.name} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+        return json.loads(results_path.read_text())

@@ -30,17 +30,14 @@ vLLM twin: none.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from minispec.distributed.parallel_state import MessageMismatch
 from minispec.lab.runs import run_schedule
 from minispec.lab.scenarios import thread_schedule
-from minispec.lab.vllm_reference import environment
-from minispec.lab.vllm_reference.compare import Comparison, Difference, compare_until_stopped
+from minispec.lab.vllm_reference.compare import Comparison, compare_until_stopped
+from minispec.lab.vllm_reference.run import Verdict, run_jobs
 from minispec.lab.vllm_reference.scenarios import reference_schedule
 from minispec.lab.vllm_reference.v2_capture import V2Capture, capturing_v2
 
@@ -92,20 +89,11 @@ def run_minispec(scenario: str, preset: str, num_random: int) -> dict[str, V2Cap
 def run_vllm(release: str, sampler_width: str, runs: dict[tuple[str, str, str], V2Capture]) -> tuple[dict, dict]:
     """Every capture through ``release``'s V2 code in one subprocess; returns
     its provenance and, per (scenario, preset, run name), its stage-steps."""
-    jobs = {"|".join(key): c.job() for key, c in runs.items()}
-    with tempfile.TemporaryDirectory() as tmp:
-        jobs_path, results_path = Path(tmp, "jobs.json"), Path(tmp, "results.json")
-        jobs_path.write_text(json.dumps({"sampler_width": sampler_width, "jobs": jobs}))
-        done = subprocess.run([str(environment.venv_python()), str(WORKER), str(jobs_path), str(results_path)],
-                              env=environment.release_env(release), capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"vLLM {release}'s V2 worker failed ({done.returncode}):\n{done.stderr[-4000:]}")
-        data = json.loads(results_path.read_text())
-    return data["provenance"], {tuple(k.split("|", 2)): v for k, v in data["results"].items()}
+    return run_jobs(release, WORKER, {key: c.job() for key, c in runs.items()}, sampler_width=sampler_width)
 
 
 @dataclass
-class V2Row:
+class V2Row(Verdict):
     pairing: Pairing
     runs: int
     runs_equal: int
@@ -114,15 +102,6 @@ class V2Row:
     first_run: str | None
     provenance: dict
     vllm_steps: dict[str, list[dict]] = field(repr=False)
-
-    @property
-    def ok(self) -> bool:
-        equal = self.comparison.equal == self.comparison.total
-        return equal if self.pairing.expect_equal else not equal
-
-    @property
-    def first(self) -> Difference | None:
-        return self.comparison.first
 
 
 def _row(pairing: Pairing, captures: dict[str, V2Capture], results: dict, provenance: dict) -> V2Row:
