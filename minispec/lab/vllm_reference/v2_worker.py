@@ -23,11 +23,14 @@ Run as vLLM's own code, from the release's files:
   ``add_requests``, ``update_requests`` (``model_runner.py``), compiled from
   its text as ``worker.py`` compiles V1's, bound to ``StandInRunner``.
 
-Stood in for, each because it needs what this check has not (see ``STAND_INS``):
-the sampler and the speculator (their outputs are minispec's, recorded), the
-input batch (only the fields the code above reads, filled as ``prepare_inputs``
-fills them), CUDA streams and events, and the NCCL broadcast (``InProcBroadcast``:
-every rank in this process, in the order minispec ran the stage-steps).
+Stood in for, each because it needs what this check has not (``STAND_INS`` says
+why, and goes into every result): the sampler and the speculator (their outputs
+are minispec's, recorded), the input batch (only the fields the code above reads,
+filled as ``prepare_inputs`` fills them), the scheduler output (plain data),
+pinned memory and UVA views, CUDA streams and events, the NCCL broadcast
+(``InProcBroadcast``: every rank in this process, in the order minispec ran the
+stage-steps), and the step at which a non-last rank takes a broadcast entry from
+its FIFO (``apply_broadcasts``: when minispec's run took it).
 
 No vLLM code is stored in minispec: this file imports vLLM from the cache; it
 imports nothing from minispec. vLLM twin: none (it drives ``vllm/v1/worker/gpu/``).
@@ -50,11 +53,14 @@ HASHED = ("v1/worker/gpu/model_runner.py", "v1/worker/gpu/states.py", "v1/worker
           "v1/worker/gpu/input_batch.py", "v1/worker/gpu/buffer_utils.py", "v1/core/sched/output.py")
 RUNNER_METHODS = ("update_pp_decode_requests", "postprocess_sampled", "postprocess_num_computed_tokens",
                   "finish_requests", "_remove_request", "add_requests", "update_requests")
-OWN_CLASSES = {"RequestState": "v1/worker/gpu/states.py", "PPHandler": "v1/worker/gpu/pp_utils.py"}
+OWN_CLASSES = {"RequestState": "v1/worker/gpu/states.py", "PPHandler": "v1/worker/gpu/pp_utils.py",
+               "StagedWriteTensor": "v1/worker/gpu/buffer_utils.py", "UvaBackedTensor": "v1/worker/gpu/buffer_utils.py",
+               "UvaBufferPool": "v1/worker/gpu/buffer_utils.py", "UvaBuffer": "v1/worker/gpu/buffer_utils.py"}
 OWN_FUNCTIONS = {"compute_need_sampled_mask": "v1/worker/gpu/pp_utils.py", "post_update": "v1/worker/gpu/input_batch.py",
                  "_post_update_kernel": "v1/worker/gpu/input_batch.py",
                  "post_update_num_computed_tokens": "v1/worker/gpu/input_batch.py",
-                 "_post_update_num_computed_tokens_kernel": "v1/worker/gpu/input_batch.py"}
+                 "_post_update_num_computed_tokens_kernel": "v1/worker/gpu/input_batch.py",
+                 "_apply_write_kernel": "v1/worker/gpu/buffer_utils.py"}
 STAND_INS = {
     "sampler, rejection sampler": "minispec's sampled tokens, counts and rejections, recorded per batch; the "
                                   "width vLLM's sampler returns: 1 without drafts in the batch, else k + 1 "
@@ -65,8 +71,9 @@ STAND_INS = {
     "InputBatch": "a namespace with the fields the code run here reads (idx_mapping, num_scheduled_tokens, "
                   "query_start_loc, num_computed_tokens_np, prefill_len_np, max_seq_len_np, num_draft_tokens), "
                   "filled from the slots and the schedule as prepare_inputs fills them",
-    "UVA buffers (buffer_utils.py)": "their CPU tensors are not pinned (this torch cannot) and are their own "
-                                     "device view (get_accelerator_view_from_cpu_tensor needs vLLM's CUDA ops)",
+    "UVA buffers (buffer_utils.py)": "their CPU tensors are not pinned (this CPU build of torch cannot pin; "
+                                     "Tensor.pin_memory returns the tensor) and are their own device view "
+                                     "(get_accelerator_view_from_cpu_tensor needs vLLM's CUDA ops)",
     "CUDA streams and events": "no-ops on CPU, except that waiting on a receive's event checks that the "
                                "broadcast it waits for arrived and fitted (NCCL would hang otherwise)",
     "torch.distributed.broadcast": "InProcBroadcast: a receive posted by a non-last rank is filled by the "
@@ -181,6 +188,7 @@ def cuda_on_cpu(group: InProcBroadcast) -> None:
     # and this CPU build of torch cannot pin memory
     buffer_utils.torch = Unpinned()
     buffer_utils.get_accelerator_view_from_cpu_tensor = lambda cpu_tensor: cpu_tensor
+    torch.Tensor.pin_memory = lambda self, *args, **kwargs: self  # 0.29.0's async_copy_to_gpu pins
     stream = Stream(group)
     torch.cuda.current_stream = lambda device=None: stream
     torch.cuda.Stream = lambda device=None: stream
@@ -386,8 +394,15 @@ def _lines(relpath: str, name: str) -> tuple[int, int]:
 
 
 def provenance() -> dict:
+    import os
+
     import triton
     import vllm
+    from vllm.triton_utils import HAS_TRITON
+
+    if not HAS_TRITON or os.environ.get("TRITON_INTERPRET") != "1":
+        raise RuntimeError("vLLM's Triton kernels must run in Triton's interpreter (TRITON_INTERPRET=1), "
+                           f"and vLLM must see Triton: HAS_TRITON={HAS_TRITON}")
 
     root = vllm_root()
     _, runner_lines = compile_methods("v1/worker/gpu/model_runner.py", "GPUModelRunner", RUNNER_METHODS, {})
