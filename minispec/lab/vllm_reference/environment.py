@@ -199,7 +199,7 @@ def release_env(release: str) -> dict[str, str]:
     """The environment a subprocess of ``release`` runs with. A V2 release also
     gets Triton, run by its interpreter; vLLM keeps Triton only where it sees an
     active GPU driver or an empty ``CUDA_VISIBLE_DEVICES`` (a distributed
-    worker before CUDA starts: 0.30.0 ``vllm/triton_utils/importing.py`` 53-70),
+    worker before CUDA starts: 0.30.0 ``vllm/triton_utils/importing.py`` 52-78),
     so the latter is set."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(PYTHONPATH=str(release_dir(release)), VLLM_LOGGING_LEVEL="WARNING", OMP_NUM_THREADS="1")
