@@ -63,7 +63,8 @@ def main(argv=None) -> int:
     print(report.render_v2_table(v2.rows))
     for row in v2.rows:
         if row.first is not None:
-            print(f"  {row.pairing.release} x {row.pairing.preset} ({row.first_run}; {row.pairing.why}): "
+            p = row.pairing
+            print(f"  {p.release} (sampler width {p.sampler_width}) x {p.preset} ({row.first_run}; {p.why}): "
                   f"{row.first.describe()}")
     for provenance in {r.pairing.release: r.provenance for r in v2.rows}.values():
         print(report.render_provenance(provenance))
