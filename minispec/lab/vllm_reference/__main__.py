@@ -2,7 +2,8 @@
 run the check, print the tables (V1's, then Model Runner V2's); exit 1 if a
 pairing is not as expected.
 
-``--random N`` sets the number of random schedules (200), ``--write-artifact``
+``--random N`` sets the number of random schedules (200), ``--random-v2 N`` Model
+Runner V2's (``--random``'s unless given), ``--write-artifact``
 rewrites ``artifacts/thread.json`` from this run.
 """
 
@@ -33,10 +34,14 @@ def _print_first_differences(result: run.CheckResult, decode) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m minispec.lab.vllm_reference")
     parser.add_argument("--random", type=int, default=200, help="random schedules per pairing (default 200)")
+    parser.add_argument("--random-v2", type=int, default=None,
+                        help="random schedules per Model Runner V2 pairing (default: --random's)")
     parser.add_argument("--write-artifact", action="store_true", help="rewrite the stored artifact")
     args = parser.parse_args(argv)
-    if args.random < 0:
-        parser.error(f"--random={args.random}: expected a count >= 0")
+    args.random_v2 = args.random if args.random_v2 is None else args.random_v2
+    for name, value in (("--random", args.random), ("--random-v2", args.random_v2)):
+        if value < 0:
+            parser.error(f"{name}={value}: expected a count >= 0")
     ready = environment.ensure()
     built = ", ".join(ready.built) or "nothing (all cached)"
     print(f"vLLM environment in {environment.cache_dir()}: {ready.size_bytes / 2**20:.0f} MiB, "
@@ -58,7 +63,7 @@ def main(argv=None) -> int:
         artifact.ARTIFACT.write_text(artifact.dumps(artifact.build_artifact(result)))
         print(f"wrote {artifact.ARTIFACT}")
     v1_seconds, start = time.monotonic() - start, time.monotonic()
-    v2 = v2_run.check(args.random)
+    v2 = v2_run.check(args.random_v2)
     print("\nModel Runner V2: vLLM's RequestState, PPHandler and broadcast post-processing on minispec's V2 runs")
     print(report.render_v2_table(v2.rows))
     for row in v2.rows:
