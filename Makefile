@@ -114,10 +114,11 @@ gpu-check: $(LAB_STAMP)
 # $XDG_CACHE_HOME or ~/.cache, then minispec-vllm/); prints the table of equal stage-steps;
 # then runs the tests that need vLLM, which fail rather than skip here.
 VLLM_RANDOM ?= 200
+VLLM_RANDOM_V2 ?= $(VLLM_RANDOM)
 .PHONY: vllm-check
 vllm-check: $(DEV_STAMP)
-	TORCH_INDEX=$(TORCH_INDEX) $(BIN)/python -m minispec.lab.vllm_reference --random $(VLLM_RANDOM)
-	MINISPEC_REQUIRE_VLLM=1 $(BIN)/python -m pytest tests/test_vllm_reference.py -q
+	TORCH_INDEX=$(TORCH_INDEX) $(BIN)/python -m minispec.lab.vllm_reference --random $(VLLM_RANDOM) --random-v2 $(VLLM_RANDOM_V2)
+	MINISPEC_REQUIRE_VLLM=1 $(BIN)/python -m pytest tests/test_vllm_reference.py tests/test_vllm_reference_v2.py -q
 
 # Every citation of vLLM release source in the repository, checked against that release
 # (tools/cite_check.py): the cited releases' Python sources are fetched once into make

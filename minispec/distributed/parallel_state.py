@@ -125,7 +125,12 @@ class StageGroup:
 
 
 class MessageMismatch(RuntimeError):
-    """A checked message's shape or dtype is not the posted buffer's."""
+    """A checked message's shape or dtype is not the posted buffer's; ``sent`` and
+    ``posted`` are the two shapes."""
+
+    def __init__(self, message: str, sent: tuple[int, ...] = (), posted: tuple[int, ...] = ()):
+        super().__init__(message)
+        self.sent, self.posted = tuple(sent), tuple(posted)
 
 
 def _header(tensor: torch.Tensor) -> torch.Tensor:
@@ -167,7 +172,7 @@ class CheckedReceive:
                 f"rank {self.src} sent a {list(shape)} {dtype} message to rank {self.group.rank} (tag {self.tag}), "
                 f"which posted a {list(want[0])} {want[1]} receive for it: expected the same shape and dtype (raw "
                 "gloo would pack a shorter message into the buffer's front silently and abort on a longer one; "
-                "NCCL would hang)")
+                "NCCL would hang)", shape, want[0])
         return self.group.post(self.buffer, self.src, self.tag).take(idle)
 
 

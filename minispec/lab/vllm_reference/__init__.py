@@ -7,7 +7,10 @@ and every stage's buffers (``capture``, ``reference_schedules``), runs vLLM's ow
 ``InputBatch`` and ``GPUModelRunner._update_states`` on those scheduler outputs
 in one subprocess per release (``worker``), and compares every buffer after
 every stage-step (``compare``, ``run``); ``report`` and ``artifact`` render the
-results. ``make vllm-check`` runs it all. No vLLM code is stored here. ``twin_map``
+results. Model Runner V2 has its own three: ``v2_capture`` (minispec's slots),
+``v2_worker`` (vLLM 0.29.0's and 0.30.0's own V2 request state, ``PPHandler`` and
+broadcast post-processing, their Triton kernels in Triton's interpreter) and
+``v2_run`` (the pairings). ``make vllm-check`` runs it all. No vLLM code is stored here. ``twin_map``
 reads, from minispec's docstrings, which vLLM file each module mirrors, and checks
 those files against the cached releases.
 

@@ -1,7 +1,9 @@
 """``python -m minispec.lab.vllm_reference``: build vLLM's environment if needed,
-run the check, print the table; exit 1 if a pairing is not as expected.
+run the check, print the tables (V1's, then Model Runner V2's); exit 1 if a
+pairing is not as expected.
 
-``--random N`` sets the number of random schedules (200), ``--write-artifact``
+``--random N`` sets the number of random schedules (200), ``--random-v2 N`` Model
+Runner V2's (``--random``'s unless given), ``--write-artifact``
 rewrites ``artifacts/thread.json`` from this run.
 """
 
@@ -13,7 +15,7 @@ import time
 
 from minispec.config import DEFAULT_TARGET
 from minispec.lab.viz.text import char_decoder
-from minispec.lab.vllm_reference import artifact, environment, report, run
+from minispec.lab.vllm_reference import artifact, environment, report, run, v2_run
 from minispec.transformers_utils.tokenizer import load_tokenizer
 
 
@@ -32,10 +34,14 @@ def _print_first_differences(result: run.CheckResult, decode) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m minispec.lab.vllm_reference")
     parser.add_argument("--random", type=int, default=200, help="random schedules per pairing (default 200)")
+    parser.add_argument("--random-v2", type=int, default=None,
+                        help="random schedules per Model Runner V2 pairing (default: --random's)")
     parser.add_argument("--write-artifact", action="store_true", help="rewrite the stored artifact")
     args = parser.parse_args(argv)
-    if args.random < 0:
-        parser.error(f"--random={args.random}: expected a count >= 0")
+    args.random_v2 = args.random if args.random_v2 is None else args.random_v2
+    for name, value in (("--random", args.random), ("--random-v2", args.random_v2)):
+        if value < 0:
+            parser.error(f"{name}={value}: expected a count >= 0")
     ready = environment.ensure()
     built = ", ".join(ready.built) or "nothing (all cached)"
     print(f"vLLM environment in {environment.cache_dir()}: {ready.size_bytes / 2**20:.0f} MiB, "
@@ -56,8 +62,21 @@ def main(argv=None) -> int:
     if args.write_artifact:
         artifact.ARTIFACT.write_text(artifact.dumps(artifact.build_artifact(result)))
         print(f"wrote {artifact.ARTIFACT}")
-    print(f"check ran in {time.monotonic() - start:.0f} s: {'all as expected' if result.ok else 'FAILED'}")
-    return 0 if result.ok else 1
+    v1_seconds, start = time.monotonic() - start, time.monotonic()
+    v2 = v2_run.check(args.random_v2)
+    print("\nModel Runner V2: vLLM's RequestState, PPHandler and broadcast post-processing on minispec's V2 runs")
+    print(report.render_v2_table(v2.rows))
+    for row in v2.rows:
+        if row.first is not None:
+            p = row.pairing
+            print(f"  {p.release} (sampler width {p.sampler_width}) x {p.preset} ({row.first_run}; {p.why}): "
+                  f"{row.first.describe()}")
+    for provenance in {r.pairing.release: r.provenance for r in v2.rows}.values():
+        print(report.render_provenance(provenance))
+    ok = result.ok and v2.ok
+    print(f"check ran in {v1_seconds:.0f} s (V1) + {time.monotonic() - start:.0f} s (V2): "
+          f"{'all as expected' if ok else 'FAILED'}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -24,6 +24,10 @@ from dataclasses import dataclass
 # Every buffer compared, in the order a difference is looked for.
 BUFFERS = ("req_ids", "req_id_to_index", "num_tokens", "num_tokens_no_spec", "num_computed_tokens_cpu",
            "num_prompt_tokens", "block_table", "drafts", "token_ids_cpu", "output_token_ids")
+# Model Runner V2's: a broadcast that did not fit its receive (it ends the run),
+# then the live request slots, each per request (v2_capture.slot_buffers).
+V2_BUFFERS = ("broadcast_mismatch", "req_id_to_index", "prefill_len", "total_len", "all_token_ids",
+              "num_computed_tokens", "num_computed_tokens_np", "last_sampled_tokens", "draft_tokens")
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,7 @@ def buffer_difference(buffer: str, mine, theirs) -> tuple[str, object, object] |
         return None
     if buffer == "token_ids_cpu":
         return _first_token_difference(mine, theirs)
-    if isinstance(mine, dict):
+    if isinstance(mine, dict) and isinstance(theirs, dict):
         key = next(k for k in sorted(mine.keys() | theirs.keys()) if mine.get(k) != theirs.get(k))
         return f"request {key}", mine.get(key), theirs.get(key)
     if isinstance(mine, list) and len(mine) == len(theirs) and buffer != "req_ids":
@@ -64,9 +68,9 @@ def buffer_difference(buffer: str, mine, theirs) -> tuple[str, object, object] |
     return "", mine, theirs
 
 
-def stage_step_differences(step: int, stage: int, mine: dict, theirs: dict) -> list[Difference]:
+def stage_step_differences(step: int, stage: int, mine: dict, theirs: dict, buffers=BUFFERS) -> list[Difference]:
     found = []
-    for buffer in BUFFERS:
+    for buffer in buffers:
         d = buffer_difference(buffer, mine[buffer], theirs[buffer])
         if d is not None:
             found.append(Difference(step, stage, buffer, *d))
@@ -96,3 +100,22 @@ def compare(minispec_steps: list[dict], vllm_steps: list[dict]) -> Comparison:
         equal += not found
         differences += found
     return Comparison(len(minispec_steps), equal, differences)
+
+
+def compare_until_stopped(minispec_steps: list[dict], vllm_steps: list[dict], buffers=V2_BUFFERS) -> Comparison:
+    """As ``compare``, for runs that may stop early (a broadcast that does not
+    fit ends a V2 run): a stage-step only one side ran is a difference in ``ran``."""
+    theirs = {(r["stage"], r["step"]): r["buffers"] for r in vllm_steps}
+    ours = {(r["stage"], r["step"]) for r in minispec_steps}
+    differences, equal = [], 0
+    for r in minispec_steps:
+        key = (r["stage"], r["step"])
+        if key not in theirs:
+            differences.append(Difference(r["step"], r["stage"], "ran", "", True, False))
+            continue
+        found = stage_step_differences(r["step"], r["stage"], r["buffers"], theirs[key], buffers)
+        equal += not found
+        differences += found
+    differences += [Difference(r["step"], r["stage"], "ran", "", False, True)
+                    for r in vllm_steps if (r["stage"], r["step"]) not in ours]
+    return Comparison(len(ours | theirs.keys()), equal, differences)

@@ -9,7 +9,12 @@ Everything lives in one cache folder, ``$MINISPEC_VLLM_CACHE`` or
   wheel, which pip downloads from PyPI and which is deleted once read -- plus
   the transformers that release needs (``constraints-vllm-X.txt``), since
   0.9.2 and 0.14.0 need different ones. ``python`` for a release puts that
-  folder first on ``PYTHONPATH``.
+  folder first on ``PYTHONPATH``. ``RELEASES`` are run by V1's check,
+  ``V2_RELEASES`` by Model Runner V2's (``v2_run``), which imports no transformers;
+* ``triton-X/``: for ``V2_RELEASES`` only, Triton's Python package and its one
+  library (``triton/_C/libtriton.so``), out of its wheel, for the interpreter
+  (``TRITON_INTERPRET=1``) that runs vLLM's V2 kernels on the CPU; the NVIDIA
+  and AMD back ends stay in the discarded wheel.
 
 Nothing is compiled: vLLM's compiled kernels (``vllm._C``) stay inside the
 discarded wheel, and vLLM warns that it cannot import them, which none of the
@@ -19,6 +24,7 @@ code run here needs. vLLM twin: none.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -30,6 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 RELEASES = ("0.9.2", "0.14.0")
+V2_RELEASES = ("0.29.0", "0.30.0")
+TRITON = "3.9.0"
+TRITON_FILES = ("triton/_C/libtriton.so",)  # beside triton/**/*.py
 HERE = Path(__file__).parent
 CONSTRAINTS = HERE / "constraints.txt"
 # What the shared environment installs; constraints.txt pins them and everything they pull in.
@@ -48,8 +57,8 @@ def cache_dir() -> Path:
 
 
 def release_constraints(release: str) -> Path:
-    if release not in RELEASES:
-        raise ValueError(f"release={release!r}: expected one of {RELEASES}")
+    if release not in RELEASES + V2_RELEASES:
+        raise ValueError(f"release={release!r}: expected one of {RELEASES + V2_RELEASES}")
     return HERE / f"constraints-vllm-{release}.txt"
 
 
@@ -88,6 +97,8 @@ def missing(releases=RELEASES) -> str | None:
     if not _is_current(_venv_stamp(), _digest(CONSTRAINTS)):
         return f"no vLLM environment matching constraints.txt in {cache_dir()} (make vllm-check builds it)"
     stale = [r for r in releases if not _is_current(*_release_stamp(r))]
+    if set(releases) & set(V2_RELEASES) and not _is_current(*_triton_stamp()):
+        stale.append(f"Triton {TRITON}")
     return f"vLLM {', '.join(stale)} not in {cache_dir()} (make vllm-check fetches it)" if stale else None
 
 
@@ -110,11 +121,22 @@ def release_dir(release: str) -> Path:
     return cache_dir() / f"vllm-{release}"
 
 
-def _extract_sources(wheel: Path, into: Path) -> int:
+def _extract_sources(wheel: Path, into: Path, package: str, extra=()) -> int:
     with zipfile.ZipFile(wheel) as z:
-        names = [n for n in z.namelist() if n.startswith("vllm/") and n.endswith(".py")]
+        names = [n for n in z.namelist() if n.startswith(f"{package}/") and n.endswith(".py") or n in extra]
         z.extractall(into, names)
     return len(names)
+
+
+def _fetch(requirement: str, into: Path, package: str, extra=()) -> None:
+    """``requirement``'s wheel (no dependencies), downloaded into a temporary
+    folder; only ``package``'s Python files and ``extra`` are kept, in ``into``."""
+    shutil.rmtree(into, ignore_errors=True)
+    into.mkdir(parents=True)
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as download:
+        _run(venv_python(), "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+             requirement, "-d", download)
+        _extract_sources(next(Path(download).glob("*.whl")), into, package, extra)
 
 
 def _ensure_release(release: str) -> bool:
@@ -122,13 +144,28 @@ def _ensure_release(release: str) -> bool:
     stamp, expected = _release_stamp(release)
     if _is_current(stamp, expected):
         return False
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    with tempfile.TemporaryDirectory(dir=cache_dir()) as download:
-        _run(venv_python(), "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-             f"vllm=={release}", "-d", download)
-        _extract_sources(next(Path(download).glob("vllm-*.whl")), folder)
-    _run(venv_python(), "-m", "pip", "install", "--quiet", "--no-deps", "--target", folder, *_pinned(pins))
+    # with its METADATA, since vLLM asks importlib.metadata for its own version
+    # (0.30.0 vllm/triton_utils/importing.py 38, vllm/platforms/__init__.py 25)
+    _fetch(f"vllm=={release}", folder, "vllm", (f"vllm-{release}.dist-info/METADATA",))
+    if _pinned(pins):
+        _run(venv_python(), "-m", "pip", "install", "--quiet", "--no-deps", "--target", folder, *_pinned(pins))
+    stamp.write_text(expected)
+    return True
+
+
+def triton_dir() -> Path:
+    return cache_dir() / f"triton-{TRITON}"
+
+
+def _triton_stamp() -> tuple[Path, str]:
+    return triton_dir() / ".minispec-triton", f"{TRITON} {' '.join(TRITON_FILES)}"
+
+
+def _ensure_triton() -> bool:
+    stamp, expected = _triton_stamp()
+    if _is_current(stamp, expected):
+        return False
+    _fetch(f"triton=={TRITON}", triton_dir(), "triton", TRITON_FILES)
     stamp.write_text(expected)
     return True
 
@@ -144,7 +181,7 @@ def folder_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
 
 
-def ensure(releases=RELEASES, python: str | None = None) -> Readiness:
+def ensure(releases=RELEASES + V2_RELEASES, python: str | None = None) -> Readiness:
     """Build what is missing or out of date; say what it took. The environment's
     Python is ``python``, else python3.11 (what the pins were resolved with, and
     a Python both releases support), else this one."""
@@ -153,11 +190,33 @@ def ensure(releases=RELEASES, python: str | None = None) -> Readiness:
     cache_dir().mkdir(parents=True, exist_ok=True)
     built = ["venv"] if _ensure_venv(python) else []
     built += [f"vllm-{r}" for r in releases if _ensure_release(r)]
+    if set(releases) & set(V2_RELEASES) and _ensure_triton():
+        built.append(f"triton-{TRITON}")
     return Readiness(time.monotonic() - start, built, folder_size(cache_dir()))
 
 
 def release_env(release: str) -> dict[str, str]:
-    """The environment a subprocess of ``release`` runs with."""
+    """The environment a subprocess of ``release`` runs with. A V2 release also
+    gets Triton, run by its interpreter; vLLM keeps Triton only where it sees an
+    active GPU driver or an empty ``CUDA_VISIBLE_DEVICES`` (a distributed
+    worker before CUDA starts: 0.30.0 ``vllm/triton_utils/importing.py`` 52-78),
+    so the latter is set."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(PYTHONPATH=str(release_dir(release)), VLLM_LOGGING_LEVEL="WARNING", OMP_NUM_THREADS="1")
+    if release in V2_RELEASES:
+        env.update(PYTHONPATH=f"{release_dir(release)}{os.pathsep}{triton_dir()}", TRITON_INTERPRET="1",
+                   CUDA_VISIBLE_DEVICES="", VLLM_TARGET_DEVICE="cpu")
     return env
+
+
+def run_worker(release: str, worker: Path, payload: dict) -> dict:
+    """``python worker JOBS RESULTS`` in ``release``'s environment: ``payload``
+    goes in as JOBS (JSON), and what the worker wrote to RESULTS comes back."""
+    with tempfile.TemporaryDirectory() as tmp:
+        jobs_path, results_path = Path(tmp, "jobs.json"), Path(tmp, "results.json")
+        jobs_path.write_text(json.dumps(payload))
+        done = subprocess.run([str(venv_python()), str(worker), str(jobs_path), str(results_path)],
+                              env=release_env(release), capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"vLLM {release}'s {worker.name} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+        return json.loads(results_path.read_text())

@@ -95,7 +95,30 @@ def render_coverage(coverage: dict) -> str:
 
 
 def render_provenance(provenance: dict) -> str:
-    lines = [f"vLLM {provenance['vllm_version']}, run as its own code:"]
+    """The code run (with Model Runner V2's: Triton, and what was stood in for, and why)."""
+    triton = f" (Triton {provenance['triton']})" if "triton" in provenance else ""
+    lines = [f"vLLM {provenance['vllm_version']}, run as its own code{triton}:"]
     lines += [f"  {name} ({where})" for name, where in provenance["executed"].items()]
     lines += [f"  sha256 {digest[:16]}… {path}" for path, digest in provenance["sha256"].items()]
+    if provenance.get("stand_ins"):
+        lines.append("  stood in for:")
+        lines += [f"    {name}: {why}" for name, why in provenance["stand_ins"].items()]
     return "\n".join(lines)
+
+
+V2_COLUMNS = ("vLLM", "sampler width", "preset", "scenario", "runs equal", "equal stage-steps", "timing departs",
+              "expected", "first difference", "verdict")
+
+
+def render_v2_table(rows) -> str:
+    """One line per ``v2_run.V2Row``; "timing departs": runs where minispec took a
+    broadcast entry at another step than vLLM's FIFO would."""
+    cells = [V2_COLUMNS] + [
+        (r.pairing.release, r.pairing.sampler_width, r.pairing.preset, r.pairing.scenario, f"{r.runs_equal}/{r.runs}",
+         f"{r.comparison.equal}/{r.comparison.total}", f"{len(r.timing_departs)}/{r.runs}",
+         "equal" if r.pairing.expect_equal else "differ",
+         f"step {r.first.step} stage {r.first.stage} {r.first.buffer} {r.first.where}".rstrip() if r.first else "-",
+         _verdict(r))
+        for r in rows
+    ]
+    return _grid(cells)

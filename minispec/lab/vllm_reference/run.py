@@ -13,9 +13,6 @@ vLLM twin: none.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,31 +98,26 @@ def coverage(run: ScenarioRun) -> dict[str, int]:
     }
 
 
-def run_vllm(release: str, runs: list[ScenarioRun]) -> tuple[dict, dict[tuple[str, str, str], list[dict]]]:
-    """Every capture of ``runs`` through ``release``'s own code in one subprocess;
-    returns its provenance and, per (scenario, preset, run name), its stage-steps."""
-    jobs = {f"{r.scenario}|{r.preset}|{name}": c.job() for r in runs for name, c in r.captures.items()}
-    with tempfile.TemporaryDirectory() as tmp:
-        jobs_path, results_path = Path(tmp, "jobs.json"), Path(tmp, "results.json")
-        jobs_path.write_text(json.dumps({"version": release, "jobs": jobs}))
-        done = subprocess.run([str(environment.venv_python()), str(WORKER), str(jobs_path), str(results_path)],
-                              env=environment.release_env(release), capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"vLLM {release}'s worker failed ({done.returncode}):\n{done.stderr[-4000:]}")
-        data = json.loads(results_path.read_text())
+def run_jobs(release: str, worker: Path, jobs: dict[tuple[str, str, str], dict], **options) -> tuple[dict, dict]:
+    """``jobs``, keyed (scenario, preset, run name), through ``worker`` in
+    ``release``'s environment, in one subprocess; returns the worker's provenance
+    and its results by the same keys."""
+    data = environment.run_worker(release, worker, {**options, "jobs": {"|".join(k): j for k, j in jobs.items()}})
     return data["provenance"], {tuple(k.split("|", 2)): v for k, v in data["results"].items()}
 
 
-@dataclass
-class CheckRow:
+def run_vllm(release: str, runs: list[ScenarioRun]) -> tuple[dict, dict[tuple[str, str, str], list[dict]]]:
+    """Every capture of ``runs`` through ``release``'s own code; returns its
+    provenance and, per (scenario, preset, run name), its stage-steps."""
+    jobs = {(r.scenario, r.preset, name): c.job() for r in runs for name, c in r.captures.items()}
+    return run_jobs(release, WORKER, jobs, version=release)
+
+
+class Verdict:
+    """A row's verdict: its ``comparison`` is all equal, or not, as its ``pairing`` expects."""
+
     pairing: Pairing
-    runs: int
-    runs_equal: int
-    comparison: Comparison  # all runs' stage-steps added up
-    first_run: str | None  # the run holding the first difference
-    first_buffers: dict | None  # vLLM's buffers at that stage-step
-    provenance: dict
-    vllm_steps: dict[str, list[dict]]  # run name -> vLLM's stage-steps
+    comparison: Comparison
 
     @property
     def ok(self) -> bool:
@@ -135,6 +127,18 @@ class CheckRow:
     @property
     def first(self) -> Difference | None:
         return self.comparison.first
+
+
+@dataclass
+class CheckRow(Verdict):
+    pairing: Pairing
+    runs: int
+    runs_equal: int
+    comparison: Comparison  # all runs' stage-steps added up
+    first_run: str | None  # the run holding the first difference
+    first_buffers: dict | None  # vLLM's buffers at that stage-step
+    provenance: dict
+    vllm_steps: dict[str, list[dict]]  # run name -> vLLM's stage-steps
 
 
 def _row(pairing: Pairing, run: ScenarioRun, results: dict, provenance: dict) -> CheckRow:

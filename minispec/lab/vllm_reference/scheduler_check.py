@@ -14,8 +14,6 @@ vLLM twin: none.
 from __future__ import annotations
 
 import json
-import subprocess
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -122,14 +120,7 @@ def _job(capture) -> dict:
 
 
 def run_vllm_scheduler(captures: dict) -> dict[str, list[dict]]:
-    with tempfile.TemporaryDirectory() as tmp:
-        jobs_path, results_path = Path(tmp, "jobs.json"), Path(tmp, "results.json")
-        jobs_path.write_text(json.dumps({"jobs": {name: _job(c) for name, c in captures.items()}}))
-        done = subprocess.run([str(environment.venv_python()), str(WORKER), str(jobs_path), str(results_path)],
-                              env=environment.release_env(RELEASE), capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"vLLM {RELEASE}'s scheduler worker failed ({done.returncode}):\n{done.stderr[-4000:]}")
-        return json.loads(results_path.read_text())
+    return environment.run_worker(RELEASE, WORKER, {"jobs": {name: _job(c) for name, c in captures.items()}})
 
 
 def check_scheduler(run) -> SchedulerRow:

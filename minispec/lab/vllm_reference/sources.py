@@ -50,6 +50,6 @@ def release_sources(release: str, python: str = sys.executable) -> Path:
         if done.returncode != 0 or not wheels:
             raise RuntimeError(f"could not download vLLM {release}'s wheel ({done.returncode}):\n{done.stderr[-2000:]}")
         folder.mkdir(parents=True, exist_ok=True)
-        _extract_sources(wheels[0], folder)
+        _extract_sources(wheels[0], folder, "vllm")
     (folder / STAMP).write_text(release)
     return folder

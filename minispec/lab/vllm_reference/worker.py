@@ -65,11 +65,11 @@ def _global_names(code: types.CodeType) -> set[str]:
     return names
 
 
-def _import_globals(tree: ast.Module, path: Path, wanted: set[str]) -> dict:
+def _import_globals(tree: ast.Module, path: Path, wanted: set[str], module: str) -> dict:
     """Run the module's own top-level imports that bind a name in ``wanted``.
     An import that fails on this CPU-only machine leaves its names unbound, so a
     branch that needs one fails loudly (NameError) instead of silently."""
-    namespace: dict = {"__builtins__": __builtins__, "__name__": "vllm.v1.worker.gpu_model_runner"}
+    namespace: dict = {"__builtins__": __builtins__, "__name__": module}
     for node in tree.body:
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
@@ -84,20 +84,30 @@ def _import_globals(tree: ast.Module, path: Path, wanted: set[str]) -> dict:
     return namespace
 
 
-def compile_runner_methods(version: str, is_last_rank: bool) -> tuple[dict, dict]:
-    """vLLM's own runner methods, compiled from ``gpu_model_runner.py``'s text;
-    returns them and each one's (first, last) source line."""
-    path = vllm_root() / "v1/worker/gpu_model_runner.py"
+def compile_methods(relpath: str, cls: str, names, replaced: dict) -> tuple[dict, dict]:
+    """Methods ``names`` of class ``cls``, compiled from the text of vLLM's
+    ``relpath`` (under ``vllm/``) with its file name and line numbers; their
+    module-level names bound by that file's own imports, except ``replaced``.
+    Returns the functions and each one's (first, last) source line."""
+    path = vllm_root() / relpath
     tree = ast.parse(path.read_text(), filename=str(path))
-    nodes = [_method_node(tree, "GPUModelRunner", name) for name in METHODS[version]]
+    nodes = [_method_node(tree, cls, name) for name in names]
     flags = __future__.annotations.compiler_flag
     code = compile(ast.Module(body=nodes, type_ignores=[]), str(path), "exec", flags=flags, dont_inherit=True)
-    namespace = _import_globals(tree, path, _global_names(code))
-    # The stage's place in the pipeline: vLLM asks its process group.
-    namespace["get_pp_group"] = lambda: types.SimpleNamespace(is_last_rank=is_last_rank)
+    module = "vllm." + relpath.removesuffix(".py").replace("/", ".")
+    namespace = _import_globals(tree, path, _global_names(code) - set(replaced), module)
+    namespace.update(replaced)
     methods: dict = {}
     exec(code, namespace, methods)
     return methods, {n.name: (n.lineno, n.end_lineno) for n in nodes}
+
+
+def compile_runner_methods(version: str, is_last_rank: bool) -> tuple[dict, dict]:
+    """vLLM's own runner methods, compiled from ``gpu_model_runner.py``'s text.
+    The one name replaced is ``get_pp_group``: the stage's place in the pipeline,
+    which vLLM asks its process group for."""
+    return compile_methods("v1/worker/gpu_model_runner.py", "GPUModelRunner", METHODS[version],
+                           {"get_pp_group": lambda: types.SimpleNamespace(is_last_rank=is_last_rank)})
 
 
 class StandInRunner:

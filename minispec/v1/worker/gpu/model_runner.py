@@ -155,7 +155,7 @@ class GPUModelRunner(WorkerBase[InputBatch]):
             entries = self.pp_handler.get_prev_sampled_outputs(scheduled)
         except MessageMismatch as e:  # say where: the transport knows ranks and tags, not steps
             raise MessageMismatch(f"stage {self.pp_rank}, step {out.step}, applying the last stage's "
-                                  f"broadcast: {e}") from None
+                                  f"broadcast: {e}", e.sent, e.posted) from None
         for sampled in entries:
             self.apply_broadcast(self.req_states, sampled.idx_mapping, sampled.sampled_tokens, sampled.num_sampled,
                                  sampled.num_rejected, sampled.draft_tokens)

@@ -1,0 +1,220 @@
+"""What a Model Runner V2 run hands to vLLM's V2 code, and what minispec's slots held.
+
+``capturing_v2()`` makes every recording ``LLM`` built inside it (with
+``model_runner="v2"``) record, beside its ``Trace``: every ``SchedulerOutput`` as
+plain data; for every stage-step, in the order they ran, the stage's request
+slots right after its state updates (``update_pp_decode_requests``,
+``finish_requests``, ``add_requests``, ``update_requests``), read from the
+runner's own ``RequestState`` (``slot_buffers``), keyed as ``v2_worker.snapshot``
+keys vLLM's; on the last stage, what it sampled and drafted; and on each
+non-last stage, when each broadcast entry was received and when applied
+(``Timing``). A broadcast that does not fit its receive
+(``MessageMismatch``) ends the run; the stage-step where it was found is
+recorded with the two shapes.
+
+vLLM twin: none (minispec's window onto its own V2 runner).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from unittest import mock
+
+from minispec.distributed.parallel_state import MessageMismatch
+from minispec.instruments.trace import Trace, TraceRecorder
+from minispec.lab.vllm_reference.capture import StageStep, scheduler_output_data
+from minispec.v1.worker.gpu.model_runner import GPUModelRunner
+
+
+@dataclass
+class Timing:
+    """One non-last stage's broadcast entries: the stage's call (its n-th
+    stage-step) that received each, and the call that applied it (None: never)."""
+
+    received: list[int] = field(default_factory=list)
+    applied: list[int | None] = field(default_factory=list)
+
+    def first_departure(self, pp_size: int, calls: int) -> int | None:
+        """The first call at which minispec's applications part from vLLM 0.30.0's,
+        which applies each entry ``pp_size`` calls after its receive (pp_utils.py
+        71-77, 116-126); None if they never do."""
+        points = []
+        for r, a in zip(self.received, self.applied):
+            vllm = r + pp_size if r + pp_size <= calls else None
+            if a != vllm:
+                points.append(min(x for x in (a, vllm) if x is not None))
+        return min(points, default=None)
+
+
+@dataclass
+class V2Capture:
+    trace: Trace
+    config: dict = field(default_factory=dict)
+    schedules: dict[int, dict] = field(default_factory=dict)
+    stage_steps: list[StageStep] = field(default_factory=list)
+    samples: dict[int, dict] = field(default_factory=dict)  # step -> the last stage's sampling and drafts
+    prompts: dict[str, dict] = field(default_factory=dict)  # req_id -> prompt and sampling params
+    timings: dict[int, Timing] = field(default_factory=dict)  # non-last stage -> its entries
+    call_steps: dict[int, list[int]] = field(default_factory=dict)  # stage -> the step of each of its calls
+    mismatch: dict | None = None
+    current_step: int = -1
+    # id of a queued broadcast entry -> (the entry, kept alive so the id stays its own; its index in Timing)
+    entries: dict[int, tuple] = field(default_factory=dict)
+
+    def departures(self) -> dict[int, int]:
+        """Stage -> the step from which its broadcasts were applied otherwise than
+        vLLM's FIFO applies them (stages where they never were are left out)."""
+        pp, out = self.config["pipeline_parallel_size"], {}
+        for stage, timing in self.timings.items():
+            call = timing.first_departure(pp, len(self.call_steps[stage]))
+            if call is not None:
+                out[stage] = self.call_steps[stage][call - 1]
+        return out
+
+    def applied(self, stage: int, call: int) -> list[int]:
+        """The receives (by call) whose entries ``stage`` applied at its ``call``."""
+        timing = self.timings.get(stage, Timing())
+        return [r for r, a in zip(timing.received, timing.applied) if a == call]
+
+    def job(self) -> dict:
+        last = self.config["pipeline_parallel_size"] - 1
+        calls: dict[int, int] = {}
+        steps = []
+        for s in self.stage_steps:
+            calls[s.stage] = calls.get(s.stage, 0) + 1
+            steps.append({"stage": s.stage, "step": s.step, "scheduler_output": self.schedules[s.step],
+                          "applied": self.applied(s.stage, calls[s.stage]),
+                          "sample": self.samples.get(s.step) if s.stage == last else None})
+        return {"config": self.config, "prompts": self.prompts, "stage_steps": steps}
+
+
+def slot_buffers(runner: GPUModelRunner) -> dict:
+    """The runner's live slots, per request."""
+    s = runner.req_states
+    index = dict(s.req_id_to_index)
+    return {
+        "req_id_to_index": index,
+        "total_len": {r: int(s.total_len[i]) for r, i in index.items()},
+        "all_token_ids": {r: s.token_ids(i) for r, i in index.items()},
+        "prefill_len": {r: int(s.prefill_len[i]) for r, i in index.items()},
+        "num_computed_tokens": {r: int(s.num_computed_tokens[i]) for r, i in index.items()},
+        "num_computed_tokens_np": {r: int(s.num_computed_tokens_np[i]) for r, i in index.items()},
+        "last_sampled_tokens": {r: int(s.last_sampled_tokens[i]) for r, i in index.items()},
+        "draft_tokens": {r: s.draft_tokens[i].tolist() for r, i in index.items()},
+        "broadcast_mismatch": None,
+    }
+
+
+class V2CapturingRecorder(TraceRecorder):
+    """A ``TraceRecorder`` that also keeps every schedule, and the prompts, in a ``V2Capture``."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.capture = V2Capture(self.trace)
+
+    def on_schedule(self, out, scheduler) -> None:
+        super().on_schedule(out, scheduler)
+        data = scheduler_output_data(out, scheduler)
+        # a resumed request is sent to vLLM's runner with every token it has (v2_worker.scheduler_output)
+        cached = out.scheduled_cached_reqs
+        data["cached"]["all_token_ids"] = [list(scheduler.requests[r].all_token_ids) if resumed else []
+                                           for r, resumed in zip(cached.req_ids, cached.resumed_from_preemption)]
+        self.capture.schedules[out.step] = data
+        for new in data["new"]:
+            self.capture.prompts.setdefault(new["req_id"], {k: new[k] for k in ("prompt_token_ids", "sampling_params")})
+        self.capture.config.setdefault("max_num_batched_tokens", scheduler.config.max_num_batched_tokens)
+
+
+def _wrap(original, before=None, after=None):
+    def wrapper(runner, *args):
+        capture = runner.recorder.capture
+        if before:
+            before(capture, runner, *args)
+        result = original(runner, *args)
+        if after:
+            after(capture, runner, result, *args)
+        return result
+
+    return wrapper
+
+
+def _start_call(capture: V2Capture, runner, out, *intermediate) -> None:
+    capture.call_steps.setdefault(runner.pp_rank, []).append(out.step)
+    capture.config.update(pipeline_parallel_size=runner.pp_size, num_speculative_tokens=runner.num_speculative_steps,
+                          max_num_reqs=runner.max_num_reqs, max_model_len=runner.max_model_len,
+                          vocab_size=runner.model.arch.vocab_size)
+    capture.current_step = out.step
+
+
+def _note_receive(capture: V2Capture, runner, result, out, *intermediate) -> None:
+    """After a non-last stage's step: the entry its receive queued, if any."""
+    if runner.pp_handler is None or runner.is_last_rank:
+        return
+    timing = capture.timings.setdefault(runner.pp_rank, Timing())
+    for entry in runner.pp_handler.queue:
+        if id(entry) not in capture.entries:
+            capture.entries[id(entry)] = (entry, len(timing.received))
+            timing.received.append(len(capture.call_steps[runner.pp_rank]))
+            timing.applied.append(None)
+
+
+def _applying(original):
+    """``update_pp_decode_requests``, noting which entries it took and a mismatch if one ends the run."""
+
+    def wrapper(runner, out):
+        capture = runner.recorder.capture
+        handler = runner.pp_handler
+        before = list(handler.queue) if handler is not None and not runner.is_last_rank else []
+        try:
+            original(runner, out)
+        except MessageMismatch as e:
+            capture.mismatch = {"sent": list(e.sent), "posted": list(e.posted)}
+            buffers = dict.fromkeys(slot_buffers(runner)) | {"broadcast_mismatch": capture.mismatch}
+            capture.stage_steps.append(StageStep(runner.pp_rank, out.step, buffers))
+            raise
+        finally:
+            left = {id(e) for e in handler.queue} if before else set()
+            for entry in before:
+                if id(entry) not in left:
+                    index = capture.entries.pop(id(entry))[1]
+                    capture.timings[runner.pp_rank].applied[index] = len(capture.call_steps[runner.pp_rank])
+
+    return wrapper
+
+
+def _snapshot(capture: V2Capture, runner, out) -> None:
+    capture.stage_steps.append(StageStep(runner.pp_rank, out.step, slot_buffers(runner)))
+
+
+def _note_sample(capture: V2Capture, runner, result, hidden, batch) -> None:
+    sampled, num_sampled, num_rejected = result
+    capture.samples[capture.current_step] = {"sampled_tokens": sampled.tolist(), "num_sampled": num_sampled.tolist(),
+                                             "num_rejected": num_rejected.tolist()}
+
+
+def _note_drafts(capture: V2Capture, runner, result, batch, num_sampled) -> None:
+    capture.samples[capture.current_step]["draft_tokens"] = runner.req_states.draft_tokens[batch.idx_mapping_np].tolist()
+
+
+@contextlib.contextmanager
+def capturing_v2():
+    """Every recording ``LLM`` built inside, with Model Runner V2, also captures;
+    yields the list of their ``V2Capture``, in the order the engines were built."""
+    captures: list[V2Capture] = []
+
+    def make(*args, **kwargs):
+        recorder = V2CapturingRecorder(*args, **kwargs)
+        captures.append(recorder.capture)
+        return recorder
+
+    R = GPUModelRunner
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch("minispec.entrypoints.llm.TraceRecorder", make))
+        for name, wrapper in (("execute_model", _wrap(R.execute_model, _start_call, _note_receive)),
+                              ("update_pp_decode_requests", _applying(R.update_pp_decode_requests)),
+                              ("prepare_inputs", _wrap(R.prepare_inputs, _snapshot)),
+                              ("sample", _wrap(R.sample, after=_note_sample)),
+                              ("propose", _wrap(R.propose, after=_note_drafts))):
+            stack.enter_context(mock.patch.object(R, name, wrapper))
+        yield captures
