@@ -55,6 +55,7 @@ from minispec.v1.sample.rejection_sampler import RejectionSampler
 from minispec.v1.sample.sampler import Sampler
 from minispec.v1.spec_decode.draft_model import DraftModelProposer
 from minispec.v1.spec_decode.ngram_proposer import NgramProposer
+from minispec.v1.spec_decode.scripted_proposer import ScriptedProposer
 from minispec.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
 from minispec.v1.worker.runner_fixes import (
     resolve_fix,
@@ -72,6 +73,8 @@ def make_drafter(vllm_config: VllmConfig, device, dtype):
         return None
     if spec.method == "ngram":
         return NgramProposer(spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens)
+    if spec.method == "scripted":
+        return ScriptedProposer(dict(spec.script), spec.num_speculative_tokens, vllm_config.arch)
     return DraftModelProposer(spec.model, spec.num_speculative_tokens, sched.max_model_len, sched.max_num_seqs,
                               vllm_config.cache_config.block_size, device, dtype, arch=spec.draft_arch)
 

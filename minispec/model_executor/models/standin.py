@@ -1,0 +1,128 @@
+"""A stand-in for a language model, for the explorer: integer-exact and fast.
+
+No vLLM twin: vLLM tests its runners on real (or random-weight) networks, whose outputs are
+floats and whose forward costs most of a step. minispec's explorer (``minispec.lab.explorer``)
+runs thousands of schedules and must tell a correct run from a broken one by exact equality,
+so it swaps only the network for this model; the scheduler, KV-cache manager, block tables,
+runners, executors and rejection sampler stay the real ones. It is built the way vLLM builds a
+model (``vllm/model_executor/models/registry.py`` picks the class by config.json's
+``architectures``): a checkpoint whose config names ``StandInForCausalLM``
+(``minispec/checkpoints/standin``) loads this class instead of ``LlamaForCausalLM``.
+
+What makes it a stand-in and not a toy: each layer is an attention layer in the one sense
+that matters here. It writes every scheduled token's value and the position the runner gave
+it into the paged KV cache at the slot ``slot_mapping`` names, then reads each query's
+context back out of the cache through the block table, ``seq_lens`` long, and hashes it
+(value, stored position and place in the context of every entry, and the query's position)
+modulo a prime below 2**24, so every value is exact in float32. A stale draft slot, a wrong
+position, a wrong block or a wrong ``num_computed_tokens`` changes the hash, and so the
+token it predicts, as it would change a real model's (up to a 1-in-vocabulary collision
+when the hash is reduced to a token). Layers are split over pipeline stages as Llama's are,
+so the output does not depend on the number of stages. ``greedy_continuation`` computes the
+same function on a plain token list: what a correct engine must produce, and what the
+scripted proposer (``minispec.v1.spec_decode.scripted_proposer``) drafts from.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from minispec.attention import AttentionMetadata
+from minispec.config import LlamaArchitecture
+from minispec.distributed.utils import get_pp_indices
+from minispec.sequence import IntermediateTensors
+
+PRIME = 16_777_213  # the largest prime below 2**24: float32 holds every residue exactly
+_VALUE, _POSITION, _QUERY = 1_000_003, 7_919, 104_729  # odd multipliers, below PRIME
+_LOGIT = 100.0  # the predicted token's logit (others 0): a near one-hot even when sampling
+
+
+def _layer_weight(layer: int) -> int:
+    """Each layer weighs its context's places differently, so layers do not commute."""
+    return (2_654_435_761 * (layer + 1)) % PRIME
+
+
+def mix_context(values: torch.Tensor, positions: torch.Tensor, layer: int) -> torch.Tensor:
+    """Entry ``j``: the hash of context entries ``0..j`` (int64), each entry its value and
+    its stored position, weighed by its place ``j`` in the context."""
+    places = torch.arange(1, len(values) + 1, dtype=torch.int64, device=values.device)
+    entry = (values * _VALUE + positions * _POSITION + 1) % PRIME
+    return torch.cumsum(entry * (places * _layer_weight(layer) % PRIME) % PRIME, 0) % PRIME
+
+
+def layer_output(context_hash: torch.Tensor, query_positions: torch.Tensor) -> torch.Tensor:
+    return (context_hash + query_positions * _QUERY) % PRIME
+
+
+def greedy_continuation(tokens: list[int], n: int, arch: LlamaArchitecture) -> list[int]:
+    """The ``n`` tokens a correct engine generates greedily after ``tokens``, computed on the
+    list itself (every position and place is what it should be)."""
+    seq, out = list(tokens), []
+    for _ in range(n):
+        x = torch.tensor(seq, dtype=torch.int64)
+        pos = torch.arange(len(seq), dtype=torch.int64)
+        for layer in range(arch.num_hidden_layers):
+            x = layer_output(mix_context(x, pos, layer), pos)
+        out.append(int(x[-1]) % arch.vocab_size)
+        seq.append(out[-1])
+    return out
+
+
+class StandInLayer(nn.Module):
+    """One layer: write this step's (value, position) into the KV cache, read each query's
+    context back through the block table, hash it."""
+
+    def __init__(self, layer: int):
+        super().__init__()
+        self.layer = layer
+        self.kv_cache: torch.Tensor | None = None  # bound by the model runner, as Attention's
+
+    def forward(self, positions: torch.Tensor, x: torch.Tensor, meta: AttentionMetadata) -> torch.Tensor:
+        if self.kv_cache is None:
+            raise RuntimeError("StandInLayer.kv_cache is not bound; the model runner allocates it")
+        cache = self.kv_cache[0].view(-1, self.kv_cache.shape[-1])  # [slots, (value, position)]
+        cache[meta.slot_mapping, 0] = x.to(cache.dtype)
+        cache[meta.slot_mapping, 1] = positions.to(cache.dtype)
+        out = torch.empty_like(positions)
+        for i in range(meta.num_reqs):
+            start, end, seq_len = meta.query_start_loc[i], meta.query_start_loc[i + 1], meta.seq_lens[i]
+            blocks = meta.block_table[i, : -(-seq_len // meta.block_size)]
+            context = self.kv_cache[0, blocks].reshape(-1, self.kv_cache.shape[-1])[:seq_len].to(torch.int64)
+            mixed = mix_context(context[:, 0], context[:, 1], self.layer)
+            # the queries are the context's last (end - start) entries
+            out[start:end] = layer_output(mixed[seq_len - (end - start):], positions[start:end])
+        return out
+
+
+class StandInForCausalLM(nn.Module):
+    """One pipeline stage of the stand-in (the whole model when ``pp_size == 1``). Hidden
+    states are ``[tokens, hidden_size]`` floats whose first column carries the hash."""
+
+    def __init__(self, arch: LlamaArchitecture, pp_rank: int = 0, pp_size: int = 1):
+        super().__init__()
+        self.arch, self.pp_rank, self.pp_size = arch, pp_rank, pp_size
+        self.start_layer, self.end_layer = get_pp_indices(arch.num_hidden_layers, pp_rank, pp_size)
+        self.is_first_rank, self.is_last_rank = pp_rank == 0, pp_rank == pp_size - 1
+        self.layers = nn.ModuleList(StandInLayer(i) for i in range(self.start_layer, self.end_layer))
+
+    @property
+    def attention_layers(self) -> list[StandInLayer]:
+        return list(self.layers)
+
+    def forward(self, input_ids, positions, meta, intermediate_tensors=None):
+        if self.is_first_rank:
+            x = input_ids.to(torch.int64)
+        else:
+            x = intermediate_tensors["hidden_states"][:, 0].to(torch.int64)
+        for layer in self.layers:
+            x = layer(positions.to(torch.int64), x, meta)
+        hidden = torch.zeros(len(x), self.arch.hidden_size, device=x.device)
+        hidden[:, 0] = x.to(hidden.dtype)
+        return hidden if self.is_last_rank else IntermediateTensors({"hidden_states": hidden})
+
+    def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        tokens = hidden_states[:, 0].to(torch.int64) % self.arch.vocab_size
+        logits = torch.zeros(len(tokens), self.arch.vocab_size, device=tokens.device)
+        logits[torch.arange(len(tokens)), tokens] = _LOGIT
+        return logits
