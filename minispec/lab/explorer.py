@@ -146,8 +146,8 @@ class Failure:
 class Counterexample:
     schedule: Schedule
     failure: Failure
-    trace: object  # the run's Trace, up to the failure
-    tokenizer: object = None
+    trace: object = field(repr=False)  # the run's Trace, up to the failure
+    tokenizer: object = field(default=None, repr=False)
 
     def table(self) -> str:
         """The schedule, the failure, and the steps up to it as the workshop's step table."""

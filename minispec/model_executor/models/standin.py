@@ -43,29 +43,35 @@ def _layer_weight(layer: int) -> int:
     return (2_654_435_761 * (layer + 1)) % PRIME
 
 
-def mix_context(values: torch.Tensor, positions: torch.Tensor, layer: int) -> torch.Tensor:
-    """Entry ``j``: the hash of context entries ``0..j`` (int64), each entry its value and
-    its stored position, weighed by its place ``j`` in the context."""
-    places = torch.arange(1, len(values) + 1, dtype=torch.int64, device=values.device)
-    entry = (values * _VALUE + positions * _POSITION + 1) % PRIME
-    return torch.cumsum(entry * (places * _layer_weight(layer) % PRIME) % PRIME, 0) % PRIME
+def entry_hash(value: int, position: int, place: int, layer: int) -> int:
+    """One context entry's share of a layer's hash: its value and stored position, weighed
+    by its place in the context."""
+    return (value * _VALUE + position * _POSITION + 1) % PRIME * ((place + 1) * _layer_weight(layer) % PRIME) % PRIME
 
 
-def layer_output(context_hash: torch.Tensor, query_positions: torch.Tensor) -> torch.Tensor:
-    return (context_hash + query_positions * _QUERY) % PRIME
+def layer_output(context_hash: int, query_position: int) -> int:
+    return (context_hash + query_position * _QUERY) % PRIME
 
 
 def greedy_continuation(tokens: list[int], n: int, arch: LlamaArchitecture) -> list[int]:
     """The ``n`` tokens a correct engine generates greedily after ``tokens``, computed on the
-    list itself (every position and place is what it should be)."""
-    seq, out = list(tokens), []
-    for _ in range(n):
-        x = torch.tensor(seq, dtype=torch.int64)
-        pos = torch.arange(len(seq), dtype=torch.int64)
+    list itself (every position and place what it should be). Causal, so each layer's hash
+    of a prefix is a running sum: one pass, token by token."""
+    sums = [0] * arch.num_hidden_layers
+
+    def feed(token: int, place: int) -> int:
+        x = token
         for layer in range(arch.num_hidden_layers):
-            x = layer_output(mix_context(x, pos, layer), pos)
-        out.append(int(x[-1]) % arch.vocab_size)
-        seq.append(out[-1])
+            sums[layer] = (sums[layer] + entry_hash(x, place, place, layer)) % PRIME
+            x = layer_output(sums[layer], place)
+        return x
+
+    for place, token in enumerate(tokens):
+        last = feed(int(token), place)
+    out = []
+    for place in range(len(tokens), len(tokens) + n):
+        out.append(last % arch.vocab_size)
+        last = feed(out[-1], place)
     return out
 
 
@@ -84,15 +90,18 @@ class StandInLayer(nn.Module):
         cache = self.kv_cache[0].view(-1, self.kv_cache.shape[-1])  # [slots, (value, position)]
         cache[meta.slot_mapping, 0] = x.to(cache.dtype)
         cache[meta.slot_mapping, 1] = positions.to(cache.dtype)
-        out = torch.empty_like(positions)
+        out = []
+        query_positions = positions.tolist()
         for i in range(meta.num_reqs):
             start, end, seq_len = meta.query_start_loc[i], meta.query_start_loc[i + 1], meta.seq_lens[i]
             blocks = meta.block_table[i, : -(-seq_len // meta.block_size)]
-            context = self.kv_cache[0, blocks].reshape(-1, self.kv_cache.shape[-1])[:seq_len].to(torch.int64)
-            mixed = mix_context(context[:, 0], context[:, 1], self.layer)
-            # the queries are the context's last (end - start) entries
-            out[start:end] = layer_output(mixed[seq_len - (end - start):], positions[start:end])
-        return out
+            context = self.kv_cache[0, blocks].reshape(-1, self.kv_cache.shape[-1])[:seq_len].tolist()
+            total, first_query = 0, seq_len - (end - start)  # the queries are the context's last entries
+            for place, (value, position) in enumerate(context):
+                total = (total + entry_hash(int(value), int(position), place, self.layer)) % PRIME
+                if place >= first_query:
+                    out.append(layer_output(total, query_positions[start + place - first_query]))
+        return torch.tensor(out, dtype=torch.int64, device=x.device)
 
 
 class StandInForCausalLM(nn.Module):
