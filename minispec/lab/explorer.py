@@ -17,13 +17,16 @@ failing one shrunk to a small one.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
+import multiprocessing
 import time
 from dataclasses import dataclass, field
 
 from minispec.config import CHECKPOINT_DIR
 from minispec.instruments.invariants import InvariantViolation, Violation
-from minispec.lab.runs import Request, Schedule, build_llm, run_recorded
+from minispec.lab.runs import Request, Schedule, build_llm, intra_op_threads, run_recorded
 from minispec.lab.scenarios import PROMPTS
 from minispec.model_executor.models.standin import greedy_continuation
 
@@ -42,7 +45,7 @@ class Scope:
     prompt_lengths: tuple[int, ...] = (2, 5)
     max_tokens: tuple[int, ...] = (2, 4)
     arrival_steps: tuple[int, ...] = (0, 1, 2)
-    right_drafts: tuple[int, ...] = (0, 3)
+    right_drafts: tuple[int, ...] = (0, 1, 3)
     scripted_proposals: int = 1
     pipeline_parallel_size: tuple[int, ...] = (2,)
     num_speculative_tokens: tuple[int, ...] = (3,)
@@ -186,7 +189,7 @@ def run_one(schedule: Schedule, engine_args: dict) -> Counterexample | None:
         trace = run_recorded(llm)
     except InvariantViolation as e:
         return Counterexample(schedule, Failure(violation=e.violation), llm.trace, llm.tokenizer)
-    except Exception as e:  # a crash is a finding too: report it, do not stop the search
+    except Exception as e:  # the engine crashing on a schedule is a finding too
         return Counterexample(schedule, Failure(error=f"{type(e).__name__}: {e}"), llm.trace, llm.tokenizer)
     arch = llm.arch
     for req in sorted(llm.engine.finished, key=lambda r: r.request_id):
@@ -198,18 +201,42 @@ def run_one(schedule: Schedule, engine_args: dict) -> Counterexample | None:
     return None
 
 
-def explore(engine_args: dict | None = None, scope: Scope | None = None, limit: int | None = None) -> ExploreResult:
+def explore(engine_args: dict | None = None, scope: Scope | None = None, limit: int | None = None,
+            workers: int = 1) -> ExploreResult:
     """Run every schedule in ``scope`` (default ``Scope()``), smallest first, under the design and
-    switches in ``engine_args``; stop at the first failure. ``limit``: at most that many."""
+    switches in ``engine_args``; stop at the first failure. ``limit``: at most that many.
+    ``workers``: processes sharing the runs (results are taken in order, so the failure found
+    is still the smallest; its trace is recorded again in this process)."""
     engine_args, scope = _check_engine_args(engine_args), scope or Scope()
+    if not (isinstance(workers, int) and workers >= 1):
+        raise ValueError(f"workers={workers!r}: expected an integer >= 1")
     start, count = time.perf_counter(), 0
-    for schedule in itertools.islice(schedules(scope), limit):
-        count += 1
-        found = run_one(schedule, engine_args)
-        if found is not None:
-            return ExploreResult(engine_args, scope, count, time.perf_counter() - start, found)
-    return ExploreResult(engine_args, scope, count, time.perf_counter() - start, exhausted=limit is None or
-                         count < limit)
+    todo = list(itertools.islice(schedules(scope), limit))
+    with _runs(workers) as run_all:
+        for schedule, failed in zip(todo, run_all(functools.partial(_fails, engine_args=engine_args), todo)):
+            count += 1
+            if failed:
+                with intra_op_threads():
+                    found = run_one(schedule, engine_args)
+                return ExploreResult(engine_args, scope, count, time.perf_counter() - start, found)
+    return ExploreResult(engine_args, scope, count, time.perf_counter() - start,
+                         exhausted=limit is None or count < limit)
+
+
+def _fails(schedule: Schedule, engine_args: dict) -> bool:
+    with intra_op_threads():  # one thread per process: these models are too small to share a core
+        return run_one(schedule, engine_args) is not None
+
+
+@contextlib.contextmanager
+def _runs(workers: int):
+    """``map`` in this process, or an ordered, lazy ``imap`` over a pool of ``workers`` processes."""
+    if workers == 1:
+        yield map
+        return
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    with context.Pool(workers) as pool:
+        yield lambda fn, items: pool.imap(fn, items, chunksize=4)
 
 
 def _check_engine_args(engine_args: dict | None) -> dict:
