@@ -21,16 +21,18 @@ import contextlib
 import functools
 import itertools
 import multiprocessing
+import random
 import time
 from dataclasses import dataclass, field
 
 from minispec.config import CHECKPOINT_DIR
 from minispec.instruments.invariants import InvariantViolation, Violation
-from minispec.lab.runs import Request, Schedule, build_llm, intra_op_threads, run_recorded
+from minispec.lab.runs import Request, Schedule, build_llm, intra_op_threads, plural, run_recorded
 from minispec.lab.scenarios import PROMPTS
 from minispec.model_executor.models.standin import greedy_continuation
 
 STANDIN = CHECKPOINT_DIR / "standin"
+MAX_MODEL_LEN = 64  # every scope's longest request fits; a KV cache of fewer blocks caps it lower
 DESIGN_KEYS = ("fixes", "faults", "model_runner")  # what engine_args may set: the design and its switches
 
 
@@ -109,13 +111,14 @@ def _schedule(reqs, max_tokens: int, shape, block_size: int) -> Schedule:
     script = tuple((names[i], script) for i, (_, _, script) in enumerate(reqs) if script)
     return Schedule("explorer", requests, pp, "scripted", k, max_tokens, check_invariants=True,
                     max_num_seqs=max(4, len(reqs)), max_num_batched_tokens=budget, block_size=block_size,
-                    num_gpu_blocks=blocks, model=str(STANDIN), script=script, max_concurrent_batches=in_flight,
+                    num_gpu_blocks=blocks, max_model_len=MAX_MODEL_LEN if blocks is None else blocks * block_size,
+                    model=str(STANDIN), script=script, max_concurrent_batches=in_flight,
                     details=_details(requests, script, shape, max_tokens))
 
 
 def _details(requests, script, shape, max_tokens) -> str:
     pp, k, in_flight, blocks, budget = shape
-    reqs = ", ".join(f"{r.req_id}: {len(r.prompt)} tokens at step {r.arrival_step}"
+    reqs = ", ".join(f"{r.req_id}: {plural(len(r.prompt), 'token')} at step {r.arrival_step}"
                      + (f", right drafts {list(dict(script)[r.req_id])}" if r.req_id in dict(script) else "")
                      for r in requests)
     engine = f"PP {pp}, k {k}, {max_tokens} tokens each" + (f", {in_flight} batches in flight" if in_flight else "")
@@ -221,6 +224,51 @@ def explore(engine_args: dict | None = None, scope: Scope | None = None, limit: 
                 return ExploreResult(engine_args, scope, count, time.perf_counter() - start, found)
     return ExploreResult(engine_args, scope, count, time.perf_counter() - start,
                          exhausted=limit is None or count < limit)
+
+
+WIDE = Scope(max_requests=4, prompt_lengths=tuple(range(1, 11)), max_tokens=tuple(range(2, 9)),
+             arrival_steps=tuple(range(5)), right_drafts=(0, 1, 2, 3), scripted_proposals=3,
+             pipeline_parallel_size=(2, 3), num_speculative_tokens=(3,), max_concurrent_batches=(None, 1),
+             num_gpu_blocks=(None, 8, 12), max_num_batched_tokens=(512, 8))  # search's default: past exhaustion
+
+
+def search(engine_args: dict | None = None, scope: Scope = WIDE, max_examples: int = 200,
+           seed: int = 0) -> ExploreResult:
+    """Random schedules from ``scope`` (hypothesis), the first failing one shrunk towards the
+    smallest (fewer requests, earlier arrivals, shorter prompts, the first value of each
+    tuple): for scopes too large to run whole. Up to ``max_examples`` schedules before shrinking."""
+    try:
+        import hypothesis
+        from hypothesis import strategies as st
+    except ImportError:
+        raise ImportError("search needs hypothesis (the 'dev' extra: pip install 'minispec[dev]')") from None
+    engine_args, count, start = _check_engine_args(engine_args), 0, time.perf_counter()
+    choices = st.tuples(st.sampled_from(sorted(scope.arrival_steps)), st.sampled_from(sorted(scope.prompt_lengths)),
+                        st.tuples(*[st.sampled_from(sorted(scope.right_drafts))] * scope.scripted_proposals))
+    strategy = st.builds(_canonical, st.lists(choices, min_size=1, max_size=scope.max_requests),
+                         st.sampled_from(sorted(scope.max_tokens)), st.sampled_from(list(scope.shapes())),
+                         st.just(scope.block_size))
+
+    def fails(schedule: Schedule) -> bool:
+        nonlocal count
+        count += 1
+        return _fails(schedule, engine_args)
+
+    settings = hypothesis.settings(max_examples=max_examples, database=None, deadline=None,
+                                   suppress_health_check=list(hypothesis.HealthCheck))
+    try:
+        schedule = hypothesis.find(strategy, fails, settings=settings, random=random.Random(seed))
+    except hypothesis.errors.NoSuchExample:
+        return ExploreResult(engine_args, scope, count, time.perf_counter() - start)
+    with intra_op_threads():
+        found = run_one(schedule, engine_args)
+    return ExploreResult(engine_args, scope, count, time.perf_counter() - start, found)
+
+
+def _canonical(reqs, max_tokens, shape, block_size) -> Schedule:
+    """Requests in arrival order, the first arriving at step 0."""
+    first = min(r[0] for r in reqs)
+    return _schedule(sorted((a - first, n, script) for a, n, script in reqs), max_tokens, shape, block_size)
 
 
 def _fails(schedule: Schedule, engine_args: dict) -> bool:
