@@ -1,4 +1,4 @@
-"""Command line: ``python -m minispec {check,demo,generate,gpu-check,replay}`` (vLLM's own is the
+"""Command line: ``python -m minispec {check,demo,explore,generate,gpu-check,replay}`` (vLLM's own is the
 ``vllm`` command, ``vllm/entrypoints/cli/main.py``; only ``generate`` has a
 counterpart there, as offline ``LLM.generate``).
 
@@ -10,6 +10,9 @@ counterpart there, as offline ``LLM.generate``).
   works (greedy generation with 2 stages and drafts equal to 1 stage, and both to a
   stored reference; a figure saved; JupyterLab and its widgets importable) and prints
   no exercise answer: no draft tokens, no acceptance rates.
+* ``explore``: the smallest schedule that breaks a runner design (``--fixes``, ``--faults``,
+  ``--model-runner``), or "nothing breaks" with the scope and the number of schedules run
+  (``minispec.lab.explorer``; ``--search N`` for random schedules beyond the scope).
 * ``generate``: one or more prompts with any engine option.
 * ``gpu-check``: the first run on a GPU, as one command (``make gpu-check``). Greedy
   generation with draft tokens on ``cuda`` -- 1 stage, 2 stages on one GPU, 2 stages
@@ -314,6 +317,22 @@ def replay(args) -> None:
           f"tokens per target forward {trace.stats['tokens_per_forward']:.2f}")
 
 
+def explore(args) -> None:
+    from minispec.lab.explorer import WIDE, Scope
+    from minispec.lab.explorer import explore as run_explorer
+    from minispec.lab.explorer import search
+
+    design = {"fixes": args.fixes, "faults": args.faults, "model_runner": args.model_runner}
+    design = {k: v for k, v in design.items() if v is not None}
+    if args.search:
+        result = search(design, WIDE, max_examples=args.search)
+    else:
+        scope = Scope(max_requests=args.max_requests, pipeline_parallel_size=tuple(args.pp),
+                      num_speculative_tokens=tuple(args.k))
+        result = run_explorer(design, scope, limit=args.limit, workers=args.workers)
+    print(result.report())
+
+
 def _int_from(low: int):
     def parse(text: str) -> int:
         value = int(text)  # argparse turns a ValueError into "invalid ... value"
@@ -379,6 +398,19 @@ def main(argv=None) -> None:
     p.add_argument("--max-tokens", type=_int_from(1), default=16)
     p.add_argument("--steps", type=_int_from(1), default=6, help="how many scheduler steps to print")
     p.set_defaults(func=replay)
+
+    p = sub.add_parser("explore", help="find the smallest schedule that breaks a runner design (the explorer)")
+    p.add_argument("--fixes", choices=sorted(PRESETS), default=None, help="V1's preset (default: all)")
+    p.add_argument("--faults", default=None, help="a 2026 fault preset (Model Runner V2's)")
+    p.add_argument("--model-runner", choices=["v1", "v2"], default=None)
+    p.add_argument("--max-requests", type=_int_from(1), default=3)
+    p.add_argument("--pp", type=_int_from(1), nargs="+", default=[2], help="pipeline sizes to run")
+    p.add_argument("-k", type=_int_from(1), nargs="+", default=[3], help="drafts per step, each value run")
+    p.add_argument("--workers", type=_int_from(1), default=1, help="processes sharing the runs")
+    p.add_argument("--limit", type=_int_from(1), default=None, help="stop after this many schedules")
+    p.add_argument("--search", type=_int_from(1), default=None, metavar="N",
+                   help="instead: N random schedules from a wider scope (hypothesis), the failure shrunk")
+    p.set_defaults(func=explore)
 
     args = parser.parse_args(argv)
     try:

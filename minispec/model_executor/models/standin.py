@@ -25,6 +25,7 @@ scripted proposer (``minispec.v1.spec_decode.scripted_proposer``) drafts from.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -43,13 +44,14 @@ def _layer_weight(layer: int) -> int:
     return (2_654_435_761 * (layer + 1)) % PRIME
 
 
-def entry_hash(value: int, position: int, place: int, layer: int) -> int:
+def entry_hash(value, position, place, layer: int):
     """One context entry's share of a layer's hash: its value and stored position, weighed
-    by its place in the context."""
+    by its place in the context. Integers, or numpy int64 arrays of them (products stay
+    below 2**48)."""
     return (value * _VALUE + position * _POSITION + 1) % PRIME * ((place + 1) * _layer_weight(layer) % PRIME) % PRIME
 
 
-def layer_output(context_hash: int, query_position: int) -> int:
+def layer_output(context_hash, query_position):
     return (context_hash + query_position * _QUERY) % PRIME
 
 
@@ -91,17 +93,16 @@ class StandInLayer(nn.Module):
         cache[meta.slot_mapping, 0] = x.to(cache.dtype)
         cache[meta.slot_mapping, 1] = positions.to(cache.dtype)
         out = []
-        query_positions = positions.tolist()
         for i in range(meta.num_reqs):
             start, end, seq_len = meta.query_start_loc[i], meta.query_start_loc[i + 1], meta.seq_lens[i]
             blocks = meta.block_table[i, : -(-seq_len // meta.block_size)]
-            context = self.kv_cache[0, blocks].reshape(-1, self.kv_cache.shape[-1])[:seq_len].tolist()
-            total, first_query = 0, seq_len - (end - start)  # the queries are the context's last entries
-            for place, (value, position) in enumerate(context):
-                total = (total + entry_hash(int(value), int(position), place, self.layer)) % PRIME
-                if place >= first_query:
-                    out.append(layer_output(total, query_positions[start + place - first_query]))
-        return torch.tensor(out, dtype=torch.int64, device=x.device)
+            context = self.kv_cache[0, blocks].reshape(-1, self.kv_cache.shape[-1])[:seq_len].cpu().numpy()
+            values, stored = context[:, 0].astype(np.int64), context[:, 1].astype(np.int64)
+            # entry_hash is plain arithmetic, so it runs on the whole context at once
+            hashes = np.cumsum(entry_hash(values, stored, np.arange(seq_len), self.layer)) % PRIME
+            queries = positions[start:end].cpu().numpy()  # the context's last (end - start) entries
+            out.append(layer_output(hashes[seq_len - (end - start):], queries))
+        return torch.from_numpy(np.concatenate(out)).to(x.device)
 
 
 class StandInForCausalLM(nn.Module):
