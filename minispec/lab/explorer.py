@@ -24,6 +24,7 @@ import multiprocessing
 import random
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from minispec.config import CHECKPOINT_DIR
 from minispec.instruments.invariants import InvariantViolation, Violation
@@ -34,6 +35,17 @@ from minispec.model_executor.models.standin import greedy_continuation
 STANDIN = CHECKPOINT_DIR / "standin"
 MAX_MODEL_LEN = 64  # every scope's longest request fits; a KV cache of fewer blocks caps it lower
 DESIGN_KEYS = ("fixes", "faults", "model_runner")  # what engine_args may set: the design and its switches
+
+
+class Shape(NamedTuple):
+    """The engine's side of one schedule."""
+
+    pp: int
+    k: int
+    in_flight: int | None
+    blocks: int | None
+    budget: int
+    seqs: int
 
 
 @dataclass(frozen=True)
@@ -54,6 +66,7 @@ class Scope:
     max_concurrent_batches: tuple[int | None, ...] = (None,)
     num_gpu_blocks: tuple[int | None, ...] = (None,)  # a small number makes requests preempt
     max_num_batched_tokens: tuple[int, ...] = (512,)  # a small budget chunks prefills
+    max_num_seqs: tuple[int, ...] = (4, 1)  # one: requests wait for the one row (slot), and reuse it
     block_size: int = 4
 
     def __post_init__(self):
@@ -64,16 +77,17 @@ class Scope:
                              f"{min(len(p) for p in PROMPTS.values())}")
         for name in ("max_tokens", "arrival_steps", "right_drafts", "pipeline_parallel_size",
                      "num_speculative_tokens", "max_concurrent_batches", "num_gpu_blocks",
-                     "max_num_batched_tokens"):
+                     "max_num_batched_tokens", "max_num_seqs"):
             if not getattr(self, name):
                 raise ValueError(f"{name}={getattr(self, name)!r}: expected at least one value")
         if max(self.right_drafts) > min(self.num_speculative_tokens):
             raise ValueError(f"right_drafts={self.right_drafts!r}: expected at most k = "
                              f"{min(self.num_speculative_tokens)}")
 
-    def shapes(self):
-        return itertools.product(self.pipeline_parallel_size, self.num_speculative_tokens,
-                                 self.max_concurrent_batches, self.num_gpu_blocks, self.max_num_batched_tokens)
+    def shapes(self) -> list[Shape]:
+        return [Shape(*s) for s in itertools.product(
+            self.pipeline_parallel_size, self.num_speculative_tokens, self.max_concurrent_batches,
+            self.num_gpu_blocks, self.max_num_batched_tokens, self.max_num_seqs)]
 
     def request_choices(self) -> list[tuple[int, int, tuple[int, ...]]]:
         scripts = itertools.product(self.right_drafts, repeat=self.scripted_proposals)
@@ -98,32 +112,32 @@ def schedules(scope: Scope):
 
 def _size(reqs, max_tokens, shape) -> tuple:
     """Requests, then steps (the last arrival plus the tokens to generate), then the rest."""
-    pp, k, in_flight, blocks, budget = shape
-    return (len(reqs), reqs[-1][0] + max_tokens, sum(r[1] for r in reqs), sum(sum(r[2]) for r in reqs), pp, k,
-            in_flight or 0, -(blocks or 10**6), -budget)
+    return (len(reqs), reqs[-1][0] + max_tokens, sum(r[1] for r in reqs), sum(sum(r[2]) for r in reqs), shape.pp,
+            shape.k, shape.in_flight or 0, -(shape.blocks or 10**6), -shape.budget, -shape.seqs)
 
 
-def _schedule(reqs, max_tokens: int, shape, block_size: int) -> Schedule:
-    pp, k, in_flight, blocks, budget = shape
+def _schedule(reqs, max_tokens: int, shape: Shape, block_size: int) -> Schedule:
+    blocks = shape.blocks
     names = list(PROMPTS)
     requests = tuple(Request(PROMPTS[names[i]][:length], arrival, names[i])
                      for i, (arrival, length, _) in enumerate(reqs))
     script = tuple((names[i], script) for i, (_, _, script) in enumerate(reqs) if script)
-    return Schedule("explorer", requests, pp, "scripted", k, max_tokens, check_invariants=True,
-                    max_num_seqs=max(4, len(reqs)), max_num_batched_tokens=budget, block_size=block_size,
+    return Schedule("explorer", requests, shape.pp, "scripted", shape.k, max_tokens, check_invariants=True,
+                    max_num_seqs=shape.seqs, max_num_batched_tokens=shape.budget, block_size=block_size,
                     num_gpu_blocks=blocks, max_model_len=MAX_MODEL_LEN if blocks is None else blocks * block_size,
-                    model=str(STANDIN), script=script, max_concurrent_batches=in_flight,
+                    model=str(STANDIN), script=script, max_concurrent_batches=shape.in_flight,
                     details=_details(requests, script, shape, max_tokens))
 
 
-def _details(requests, script, shape, max_tokens) -> str:
-    pp, k, in_flight, blocks, budget = shape
+def _details(requests, script, shape: Shape, max_tokens) -> str:
     reqs = ", ".join(f"{r.req_id}: {plural(len(r.prompt), 'token')} at step {r.arrival_step}"
                      + (f", right drafts {list(dict(script)[r.req_id])}" if r.req_id in dict(script) else "")
                      for r in requests)
-    engine = f"PP {pp}, k {k}, {max_tokens} tokens each" + (f", {in_flight} batches in flight" if in_flight else "")
-    engine += (f", {blocks} KV blocks" if blocks else "") + (f", budget {budget}" if budget != 512 else "")
-    return f"{engine}; {reqs}"
+    engine = [f"PP {shape.pp}", f"k {shape.k}", f"{max_tokens} tokens each"]
+    engine += [f"{shape.in_flight} batches in flight"] * (shape.in_flight is not None)
+    engine += [f"{shape.blocks} KV blocks"] * (shape.blocks is not None)
+    engine += [f"budget {shape.budget}"] * (shape.budget != 512) + [f"{shape.seqs} rows"] * (shape.seqs < 4)
+    return f"{', '.join(engine)}; {reqs}"
 
 
 @dataclass
@@ -229,7 +243,7 @@ def explore(engine_args: dict | None = None, scope: Scope | None = None, limit: 
 WIDE = Scope(max_requests=4, prompt_lengths=tuple(range(1, 11)), max_tokens=tuple(range(2, 9)),
              arrival_steps=tuple(range(5)), right_drafts=(0, 1, 2, 3), scripted_proposals=3,
              pipeline_parallel_size=(2, 3), num_speculative_tokens=(3,), max_concurrent_batches=(None, 1),
-             num_gpu_blocks=(None, 8, 12), max_num_batched_tokens=(512, 8))  # search's default: past exhaustion
+             num_gpu_blocks=(None, 8, 12), max_num_batched_tokens=(512, 8), max_num_seqs=(4, 2, 1))  # search's default: past exhaustion
 
 
 def search(engine_args: dict | None = None, scope: Scope = WIDE, max_examples: int = 200,
@@ -246,7 +260,7 @@ def search(engine_args: dict | None = None, scope: Scope = WIDE, max_examples: i
     choices = st.tuples(st.sampled_from(sorted(scope.arrival_steps)), st.sampled_from(sorted(scope.prompt_lengths)),
                         st.tuples(*[st.sampled_from(sorted(scope.right_drafts))] * scope.scripted_proposals))
     strategy = st.builds(_canonical, st.lists(choices, min_size=1, max_size=scope.max_requests),
-                         st.sampled_from(sorted(scope.max_tokens)), st.sampled_from(list(scope.shapes())),
+                         st.sampled_from(sorted(scope.max_tokens)), st.sampled_from(scope.shapes()),
                          st.just(scope.block_size))
 
     def fails(schedule: Schedule) -> bool:
