@@ -126,3 +126,24 @@ def test_a_fixed_design_is_clean_within_a_small_scope():
         assert result.counterexample is None and result.exhausted
         assert result.schedules_run == sum(1 for _ in schedules(scope))
         assert "nothing breaks" in result.report()
+
+
+def test_explore_command_prints_the_minimal_counterexample(capsys):
+    from minispec.__main__ import main
+
+    main(["explore", "--fixes", "vllm-0.9.2"])
+    out = capsys.readouterr().out
+    assert "minimal counterexample" in out and "A: 2 tokens at step 0" in out and "B: 2 tokens at step 1" in out
+    with pytest.raises(ValueError, match="workers=0"):
+        explore({}, workers=0)
+
+
+@pytest.mark.slow
+def test_search_shrinks_a_random_failure_to_a_small_one():
+    from minispec.lab.explorer import search
+
+    result = search({"fixes": "vllm-0.9.2"}, max_examples=30)
+    found = result.counterexample
+    assert found is not None and found.failure.violation is not None
+    assert len(found.schedule.requests) <= 3 and found.schedule.requests[0].arrival_step == 0
+    assert search({"fixes": "all"}, max_examples=10).counterexample is None

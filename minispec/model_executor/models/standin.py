@@ -5,8 +5,8 @@ floats and whose forward costs most of a step. minispec's explorer (``minispec.l
 runs thousands of schedules and must tell a correct run from a broken one by exact equality,
 so it swaps only the network for this model; the scheduler, KV-cache manager, block tables,
 runners, executors and rejection sampler stay the real ones. It is built the way vLLM builds a
-model (``vllm/model_executor/models/registry.py`` picks the class by config.json's
-``architectures``): a checkpoint whose config names ``StandInForCausalLM``
+model (vLLM's model registry, `model_executor/models/registry.py`, picks the class by
+config.json's ``architectures``): a checkpoint whose config names ``StandInForCausalLM``
 (``minispec/checkpoints/standin``) loads this class instead of ``LlamaForCausalLM``.
 
 What makes it a stand-in and not a toy: each layer is an attention layer in the one sense

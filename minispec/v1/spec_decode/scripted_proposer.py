@@ -1,7 +1,7 @@
 """Drafts whose quality a schedule sets, for the explorer's stand-in model.
 
-No vLLM twin (vLLM's proposers are ``vllm/v1/spec_decode/ngram_proposer.py``, ``eagle.py``,
-``medusa.py``, ...; this one takes their place in ``propose``'s interface only). The explorer
+No vLLM twin (vLLM's proposers are `ngram_proposer.py`, `eagle.py`, `medusa.py`, ... in its
+`v1/spec_decode/`; this one takes their place in ``propose``'s interface only). The explorer
 (``minispec.lab.explorer``) must choose how many drafts the rejection sampler accepts, step by
 step, to reach every path a runner takes (all accepted, some, none). With the stand-in model
 as the target the right continuation is known exactly (``greedy_continuation``), so the
