@@ -133,7 +133,7 @@ def _details(requests, script, shape: Shape, max_tokens) -> str:
     reqs = ", ".join(f"{r.req_id}: {plural(len(r.prompt), 'token')} at step {r.arrival_step}"
                      + (f", right drafts {list(dict(script)[r.req_id])}" if r.req_id in dict(script) else "")
                      for r in requests)
-    engine = [f"PP {shape.pp}", f"k {shape.k}", f"{max_tokens} tokens each"]
+    engine = [f"PP {shape.pp}", f"k {shape.k}", f"max_tokens {max_tokens}"]
     engine += [f"{shape.in_flight} batches in flight"] * (shape.in_flight is not None)
     engine += [f"{shape.blocks} KV blocks"] * (shape.blocks is not None)
     engine += [f"budget {shape.budget}"] * (shape.budget != 512) + [f"{shape.seqs} rows"] * (shape.seqs < 4)
