@@ -25,9 +25,8 @@ import dataclasses
 import time
 
 from minispec.lab.explorer import Scope, explore
-from minispec.lab.runs import intra_op_threads, run_recorded
+from minispec.lab.runs import build_llm, intra_op_threads, run_recorded
 from minispec.lab.scenarios import thread_schedule
-from minispec.lab.runs import build_llm
 from minispec.v1.worker.gpu_input_batch import InputBatch
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner
 from minispec.v1.worker.runner_fixes import RunnerFixes, take_accepted_drafts

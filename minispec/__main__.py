@@ -318,9 +318,8 @@ def replay(args) -> None:
 
 
 def explore(args) -> None:
-    from minispec.lab.explorer import WIDE, Scope
+    from minispec.lab.explorer import WIDE, Scope, search
     from minispec.lab.explorer import explore as run_explorer
-    from minispec.lab.explorer import search
 
     design = {"fixes": args.fixes, "faults": args.faults, "model_runner": args.model_runner}
     design = {k: v for k, v in design.items() if v is not None}
