@@ -25,7 +25,7 @@ LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # website build, no vLLM, and not the long tests; one pytest worker per core (pytest-xdist).
 FAST := -n auto -m "not browser and not torchrun and not slow and not docs and not vllm"
 
-.PHONY: venv demo check lint test test-fast lab workshop bench mutants train clean notebooks
+.PHONY: venv demo check lint test test-fast lab workshop bench mutants train clean notebooks cite-check
 
 venv: $(DEV_STAMP)
 
@@ -134,3 +134,9 @@ VLLM_RANDOM ?= 200
 vllm-check: $(DEV_STAMP)
 	TORCH_INDEX=$(TORCH_INDEX) $(BIN)/python -m minispec.lab.vllm_reference --random $(VLLM_RANDOM)
 	MINISPEC_REQUIRE_VLLM=1 $(BIN)/python -m pytest tests/test_vllm_reference.py -q
+
+# Every citation of vLLM release source in the repository, checked against that release
+# (tools/cite_check.py): the cited releases' Python sources are fetched once into make
+# vllm-check's cache (minispec/lab/vllm_reference/sources.py); a citation that drifts fails.
+cite-check: $(LAB_STAMP)
+	$(BIN)/python tools/cite_check.py

@@ -5,7 +5,7 @@ Each mutant is one fault preset of the switchboard or one learner plug (``Runner
 protocol, modelled on a reported fault or a slip of the same kind. For each, three kinds of
 test are run:
 
-* invariants: the explorer (``minispec.lab.explorer``) with the invariant checker, over the
+* invariants: the explorer (``minispec.lab.experiments.explorer``) with the invariant checker, over the
   default scope cut to ``--max-requests`` (2 unless told, so that a mutant that nothing
   catches costs minutes, not a quarter of an hour): the size of its minimal counterexample (requests, last arrival + tokens)
   and the time to find it;
@@ -24,9 +24,9 @@ import argparse
 import dataclasses
 import time
 
-from minispec.lab.explorer import Scope, explore
-from minispec.lab.runs import build_llm, intra_op_threads, run_recorded
-from minispec.lab.scenarios import thread_schedule
+from minispec.lab.experiments.explorer import Scope, explore
+from minispec.lab.experiments.scenarios import thread_schedule
+from minispec.lab.experiments.schedule import build_llm, intra_op_threads, run_recorded
 from minispec.v1.worker.gpu_input_batch import InputBatch
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner
 from minispec.v1.worker.runner_fixes import RunnerFixes, take_accepted_drafts

@@ -9,7 +9,7 @@ one thread (``OMP_NUM_THREADS=1``, inherited by the worker), so the two stages
 are two cores' worth of work at most.
 
 Requests arrive as in the forum thread, half one engine step later, so decode
-batches alternate between the halves (``minispec.lab.overlap.compare_in_flight``
+batches alternate between the halves (``minispec.lab.experiments.overlap.compare_in_flight``
 says why, and why the token budget is half the requests; ``--together`` shows
 what happens when they all arrive at once). The two settings run alternately on
 one pipeline, so a load that comes and goes hits both alike.
@@ -39,7 +39,7 @@ import torch  # noqa: E402
 
 from minispec import LLM, SamplingParams  # noqa: E402
 from minispec.config import DEFAULT_TARGET  # noqa: E402
-from minispec.lab.overlap import (  # noqa: E402
+from minispec.lab.experiments.overlap import (  # noqa: E402
     HEAVY,
     Comparison,
     compare_in_flight,

@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 
 from minispec import LLM, SamplingParams
-from minispec.lab.runs import greedy_reference
-from minispec.lab.scenarios import PROMPTS, forum_thread
+from minispec.lab.experiments.scenarios import PROMPTS, forum_thread
+from minispec.lab.experiments.schedule import greedy_reference
 from minispec.lab.viz.text import render_comparison
 from minispec.training.corpus import split_text
 from minispec.v1.worker.runner_fixes import PRESETS

@@ -155,8 +155,8 @@ BACKENDS = ("uni", "mp", "torchrun")
 class ParallelConfig:
     pipeline_parallel_size: int = 1
     distributed_executor_backend: str = "uni"
-    # minispec's: batches in flight at once. vLLM has no setting: its executors'
-    # max_concurrent_batches is pipeline_parallel_size, which None stands for here.
+    # minispec's: batches in flight at once, to turn the batch queue down. vLLM has no
+    # setting; None means its value (VllmConfig.max_concurrent_batches).
     max_concurrent_batches: int | None = None
 
     def __post_init__(self):
@@ -272,17 +272,24 @@ class VllmConfig:
     cache_config: CacheConfig
     scheduler_config: SchedulerConfig
     speculative_config: SpeculativeConfig
-    fixes: object  # minispec.v1.worker.runner_fixes.RunnerFixes
+    switches: object  # minispec.v1.worker.switches.Switches: fixes= and faults=, resolved for model_runner
     device: str | None = None
     dtype: object = None  # torch.dtype; None means float32
     seed: int = 0
     observability_config: ObservabilityConfig = ObservabilityConfig()
-    model_runner: str = "v1"  # "v1" | "v2" (minispec/v1/worker/gpu/__init__.py)
-    faults: object = None  # a minispec.v1.worker.fault_presets.FaultPreset, or None
+    model_runner: str = "v1"  # a minispec.v1.worker.switches.ModelRunner: "v1" | "v2"
 
     @property
     def pipeline_parallel_size(self) -> int:
         return self.parallel_config.pipeline_parallel_size
+
+    @property
+    def max_concurrent_batches(self) -> int:
+        """The engine's batch queue size, its one source (vLLM 0.30.0 ``config/vllm.py`` 588-599,
+        read by ``EngineCore.__init__``, ``v1/engine/core.py`` 210): one batch per pipeline
+        stage, unless ``ParallelConfig.max_concurrent_batches`` asks for another number. Left out:
+        vLLM's extra batch for async scheduling."""
+        return self.parallel_config.max_concurrent_batches or self.pipeline_parallel_size
 
 
 DTYPES = ("float32", "float16", "bfloat16")

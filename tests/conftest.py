@@ -22,7 +22,7 @@ SMALL_LLAMA = dict(
 
 def save_random_llama(path, **overrides):
     """A small randomly initialised transformers Llama saved as a checkpoint directory."""
-    from minispec.lab.overlap import random_llama
+    from minispec.lab.experiments.overlap import random_llama
 
     return random_llama(path, seed=1, **{**SMALL_LLAMA, **overrides})
 
@@ -38,7 +38,7 @@ def cached_state(req_id, prompt, output=(), blocks=(0,)):
 @pytest.fixture(scope="session")
 def decode():
     """Token id -> character, for the shipped tokenizer."""
-    from minispec.lab.exercise_runs import decoder
+    from minispec.lab.exercises.attempts import decoder
 
     return decoder()
 
@@ -46,7 +46,7 @@ def decode():
 @pytest.fixture(scope="session")
 def visible_decode():
     """The same, with spaces drawn as ␣ (as the figures draw them)."""
-    from minispec.lab.exercise_runs import decoder
+    from minispec.lab.exercises.attempts import decoder
 
     return decoder(visible_spaces=True)
 

@@ -1,7 +1,7 @@
 """pytest plugin (pyproject's ``-p nbval_solutions``): nbval runs the exercise notebook
 with the reference solutions plugged in.
 
-The checker (``minispec.lab.exercises``) honours ``MINISPEC_PLUG_SOLUTIONS=1`` only for
+The checker (``minispec.lab.exercises.checkers``) honours ``MINISPEC_PLUG_SOLUTIONS=1`` only for
 exercise cells that are still the empty stub, and raises if a plugged solution fails its
 check. The variable is set only while a notebook's kernel starts (nbval starts it when
 the notebook's first cell is set up, and the kernel inherits this process's

@@ -44,7 +44,7 @@ def test_generate_prints_text_and_rates():
 ])
 def test_bad_values_give_one_line_and_status_2(args, message, capsys):
     """In-process for speed: any exception other than SystemExit(2) fails the test."""
-    from minispec.__main__ import main
+    from minispec.entrypoints.cli.main import main
 
     with pytest.raises(SystemExit) as exit_:
         main(list(args))
@@ -86,13 +86,14 @@ def test_check_proves_the_install_and_prints_no_answer(tmp_path):
 
 
 def test_check_names_what_failed_and_exits_1(tmp_path, monkeypatch, capsys):
-    import minispec.__main__ as cli
+    import minispec.entrypoints.cli.check as cli
+    from minispec.entrypoints.cli.main import main
 
     monkeypatch.setattr(cli, "_check_import", lambda module: cli.OK if module == "jupyterlab"
                         else cli.Outcome(cli.Verdict.FAIL, f"no {module}"))
     monkeypatch.setattr(cli, "_check_figure", lambda folder: 1 / 0)
     with pytest.raises(SystemExit) as exit_:
-        cli.main(["check", "--out", str(tmp_path)])
+        main(["check", "--out", str(tmp_path)])
     lines = capsys.readouterr().out.splitlines()
     assert exit_.value.code == 1 and lines[0].startswith("ok   greedy generate")
     assert lines[1] == f"FAIL a figure saved ({tmp_path / 'map.png'}): ZeroDivisionError: division by zero"
@@ -103,7 +104,7 @@ def test_check_names_what_failed_and_exits_1(tmp_path, monkeypatch, capsys):
 def test_check_tells_a_reference_difference_from_a_broken_engine(monkeypatch):
     """Another PyTorch build may round differently: a note, not a failure. Speculative
     decoding that changes greedy tokens is a failure."""
-    import minispec.__main__ as cli
+    import minispec.entrypoints.cli.check as cli
 
     monkeypatch.setattr(cli, "CHECK_TOKENS", cli.CHECK_TOKENS[:5] + [0] + cli.CHECK_TOKENS[6:])
     outcome = cli._check_generate()

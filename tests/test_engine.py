@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from minispec.instruments.events import Event, EventKind
-from minispec.lab.scenarios import BATCH_0, BATCH_1, forum_thread_llm
+from minispec.lab.experiments.scenarios import BATCH_0, BATCH_1, forum_thread_llm
 from minispec.platforms import stage_device
 
 

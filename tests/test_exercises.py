@@ -10,8 +10,8 @@ prompt "A list is " is 10 tokens, so at batch_0's first decode A's history ends 
 import numpy as np
 import pytest
 
-from minispec.lab import exercises as ex
-from minispec.lab import solutions
+from minispec.lab.exercises import checkers as ex
+from minispec.lab.exercises import solutions
 
 # -- fix 1: write_spec_tokens(runner, row, spec_token_ids) ---------------------------
 
@@ -316,7 +316,7 @@ def test_reference_solutions_pass(check, solution):
 def test_the_broadcast_exercise_runs_model_runner_v2_and_calls_the_learner_on_non_last_stages():
     """The hook is called by every non-last stage (stages 0 and 1 with PP 3) and never by the
     last, which samples itself."""
-    from minispec.lab.runs import build_llm
+    from minispec.lab.experiments.schedule import build_llm
     from minispec.v1.worker.gpu.model_runner import GPUModelRunner
 
     called = set()
@@ -325,7 +325,7 @@ def test_the_broadcast_exercise_runs_model_runner_v2_and_calls_the_learner_on_no
         called.add(id(states))
         solutions.apply_broadcast(states, *args)
 
-    llm = build_llm(ex.SCHEDULES[1], ex.RunnerFixes(apply_broadcast=counted), model_runner="v2")
+    llm = build_llm(ex.SCHEDULES[1], ex.RunnerFixesV2(apply_broadcast=counted), model_runner="v2")
     runners = llm.engine.executor.runners
     assert {type(r) for r in runners} == {GPUModelRunner} and len(runners) == 3
     llm.engine.run()
@@ -353,7 +353,7 @@ def test_a_slot_reused_by_a_new_request_names_its_previous_occupant():
     broadcast (its prefill's one sampled token) is applied without writing last_sampled_tokens."""
     import copy
 
-    from minispec.lab.exercise_broadcast import Broadcast, LastStage, broadcast_problem
+    from minispec.lab.exercises.broadcast_checker import Broadcast, LastStage, broadcast_problem
     from minispec.v1.worker.gpu.states import RequestState
 
     ids = {ex.decoder()(i): i for i in range(256)}
@@ -469,7 +469,7 @@ def test_typed_slips_in_locations_and_rates():
 
 
 def test_token_ids_are_read_as_characters():
-    from minispec.lab.exercise_runs import decoder
+    from minispec.lab.exercises.attempts import decoder
 
     ids = {decoder()(i): i for i in range(256)}
     assert [ids[c] for c in "tem"] == [85, 70, 78]  # what a learner reads off row.draft_slots
@@ -477,7 +477,7 @@ def test_token_ids_are_read_as_characters():
 
 
 def test_counts_take_singular_and_plural():
-    from minispec.lab.runs import plural
+    from minispec.lab.experiments.schedule import plural
 
     class Stats:
         def __init__(self, n):
@@ -574,9 +574,9 @@ def fix2_interrupted(state, num_computed_tokens, new_token_ids):
 
 @pytest.fixture
 def short_limit(monkeypatch):
-    from minispec.lab import exercise_runs
+    from minispec.lab.exercises import attempts
 
-    monkeypatch.setattr(exercise_runs, "LEARNER_LIMIT_S", 0.5)
+    monkeypatch.setattr(attempts, "LEARNER_LIMIT_S", 0.5)
 
 
 @pytest.mark.parametrize("check,wrong,first_line", [

@@ -8,8 +8,8 @@ from minispec import LLM, SamplingParams
 from minispec.attention import allocate_kv_cache, make_attention_metadata
 from minispec.config import LlamaArchitecture
 from minispec.instruments.invariants import Invariant, InvariantViolation
-from minispec.lab.explorer import STANDIN, Scope, explore, schedules
-from minispec.lab.runs import run_schedule
+from minispec.lab.experiments.explorer import STANDIN, Scope, explore, schedules
+from minispec.lab.experiments.schedule import run_schedule
 from minispec.model_executor.model_loader import get_model
 from minispec.model_executor.models.standin import StandInForCausalLM, greedy_continuation
 
@@ -129,7 +129,7 @@ def test_a_fixed_design_is_clean_within_a_small_scope():
 
 
 def test_explore_command_prints_the_minimal_counterexample(capsys):
-    from minispec.__main__ import main
+    from minispec.entrypoints.cli.main import main
 
     main(["explore", "--fixes", "vllm-0.9.2"])
     out = capsys.readouterr().out
@@ -140,7 +140,7 @@ def test_explore_command_prints_the_minimal_counterexample(capsys):
 
 @pytest.mark.slow
 def test_search_shrinks_a_random_failure_to_a_small_one():
-    from minispec.lab.explorer import search
+    from minispec.lab.experiments.explorer import search
 
     result = search({"fixes": "vllm-0.9.2"}, max_examples=30)
     found = result.counterexample

@@ -1,5 +1,5 @@
-"""The 2026 fault presets (switches: ``minispec/v1/worker/fault_presets.py``; catalogue:
-``minispec/lab/fault_presets.py``; issue 17 §2) and the
+"""The 2026 fault presets (switches: ``minispec/v1/worker/gpu/runner_fixes.py``; catalogue:
+``minispec/lab/faults/catalogue.py``; issue 17 §2) and the
 ``model_runner=`` option that selects the design they belong to.
 
 For each preset, on its own scenario: the first thing that goes wrong is what ``FAULTS``
@@ -19,8 +19,8 @@ import torch
 from minispec import LLM
 from minispec.distributed.parallel_state import InProcStageGroup, MessageMismatch, post_checked, send_checked
 from minispec.instruments.invariants import InvariantViolation
-from minispec.lab.fault_presets import FAULTS, LEFT_OUT, FaultPreset, FirstViolation, TransportError
-from minispec.lab.runs import build_llm, greedy_reference, run_recorded, schedule_reference
+from minispec.lab.experiments.schedule import build_llm, greedy_reference, run_recorded, schedule_reference
+from minispec.lab.faults.catalogue import FAULTS, LEFT_OUT, FaultPreset, FirstViolation, TransportError
 from minispec.v1.worker.gpu import ENV_VAR
 from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
 from minispec.v1.worker.gpu.pp_utils import SAMPLED_TAG
@@ -45,10 +45,9 @@ def test_model_runner_selects_the_design_and_the_variable_sets_its_default(monke
 @pytest.mark.parametrize("kwargs,message", [
     (dict(model_runner="v3"), r"model_runner='v3': expected 'v1' or 'v2'"),
     (dict(model_runner=2), r"model_runner=2: expected 'v1' or 'v2'"),
-    (dict(faults="v2-stale-drafts"), r"faults='v2-stale-drafts' is a fault of Model Runner V2: expected "
-                                     r"model_runner='v2' with it, got model_runner='v1'"),
+    (dict(faults="v2-stale-drafts"), r"^faults='v2-stale-drafts' applies to model_runner='v2'; got model_runner='v1'$"),
     (dict(faults="stale"), r"faults='stale': expected None or one of \['v2-broadcast-width'"),
-    (dict(faults=["v2-slot-reuse"]), r"faults=\['v2-slot-reuse'\]: expected None or a preset's name"),
+    (dict(faults=["v2-slot-reuse"]), r"faults=\['v2-slot-reuse'\]: expected None or one of \['v2-broadcast-width'"),
     (dict(faults="v1-num-tokens-no-spec"), r"faults='v1-num-tokens-no-spec' is not a preset: vLLM PR #41133"),
 ])
 def test_bad_selection_names_the_parameter(monkeypatch, kwargs, message):
@@ -238,9 +237,9 @@ def test_over_mp_the_config_carries_the_design_and_gloo_names_the_mismatch(monke
 
 
 def test_each_switch_is_resolved_once_when_the_runner_is_built(monkeypatch):
-    """The hot paths call one function; which one is decided by ``pick`` at construction."""
-    from minispec.v1.worker import fault_presets as switches
+    """The hot paths call one function; which one is decided by ``Switches.pick`` at construction."""
     from minispec.v1.worker.gpu import model_runner, pp_utils
+    from minispec.v1.worker.gpu import runner_fixes as switches
 
     monkeypatch.delenv(ENV_VAR, raising=False)
     spec = {"method": "ngram", "num_speculative_tokens": 2}

@@ -1,4 +1,4 @@
-"""A fault preset run and caught for the notebook (minispec/lab/fault_runs.py), and its
+"""A fault preset run and caught for the notebook (minispec/lab/faults/reproduce.py), and its
 text (minispec/lab/viz/faults.py). Whether each preset bites where FAULTS says is
 tests/test_fault_presets.py's; here: that run_fault reports what happened, and says so
 when it is not what FAULTS expects."""
@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 
 from minispec.instruments.invariants import Invariant, Violation
-from minispec.lab.fault_presets import FAULTS, FaultPreset
-from minispec.lab.fault_runs import FaultRun, run_fault
+from minispec.lab.faults.catalogue import FAULTS, FaultPreset
+from minispec.lab.faults.reproduce import FaultRun, run_fault
 from minispec.lab.viz.faults import render_fault_run
 
 

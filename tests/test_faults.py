@@ -14,14 +14,14 @@ import pytest
 
 from minispec.config import DEFAULT_TARGET
 from minispec.instruments.invariants import check_trace
-from minispec.lab.scenarios import FIRST_DECODE, PROMPTS, forum_thread, forum_thread_reference
+from minispec.lab.experiments.scenarios import FIRST_DECODE, PROMPTS, forum_thread, forum_thread_reference
 from minispec.transformers_utils.tokenizer import load_tokenizer
-from minispec.v1.worker.runner_fixes import PRESETS
+from minispec.v1.worker.runner_fixes import Preset
 
 
 @pytest.fixture(scope="module")
 def traces():
-    return {preset: forum_thread(preset) for preset in PRESETS}
+    return {preset: forum_thread(preset) for preset in Preset}
 
 
 @pytest.fixture(scope="module")

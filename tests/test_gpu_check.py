@@ -8,8 +8,9 @@ difference is judged, and that ``measure`` runs a configuration (on the CPU).
 import pytest
 import torch
 
-import minispec.__main__ as cli
-from minispec.__main__ import GPU_CASES, Measured, Verdict, gpu_plan, gpu_verdict, main, measure
+import minispec.entrypoints.cli.gpu_check as cli
+from minispec.entrypoints.cli.gpu_check import GPU_CASES, Measured, Verdict, gpu_plan, gpu_verdict, measure
+from minispec.entrypoints.cli.main import main
 from minispec.sampling_params import SamplingParams
 
 
@@ -21,12 +22,13 @@ def test_without_cuda_it_prints_one_line_and_exits_0(monkeypatch, capsys):
     assert lines[0].endswith("nothing was run")
 
 
-def test_the_plan_runs_two_gpu_cases_only_on_two_gpus():
+def test_the_plan_runs_both_designs_and_two_gpu_cases_only_on_two_gpus():
     one = gpu_plan(1)
-    assert [(b, c.label) for b, c, skip in one if skip is None] == [
-        ("uni", "1 stage"), ("uni", "2 stages on one GPU"), ("mp", "1 stage"), ("mp", "2 stages on one GPU")]
-    assert {skip for _, c, skip in one if skip} == {"needs 2 GPUs, this machine has 1"}
-    assert all(skip is None for _, _, skip in gpu_plan(2)) and len(gpu_plan(2)) == 2 * len(GPU_CASES)
+    one_gpu_cases = [("uni", "1 stage"), ("uni", "2 stages on one GPU"), ("mp", "1 stage"), ("mp", "2 stages on one GPU")]
+    assert [(r.model_runner, r.backend, r.case.label) for r in one if r.skip is None] == [
+        (design, backend, label) for design in ("v1", "v2") for backend, label in one_gpu_cases]
+    assert {r.skip for r in one if r.skip} == {"needs 2 GPUs, this machine has 1"}
+    assert all(r.skip is None for r in gpu_plan(2)) and len(gpu_plan(2)) == 2 * 2 * len(GPU_CASES)
     assert [c.device for c in GPU_CASES] == ["cuda:0", "cuda:0", None]  # None: stage i on cuda:i
 
 
@@ -43,8 +45,8 @@ def fake_gpu(monkeypatch, n_gpus, drafted_tokens):
     """CUDA present, ``measure`` stood in for: what gpu-check runs and prints."""
     calls = []
 
-    def fake_measure(params, stages=1, device="cpu", backend="uni", drafts=None, prompts=()):
-        calls.append((stages, device, backend, bool(drafts)))
+    def fake_measure(params, stages=1, device="cpu", backend="uni", drafts=None, prompts=(), model_runner=None):
+        calls.append((stages, device, backend, bool(drafts), model_runner))
         tokens = drafted_tokens if drafts and device != "cpu" else [[1, 2, 3]]
         return Measured(tokens, 100.0 if device == "cpu" else 900.0)
 
@@ -60,22 +62,28 @@ def test_with_one_gpu_every_run_is_compared_and_timed_beside_the_cpu(monkeypatch
     main(["gpu-check", "--max-tokens", "3"])
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("1 GPU: GPU0") and "900 on cuda:0" in out[1]
-    assert out[2] == "ok   uni 1 stage, draft model k=3: greedy equal to the CPU; 900 tokens/s on cuda, 100 on the CPU"
-    assert sum(line.startswith("skip") for line in out) == 2 and out[-1] == "gpu-check passed"
-    assert (2, "cuda:0", "mp", True) in calls and (2, "cpu", "mp", True) in calls
-    assert (2, None, "uni", True) not in calls  # two stages on two GPUs: skipped
+    assert out[2] == "ok   v1 uni 1 stage, draft model k=3: greedy equal to the CPU; 900 tokens/s on cuda, 100 on the CPU"
+    assert "ok   v2 mp  2 stages on one GPU, draft model k=3: greedy equal to the CPU; 900 tokens/s on cuda, " \
+           "100 on the CPU" in out
+    assert sum(line.startswith("skip") for line in out) == 4 and out[-1] == "gpu-check passed"
+    for design in ("v1", "v2"):
+        assert (2, "cuda:0", "mp", True, design) in calls and (2, "cpu", "mp", True, design) in calls
+        assert (2, None, "uni", True, design) not in calls  # two stages on two GPUs: skipped
 
 
 def test_a_wrong_token_on_the_gpu_fails_with_exit_status_1(monkeypatch, capsys):
     calls = fake_gpu(monkeypatch, 2, [[1, 2, 4]])
     with pytest.raises(SystemExit) as exit_info:
         main(["gpu-check"])
-    assert exit_info.value.code == 1 and (2, None, "mp", True) in calls
+    assert exit_info.value.code == 1 and (2, None, "mp", True, "v2") in calls
     out = capsys.readouterr().out
-    assert out.count("FAIL") == 6 and "gpu-check: 6 run(s) failed" in out
+    assert out.count("FAIL") == 12 and "gpu-check: 12 run(s) failed" in out
 
 
 def test_measure_runs_a_configuration_on_the_cpu():
     plain = measure(SamplingParams(temperature=0, max_tokens=8), prompts=("The for ",))
-    drafted = measure(SamplingParams(temperature=0, max_tokens=8), 2, "cpu", "uni", cli.GPU_DRAFTS, ("The for ",))
-    assert drafted.tokens == plain.tokens and len(plain.tokens[0]) == 8 and plain.tokens_per_s > 0
+    for design in ("v1", "v2"):
+        drafted = measure(SamplingParams(temperature=0, max_tokens=8), 2, "cpu", "uni", cli.GPU_DRAFTS, ("The for ",),
+                          model_runner=design)
+        assert drafted.tokens == plain.tokens
+    assert len(plain.tokens[0]) == 8 and plain.tokens_per_s > 0

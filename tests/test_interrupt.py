@@ -147,11 +147,8 @@ def test_interrupt_sweep_in_process(preset):
 
 
 @pytest.mark.slow
-def test_interrupt_multiproc(monkeypatch):
-    """In "mp" the abort stops the workers and the next call starts them again. One
-    point, injected at an engine event (the third update, batches in the workers),
-    because each worker start costs seconds; ``sweep(..., backend="mp")`` runs more."""
-    llm = make_llm("vllm-0.9.2", "mp")
+def interrupt_third_update(monkeypatch, llm) -> None:
+    """``KeyboardInterrupt`` at the engine's third update (batches in flight), until ``monkeypatch.undo()``."""
     update, calls = llm.engine._update, []
 
     def interrupted_update(*args):
@@ -160,8 +157,16 @@ def test_interrupt_multiproc(monkeypatch):
             raise KeyboardInterrupt
         return update(*args)
 
+    monkeypatch.setattr(llm.engine, "_update", interrupted_update)
+
+
+def test_interrupt_multiproc(monkeypatch):
+    """In "mp" the abort stops the workers and the next call starts them again. One
+    point, injected at an engine event (the third update, batches in the workers),
+    because each worker start costs seconds; ``sweep(..., backend="mp")`` runs more."""
+    llm = make_llm("vllm-0.9.2", "mp")
     try:
-        monkeypatch.setattr(llm.engine, "_update", interrupted_update)
+        interrupt_third_update(monkeypatch, llm)
         with pytest.raises(KeyboardInterrupt):
             llm.generate(PROMPTS, PARAMS, arrival_steps=ARRIVALS)
         monkeypatch.undo()
@@ -211,3 +216,21 @@ def test_an_invariant_violation_aborts_too():
             llm.generate(PROMPTS, PARAMS, arrival_steps=ARRIVALS)
         assert not llm.scheduler.has_unfinished_requests()
         assert llm.scheduler.kv_cache_manager.num_free_blocks == llm.scheduler.kv_cache_manager.num_blocks
+
+
+def test_queued_requests_run_to_completion_as_generate_runs_them(monkeypatch):
+    """``add_request`` then ``wait_for_completion`` (vLLM 0.30.0's ``enqueue`` then
+    ``wait_for_completion``): the outputs ``generate`` gives, and the same clean abort."""
+    llm = make_llm("all")
+    interrupt_third_update(monkeypatch, llm)
+    for prompt, arrival in zip(PROMPTS, ARRIVALS):
+        llm.add_request(prompt, PARAMS, arrival)
+    with pytest.raises(KeyboardInterrupt):
+        llm.wait_for_completion()
+    assert not llm.scheduler.has_unfinished_requests() and not llm.engine.arrivals
+    monkeypatch.undo()
+    queued = [llm.add_request(prompt, PARAMS, arrival) for prompt, arrival in zip(PROMPTS, ARRIVALS)]
+    outputs = {o.request_id: o for o in llm.wait_for_completion()}
+    assert sorted(outputs) == sorted(r.request_id for r in queued) and llm.wait_for_completion() == []
+    assert [outputs[r.request_id].prompt for r in queued] == PROMPTS
+    assert tokens(outputs[r.request_id] for r in queued) == reference("all")[0]

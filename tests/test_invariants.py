@@ -4,7 +4,7 @@ import pytest
 
 from minispec.instruments.invariants import InvariantChecker, InvariantViolation
 from minispec.instruments.trace import RowRecord, ScheduleRecord, StageRecord, StepRecord
-from minispec.lab.scenarios import forum_thread_llm
+from minispec.lab.experiments.scenarios import forum_thread_llm
 
 
 def schedule(step=0, nc=4, n=4, drafts=(7, 8, 9), tokens=(1, 2, 3, 4, 5)):

@@ -2,7 +2,8 @@
 
 * No import cycles between modules, nor between folders.
 * The engine and the API never import the lessons (``lab``) or the model shop
-  (``training``); ``instruments`` imports nothing of the engine.
+  (``training``); ``instruments`` imports nothing of the engine. The command line,
+  ``entrypoints/cli``, is a layer of its own above the lessons: its subcommands run them.
 * Every module outside ``instruments``, ``lab`` and ``training`` names the vLLM
   file or package it mirrors in its docstring.
 """
@@ -12,6 +13,7 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "minispec"
 OWN_FOLDERS = ("instruments", "lab", "training")  # minispec's own: no vLLM twin
+TOP_LAYER = "entrypoints.cli"  # the command line: above the lessons, so a unit of its own
 
 
 def module_name(path: Path) -> str:
@@ -66,6 +68,8 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
 def folder(module: str) -> str:
     """The unit layers are made of: a subfolder, or a loose top-level module."""
     parts = module.split(".")
+    if ".".join(parts[1:3]) == TOP_LAYER:
+        return TOP_LAYER
     return parts[1] if len(parts) > 1 else "minispec"
 
 
@@ -85,7 +89,7 @@ def test_no_folder_import_cycles():
 
 def test_engine_and_api_do_not_import_lessons_or_training():
     for mod, targets in graph().items():
-        if folder(mod) in ("lab", "training") or mod == "minispec.__main__":
+        if folder(mod) in ("lab", "training", TOP_LAYER):
             continue
         bad = {t for t in targets if folder(t) in ("lab", "training")}
         assert not bad, f"{mod} imports {bad}"
@@ -102,3 +106,36 @@ def test_mirrored_modules_name_their_vllm_twin():
             continue  # packages: their modules carry the docstrings
         doc = ast.get_docstring(tree) or ""
         assert "vllm" in doc.lower(), f"{name}: its docstring should name the vLLM file it mirrors"
+
+
+def reachable(edges: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in edges.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def test_runner_designs_are_siblings():
+    """Neither runner design imports the other, directly or through another module: what
+    both need (the contract, the proposers, seeding, loading, KV binding) is shared."""
+    edges = graph()
+    v1, v2 = "minispec.v1.worker.gpu_model_runner", "minispec.v1.worker.gpu.model_runner"
+    assert v1 not in reachable(edges, v2) and v2 not in reachable(edges, v1)
+    assert "minispec.v1.worker.worker_base" in edges[v1] & edges[v2]
+
+
+def test_lab_module_names_are_its_own():
+    """A lab module's file name is not a module name anywhere else in the package, nor twice
+    in the lab: a learner who greps for ``scenarios.py`` or ``fault_presets.py`` finds one file."""
+    def stem(module: str) -> str:
+        return module.rsplit(".", 1)[-1]
+
+    names = [m for m in modules() if not (PKG.parent / m.replace(".", "/") / "__init__.py").exists()
+             and stem(m) != "__main__"]
+    lab = [stem(m) for m in names if folder(m) == "lab"]
+    others = {stem(m) for m in names if folder(m) != "lab"}
+    assert sorted(n for n in set(lab) if lab.count(n) > 1) == []
+    assert sorted(set(lab) & others) == []

@@ -5,7 +5,7 @@ greedy-equivalence tests tie to transformers."""
 import pytest
 
 from minispec import LLM, SamplingParams
-from minispec.lab.runs import greedy_reference
+from minispec.lab.experiments.schedule import greedy_reference
 from minispec.v1.executor.multiproc_executor import WorkerError
 
 pytestmark = pytest.mark.slow

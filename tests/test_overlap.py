@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from minispec.config import DEFAULT_TARGET
-from minispec.lab.overlap import (
+from minispec.lab.experiments.overlap import (
     QUIET_MACHINE,
     Comparison,
     OverlapRun,
@@ -65,7 +65,7 @@ def test_the_verdict_says_slower_below_one_and_why():
 
 MEASURE_UNTIL_INTERRUPTED = """
 from minispec.config import DEFAULT_TARGET
-from minispec.lab.overlap import compare_in_flight, random_prompts
+from minispec.lab.experiments.overlap import compare_in_flight, random_prompts
 if __name__ == "__main__":
     print("started", flush=True)
     print(compare_in_flight(DEFAULT_TARGET, random_prompts(8, 64), max_tokens=64, rounds=100), flush=True)

@@ -12,7 +12,7 @@ invariant checked live:
   through fails the test.
 
 The reference is a one-stage, no-draft minispec engine (greedy), cached per
-prompt (``minispec.lab.runs.greedy_reference``); ``tests/test_greedy_equivalence.py`` checks that engine against
+prompt (``minispec.lab.experiments.schedule.greedy_reference``); ``tests/test_greedy_equivalence.py`` checks that engine against
 transformers' ``generate`` token for token. (transformers itself costs ~0.1 s
 per prompt here, too much for hundreds of examples per run.)
 
@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from minispec import LLM, SamplingParams
 from minispec.instruments.invariants import InvariantViolation
-from minispec.lab.runs import greedy_reference
+from minispec.lab.experiments.schedule import greedy_reference
 from minispec.training.corpus import split_text
 
 MAX_LEN = 64  # largest max_model_len drawn: keeps one example well under a second

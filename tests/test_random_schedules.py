@@ -1,8 +1,8 @@
 """Seeded random schedules: reproducible, and the checker finds fault 2 in them."""
 
 from minispec.instruments.invariants import check_trace
-from minispec.lab.runs import run_schedule
-from minispec.lab.scenarios import TEXT, random_config
+from minispec.lab.experiments.scenarios import TEXT, random_config
+from minispec.lab.experiments.schedule import run_schedule
 
 
 def test_configs_are_reproducible_and_in_range():

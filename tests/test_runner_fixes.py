@@ -6,22 +6,25 @@ import pytest
 from minispec.sampling_params import SamplingParams
 from minispec.v1.worker.gpu_input_batch import CachedRequestState
 from minispec.v1.worker.runner_fixes import (
-    PRESETS,
+    READD_SPEC_TOKENS,
+    SYNC_ACCEPTED_TOKENS,
     Preset,
     RunnerFixes,
-    resolve_fixes,
+    skip_spec_tokens,
     slice_relayed_tokens,
     take_accepted_drafts,
 )
 
 
 def test_presets_in_order_and_by_plain_name():
-    assert list(PRESETS) == ["vllm-0.9.2", "vllm-0.14", "all"] == list(Preset)
-    assert all(isinstance(p, Preset) for p in PRESETS)
-    assert resolve_fixes("vllm-0.14") is resolve_fixes(Preset.VLLM_0_14) is PRESETS["vllm-0.14"]
+    assert list(Preset) == ["vllm-0.9.2", "vllm-0.14", "all"] and Preset("vllm-0.14") is Preset.VLLM_0_14
     assert f"{Preset.ALL}" == "all" and repr(list(Preset)) == "['vllm-0.9.2', 'vllm-0.14', 'all']"
-    mine = RunnerFixes(readd_spec_tokens=False)
-    assert resolve_fixes(mine) is mine
+    # each puts back the faults of the vLLM it is named after; "all" none
+    assert Preset.VLLM_0_9_2.settings() == {READD_SPEC_TOKENS: skip_spec_tokens,
+                                            SYNC_ACCEPTED_TOKENS: slice_relayed_tokens}
+    assert Preset.VLLM_0_14.settings() == {SYNC_ACCEPTED_TOKENS: slice_relayed_tokens}
+    assert Preset.ALL.settings() == {}
+    assert RunnerFixes(readd_spec_tokens=False).settings() == {READD_SPEC_TOKENS: skip_spec_tokens}
 
 
 def stage0_request():

@@ -25,14 +25,19 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 from lab_screenshots import free_port  # noqa: E402  (one free-port helper for every test)
 
 SCRIPT = """
-    import json, sys
+    import json, os, sys
     from minispec import LLM, SamplingParams
+    from minispec.entrypoints.cli.serve import run_headless
 
-    llm = LLM(pipeline_parallel_size=2, distributed_executor_backend="torchrun")  # ranks > 0 serve and exit here
-    outs = llm.generate({prompts}, SamplingParams(temperature=0, max_tokens={max_tokens}, ignore_eos=True))
-    llm.shutdown()
-    with open(sys.argv[1], "w") as f:
-        json.dump([o.outputs[0].token_ids for o in outs], f)
+    engine = dict(pipeline_parallel_size=2, distributed_executor_backend="torchrun")
+    if int(os.environ["RANK"]) > 0:
+        run_headless(**engine)  # serves this rank's stage until rank 0 shuts the pipeline down
+    else:
+        llm = LLM(**engine)
+        outs = llm.generate({prompts}, SamplingParams(temperature=0, max_tokens={max_tokens}, ignore_eos=True))
+        llm.shutdown()
+        with open(sys.argv[1], "w") as f:
+            json.dump([o.outputs[0].token_ids for o in outs], f)
 """
 
 
@@ -60,10 +65,15 @@ def test_torchrun_two_ranks_match_transformers(tmp_path):
 
 
 INTERRUPTED = """
-    import sys
+    import os, sys
     from minispec import LLM, SamplingParams
+    from minispec.entrypoints.cli.serve import run_headless
 
-    llm = LLM(pipeline_parallel_size=2, distributed_executor_backend="torchrun")
+    engine = dict(pipeline_parallel_size=2, distributed_executor_backend="torchrun")
+    if int(os.environ["RANK"]) > 0:
+        run_headless(**engine)
+        sys.exit(0)
+    llm = LLM(**engine)
     update = llm.engine._update
 
     def interrupted_update(*args):
@@ -152,4 +162,4 @@ def test_torchrun_across_two_hosts_matches_transformers(tmp_path, two_hosts):
             agent.kill()
     assert [agent.returncode for agent in agents] == [0, 0], "\n".join(log[-3000:] for log in logs)
     assert json.loads((tmp_path / "tokens0.json").read_text()) == transformers_greedy()
-    assert not (tmp_path / "tokens1.json").exists()  # rank 1 served its stage and exited inside LLM()
+    assert not (tmp_path / "tokens1.json").exists()  # rank 1 served its stage (run_headless) and wrote nothing

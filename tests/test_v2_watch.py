@@ -1,13 +1,13 @@
-"""Watching Model Runner V2's broadcast and slots (minispec/lab/v2_watch.py) and their
+"""Watching Model Runner V2's broadcast and slots (minispec/lab/experiments/v2_watch.py) and their
 text renderers (minispec/lab/viz/slots.py), on the forum thread's scenario."""
 
 import numpy as np
 import pytest
 
 from minispec.instruments.invariants import check_trace
-from minispec.lab.runs import build_llm
-from minispec.lab.scenarios import FIRST_DECODE, thread_schedule
-from minispec.lab.v2_watch import (
+from minispec.lab.experiments.scenarios import FIRST_DECODE, thread_schedule
+from minispec.lab.experiments.schedule import build_llm
+from minispec.lab.experiments.v2_watch import (
     BroadcastRecord,
     SlotRow,
     SlotSnapshot,

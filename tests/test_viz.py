@@ -1,6 +1,6 @@
 """Renderers are pure functions of trace records: check what they show.
 
-Expectations are worked by hand from the thread's scenario (``lab.scenarios``):
+Expectations are worked by hand from the thread's scenario (``lab.experiments.scenarios``):
 at step 2 batch_0 = {A, B} comes round again and both are re-added, A into row
 0 which C ("The for statement ...") just left, B into row 1 which D left.
 """
@@ -10,7 +10,12 @@ from matplotlib.figure import Figure
 
 from minispec.instruments.invariants import check_trace
 from minispec.instruments.trace import ScheduleRecord, StepRecord, Trace
-from minispec.lab.metrics import acceptance_per_step, alpha_estimate, expected_tokens_per_forward, first_divergence
+from minispec.lab.experiments.metrics import (
+    acceptance_per_step,
+    alpha_estimate,
+    expected_tokens_per_forward,
+    first_divergence,
+)
 from minispec.lab.viz.plots import (
     fit_label,
     plot_acceptance,

@@ -5,7 +5,7 @@ import pytest
 from conftest import cached_state
 
 from minispec.instruments.events import Event, EventKind
-from minispec.lab.scenarios import forum_thread_llm
+from minispec.lab.experiments.scenarios import forum_thread_llm
 from minispec.lab.viz.batch import render_batch, render_gather
 from minispec.v1.worker.gpu_input_batch import InputBatch
 
@@ -70,7 +70,7 @@ def test_a_removed_row_shows_free_and_condense_is_visible():
 
 @pytest.mark.parametrize("fixes, slots", [("vllm-0.9.2", "tem"), ("all", " st")])
 def test_gather_shows_what_prepare_inputs_read(fixes, slots):
-    from minispec.lab.exercise_runs import decoder
+    from minispec.lab.exercises.attempts import decoder
 
     llm = forum_thread_llm(fixes)
     for event in llm.engine.iter_events():

@@ -1,10 +1,10 @@
-"""The three designs of the hand-over (minispec.lab.pp_sync.DESIGNS) and their renderer."""
+"""The three designs of the hand-over (minispec.lab.faults.pp_sync.DESIGNS) and their renderer."""
 
 import pytest
 from matplotlib.patches import FancyArrowPatch
 
 from minispec.instruments.invariants import Invariant
-from minispec.lab.pp_sync import DESIGNS, STAGES, THE_INVARIANT, Design, Message
+from minispec.lab.faults.pp_sync import DESIGNS, STAGES, THE_INVARIANT, Design, Message
 from minispec.lab.viz.designs import designs_table, message_lines, plot_designs
 
 V1, V2, SGLANG = DESIGNS
@@ -17,9 +17,12 @@ def senders_to(design, stage):
 
 def test_who_tells_the_non_last_stages():
     for stage in NON_LAST:
-        assert senders_to(V1, stage) == {"scheduler"}  # V1: the scheduler's relay only
+        # V1: the scheduler's relay, and since PR #32618 a broadcast under async scheduling
+        assert senders_to(V1, stage) == {"scheduler", STAGES[-1]}
+        assert any("async scheduling" in m.what for m in V1.messages if m.receiver == stage or m.sender == STAGES[-1])
         assert senders_to(V2, stage) == {"scheduler", STAGES[-1]}  # V2: the last stage's broadcast
-        assert not any(m.values for m in V2.messages if m.sender == "scheduler")  # the scheduler: counts only
+        # V2 reads only counts from the scheduler (which still sends values it ignores)
+        assert not any(m.values for m in V2.messages if m.sender == "scheduler")
     # SGLang: a ring, each stage told by the one before it, the first by the last
     assert [senders_to(SGLANG, s) for s in STAGES] == [{STAGES[-1]}, {STAGES[0]}, {STAGES[1]}]
     assert "accept_lens" in SGLANG.messages[0].what and "draft tree" in SGLANG.messages[0].what

@@ -5,7 +5,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.patches import Rectangle
 
 from minispec.instruments.timeline import StageSpan, Timeline
-from minispec.lab.scenarios import forum_thread_llm
+from minispec.lab.experiments.scenarios import forum_thread_llm
 from minispec.lab.viz.gantt import IDLE, plot_gantt, plot_gantt_compare, span_label
 
 

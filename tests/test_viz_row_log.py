@@ -2,7 +2,7 @@
 
 import pytest
 
-from minispec.lab.scenarios import batch_label, forum_thread
+from minispec.lab.experiments.scenarios import batch_label, forum_thread
 from minispec.lab.viz.row_log import render_row_log, row_changes
 
 

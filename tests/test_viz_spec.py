@@ -7,7 +7,7 @@ from matplotlib.figure import Figure
 
 from minispec import LLM, SamplingParams
 from minispec.instruments.trace import ScheduleRecord, StepRecord, Trace
-from minispec.lab.metrics import (
+from minispec.lab.experiments.metrics import (
     acceptance_summary,
     alpha_by_position,
     chi_square,

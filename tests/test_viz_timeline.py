@@ -1,12 +1,12 @@
-"""The family's timeline (minispec.lab.pp_sync.TIMELINE) and its renderer (lab/viz/timeline.py)."""
+"""The family's timeline (minispec.lab.faults.pp_sync.TIMELINE) and its renderer (lab/viz/sync_timeline.py)."""
 
 import re
 
 import pytest
 from matplotlib.lines import Line2D
 
-from minispec.lab.pp_sync import TIMELINE, Kind, Lane, Milestone, Ref, State, vllm
-from minispec.lab.viz.timeline import MARKERS, plot_timeline, refs_label, timeline_table
+from minispec.lab.faults.pp_sync import TIMELINE, Kind, Lane, Milestone, Ref, State, vllm
+from minispec.lab.viz.sync_timeline import MARKERS, plot_timeline, refs_label, timeline_table
 
 URL = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(pull|issues)/\d+$")
 

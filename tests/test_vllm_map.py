@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from minispec.lab.vllm_map import (
+from minispec.lab.vllm_reference.twin_map import (
     Column,
     docstring_twin,
     in_release,
@@ -60,8 +60,8 @@ def test_package_map():
     table = render_twins_markdown(list(twins.values())).splitlines()
     assert len(table) == 2 + len(twins)
     assert "| `v1/request.py` | `vllm/v1/request.py` (0.9.2) | multimodal inputs" in "\n".join(table)
-    with pytest.raises(KeyError, match="module='lab/scenarios.py': expected a mirrored module"):
-        twin_of("lab/scenarios.py")
+    with pytest.raises(KeyError, match="module='lab/experiments/scenarios.py': expected a mirrored module"):
+        twin_of("lab/experiments/scenarios.py")
 
 
 def test_the_readme_twin_table_is_what_the_tool_writes():

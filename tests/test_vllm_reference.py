@@ -13,12 +13,12 @@ from dataclasses import replace
 
 import pytest
 
-from minispec.lab.exercise_runs import decoder
-from minispec.lab.scenarios import forum_thread
+from minispec.lab.exercises.attempts import decoder
+from minispec.lab.experiments.scenarios import forum_thread
 from minispec.lab.vllm_reference import artifact, environment, report
 from minispec.lab.vllm_reference.capture import capturing
 from minispec.lab.vllm_reference.compare import BUFFERS, buffer_difference, compare, stage_step_differences
-from minispec.lab.vllm_reference.scenarios import reference_schedule
+from minispec.lab.vllm_reference.reference_schedules import reference_schedule
 
 DECODE = decoder()
 
@@ -70,7 +70,7 @@ def test_job_gives_each_stage_its_own_schedules_in_order(thread_capture):
 
 
 def test_scheduler_output_data_keeps_resumed_and_output_lengths():
-    from minispec.lab.runs import run_schedule
+    from minispec.lab.experiments.schedule import run_schedule
 
     seed = next(s for s in range(40) if reference_schedule(s).num_gpu_blocks)
     with capturing() as captures:
@@ -249,7 +249,7 @@ def test_no_recorded_run_resumes_a_request_that_still_holds_a_row():
     """vLLM 0.14.0 evicts such a request first (gpu_model_runner.py line 878) and
     minispec does not (gpu_model_runner.py docstring): a departure no run of
     minispec's scheduler can reach, checked here on runs that do resume."""
-    from minispec.lab.runs import run_schedule
+    from minispec.lab.experiments.schedule import run_schedule
 
     seeds = [s for s in range(60) if reference_schedule(s).num_gpu_blocks][:8]
     resumed_rows = 0
@@ -335,10 +335,10 @@ def test_0140_evicts_a_resumed_request_that_still_holds_a_row(thread_check):
 def test_vllm_092_puts_finished_ids_in_schedules_it_never_runs(thread_check):
     """Seed 95: two requests finish while the other batch is in flight, so the
     next schedules are empty. vLLM 0.9.2's Scheduler clears finished_req_ids in
-    them anyway (scheduler.py line 609) and its engine does not execute an empty
+    them anyway (vllm/v1/core/sched/scheduler.py line 609) and its engine does not execute an empty
     schedule; minispec keeps them for the next one (its scheduler's docstring).
     With that carried over, every schedule of the run is equal."""
-    from minispec.lab.runs import run_schedule
+    from minispec.lab.experiments.schedule import run_schedule
     from minispec.lab.vllm_reference.run import ScenarioRun
     from minispec.lab.vllm_reference.scheduler_check import check_scheduler
 

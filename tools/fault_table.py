@@ -1,6 +1,6 @@
 """Write the README's table of fault presets (between its markers) from ``FAULTS``.
 
-``minispec.lab.fault_presets.FAULTS`` says, for each preset, its reference, the
+``minispec.lab.faults.catalogue.FAULTS`` says, for each preset, its reference, the
 first invariant its scenario breaks (or the transport's error) and where;
 ``tests/test_fault_presets.py`` asserts each of those and that the fixed run is clean,
 and checks that the README's copy is current, so the table cannot drift.
@@ -17,10 +17,10 @@ from generated import ROOT, between, command
 
 sys.path.insert(0, str(ROOT))
 
-from minispec.lab.fault_presets import FAULTS, LEFT_OUT, FirstViolation  # noqa: E402
+from minispec.lab.faults.catalogue import FAULTS, LEFT_OUT, FirstViolation  # noqa: E402
 
 README = ROOT / "README.md"
-BEGIN = "<!-- fault presets: tools/fault_table.py writes it from FAULTS; edit minispec/lab/fault_presets.py -->"
+BEGIN = "<!-- fault presets: tools/fault_table.py writes it from FAULTS; edit minispec/lab/faults/catalogue.py -->"
 END = "<!-- end of fault presets -->"
 FIXED = "clean: no violation, greedy output = reference"
 
@@ -39,7 +39,7 @@ def render_table() -> str:
         lines.append(f"| `{name}` | {fault.reference} | {fault.source} | {first_broken(fault.expected)} "
                      f"| {FIXED} |")
     for name in LEFT_OUT:
-        lines.append(f"| `{name}` (not a preset) | vLLM PR #41133 | see `LEFT_OUT` in `minispec/v1/worker/fault_presets.py` "
+        lines.append(f"| `{name}` (not a preset) | vLLM PR #41133 | see `LEFT_OUT` in `minispec/v1/worker/runner_fixes.py` "
                      "| does not bite in minispec | — |")
     return "\n".join(lines) + "\n"
 

@@ -62,7 +62,7 @@ slot table, a design of your own) can be checked by recording the same snapshots
    its forward: a `StageRecord` with one `RowRecord` per request it holds, read from the
    stage's own buffers (its copy of the token ids, its counts, its block table), never from
    the scheduler. A runner whose state is a slot table rather than rows records each slot's
-   request as a row.
+   request as a row, with its `slot`.
 3. After `update_from_output`: on the step's `StepRecord`, the drafts accepted per request
    and the scheduler's `num_computed_tokens` just before and just after.
 4. In `Trace.events`, each of those as it happened (a schedule, a stage, an update), so that
@@ -72,7 +72,9 @@ Then `check_trace(trace)` returns a `Violation` per break (its `invariant` is an
 member; `step`, `stage`, `req_id`, `expected`, `actual` say where and what). To check as you
 go, call an `InvariantChecker`'s `check_schedule`, `check_stage` and `check_update` at the
 same three points, as minispec's `TraceRecorder` does. Fields that no rule reads may be left
-at their defaults.
+at their defaults. A runner design inside minispec gets all of this by implementing the runner
+contract, `WorkerBase` ([adding a runner design](adding_a_runner.md)): its `describe_rows`
+gives the rows of point 2, and the engine and the recorder do the rest.
 """
 
 EXAMPLE = '''\

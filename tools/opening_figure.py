@@ -22,8 +22,8 @@ TITLE = "batch_0 = {A, B} and batch_1 = {C, D} through 2 stages"
 
 
 def draw(out: Path) -> Path:
-    from minispec.lab.runs import run_recorded
-    from minispec.lab.scenarios import forum_thread_llm
+    from minispec.lab.experiments.scenarios import forum_thread_llm
+    from minispec.lab.experiments.schedule import run_recorded
     from minispec.lab.viz.gantt import plot_gantt
 
     llm = forum_thread_llm("vllm-0.9.2")

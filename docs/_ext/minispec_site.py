@@ -41,7 +41,7 @@ OWN = ("minispec.instruments", "minispec.lab", "minispec.training")
 # finds (a new guide in docs/ appears without a change here).
 TOC = [("Walkthrough", ["notebooks/0*", "notebooks/glossary", "notebooks/*"]),
        ("Workshop", ["docs/workshop", "docs/opening", "docs/handout", "docs/*"]),
-       ("Reference", ["docs/api", "docs/invariants"])]
+       ("Reference", ["docs/api", "docs/invariants", "docs/adding_a_runner"])]
 
 
 def toctree(found: set[str]) -> str:

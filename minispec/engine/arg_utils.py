@@ -39,9 +39,12 @@ from minispec.config import (
     resolve_dtype,
 )
 from minispec.transformers_utils.tokenizer import load_tokenizer
-from minispec.v1.worker.fault_presets import FaultPreset, resolve_faults
-from minispec.v1.worker.gpu import MODEL_RUNNERS, default_model_runner
-from minispec.v1.worker.runner_fixes import Preset, RunnerFixes, resolve_fixes
+from minispec.v1.worker.gpu import default_model_runner
+from minispec.v1.worker.gpu.runner_fixes import FaultPreset
+from minispec.v1.worker.gpu.runner_fixes import RunnerFixes as RunnerFixesV2
+from minispec.v1.worker.runner_fixes import Preset, RunnerFixes
+from minispec.v1.worker.switchboard import resolve_switches
+from minispec.v1.worker.switches import ModelRunner
 
 
 @dataclass
@@ -49,7 +52,7 @@ class EngineArgs:
     model: str | Path = DEFAULT_TARGET
     pipeline_parallel_size: int = 1
     speculative_config: dict | None = None
-    fixes: Preset | str | RunnerFixes = Preset.ALL
+    fixes: Preset | str | RunnerFixes | RunnerFixesV2 = Preset.ALL  # checked against model_runner (switchboard.py)
     max_num_seqs: int = 16
     max_num_batched_tokens: int = 512
     max_model_len: int | None = None  # None: the model's positions, at most 512
@@ -61,9 +64,9 @@ class EngineArgs:
     device: str | None = None
     dtype: torch.dtype | str = torch.float32
     distributed_executor_backend: str = "uni"
-    max_concurrent_batches: int | None = None  # None: pipeline_parallel_size
-    model_runner: str | None = None  # "v1" | "v2"; None: MINISPEC_USE_V2_MODEL_RUNNER's choice, else "v1"
-    faults: FaultPreset | str | None = None  # one fault preset by name (fault_presets.py); None: none
+    max_concurrent_batches: int | None = None  # None: VllmConfig.max_concurrent_batches's (one per stage)
+    model_runner: ModelRunner | str | None = None  # "v1" | "v2"; None: MINISPEC_USE_V2_MODEL_RUNNER's, else "v1"
+    faults: FaultPreset | str | None = None  # one fault preset by name (gpu/runner_fixes.py); None: none
 
     def create_engine_config(self) -> VllmConfig:
         observability = ObservabilityConfig(record=self.record, check_invariants=self.check_invariants)
@@ -77,19 +80,19 @@ class EngineArgs:
                                   self.max_concurrent_batches)
         cache = CacheConfig(self.block_size, self.num_gpu_blocks).sized_for(self.max_num_seqs, max_model_len)
         spec = SpeculativeConfig.from_dict(self.speculative_config)
-        fixes = resolve_fixes(self.fixes)
         model_runner = default_model_runner() if self.model_runner is None else self.model_runner
-        require(model_runner in MODEL_RUNNERS, "model_runner", model_runner, "'v1' or 'v2' (or None: the default)")
-        faults = resolve_faults(self.faults, model_runner)
+        require(model_runner in tuple(ModelRunner), "model_runner", model_runner, "'v1' or 'v2' (or None: the default)")
+        model_runner = ModelRunner(model_runner)
+        switches = resolve_switches(model_runner, fixes=self.fixes, faults=self.faults)
         require(is_int(self.seed) and 0 <= self.seed < 2**63, "seed", self.seed, "an integer in [0, 2**63)")
         check_device(self.device)
         parallel.validate_for(arch)
         _check_sizes(arch, scheduler, cache)
         config = VllmConfig(
-            model=Path(self.model), arch=arch, parallel_config=_in_flight(parallel), cache_config=cache,
-            scheduler_config=scheduler, speculative_config=_with_draft(spec, arch, self.model), fixes=fixes,
+            model=Path(self.model), arch=arch, parallel_config=parallel, cache_config=cache,
+            scheduler_config=scheduler, speculative_config=_with_draft(spec, arch, self.model), switches=switches,
             device=self.device, dtype=dtype, seed=self.seed, observability_config=observability,
-            model_runner=model_runner, faults=faults,
+            model_runner=model_runner,
         )
         check_memory(config, dtype.itemsize, available_memory(), blocks_given=self.num_gpu_blocks is not None)
         _check_recording(observability, parallel.distributed_executor_backend)
@@ -103,13 +106,6 @@ def _check_sizes(arch: LlamaArchitecture, scheduler: SchedulerConfig, cache: Cac
         # Otherwise one long request could wait forever for blocks.
         raise ValueError(f"num_gpu_blocks={cache.num_gpu_blocks}: expected at least max_model_len / block_size = "
                          f"{-(-max_len // cache.block_size)} blocks")
-
-
-def _in_flight(parallel: ParallelConfig) -> ParallelConfig:
-    """None batches in flight means one per stage, as vLLM's multiprocess executor has."""
-    if parallel.max_concurrent_batches is not None:
-        return parallel
-    return replace(parallel, max_concurrent_batches=parallel.pipeline_parallel_size)
 
 
 def _with_draft(spec: SpeculativeConfig, arch: LlamaArchitecture, target: str | Path) -> SpeculativeConfig:

@@ -2,16 +2,19 @@
 
 Builds the engine as vLLM does: ``EngineArgs(model=model, **kwargs)``, whose
 ``create_engine_config()`` checks every argument and returns the ``VllmConfig``
-(``minispec.engine.arg_utils``); from it an executor holding one
-``GPUModelRunner`` per pipeline stage, a scheduler and an engine core. Then
-``generate`` runs to completion. Arguments mirror vLLM's where they exist;
+(``minispec.engine.arg_utils``); then ``EngineCore(vllm_config, Executor.get_class(vllm_config))``,
+which builds the executor (one ``GPUModelRunner`` per pipeline stage), the KV-cache manager
+and the scheduler, as vLLM 0.30.0's ``LLMEngine.from_vllm_config`` and ``EngineCore.__init__``
+do (``v1/engine/llm_engine.py`` 149-158, ``v1/engine/core.py`` 108-170). What stays here is
+the requests' side: each prompt and its parameters checked, queued, and the outputs built
+once ``generate`` has run to completion. Arguments mirror vLLM's where they exist;
 ``fixes``, ``record``, ``check_invariants`` and ``arrival_steps`` are minispec's.
-So is ``max_concurrent_batches``, the number of batches in flight at once: in vLLM
-0.9.2 the base ``Executor.max_concurrent_batches`` is 1 and the multiprocess and Ray
-executors override it with ``pipeline_parallel_size`` (``v1/executor/multiproc_executor.py``
-272-274, ``ray_distributed_executor.py`` 31-36), with no setting; minispec defaults to the same and lets 1 turn the batch
+So is ``max_concurrent_batches``, the number of batches in flight at once: vLLM has no
+setting (its ``VllmConfig.max_concurrent_batches`` is ``pipeline_parallel_size``,
+0.30.0 ``config/vllm.py`` 588-599); minispec defaults to the same and lets 1 turn the batch
 queue off, to measure what it buys. ``distributed_executor_backend="torchrun"``
-is minispec's way across machines (vLLM's is Ray; see the README).
+is minispec's way across machines (vLLM's is Ray; see the README): the ``LLM`` runs on rank 0,
+and the other ranks call ``minispec.entrypoints.cli.serve.run_headless``.
 Everything is validated before a single request is added, so a bad request
 never leaves the engine half-changed.
 """
@@ -20,10 +23,9 @@ from __future__ import annotations
 
 import itertools
 import numbers
-import os
 import reprlib
-import sys
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -36,11 +38,8 @@ from minispec.instruments.trace import TraceRecorder
 from minispec.outputs import CompletionOutput, RequestOutput
 from minispec.sampling_params import SamplingParams
 from minispec.transformers_utils.tokenizer import load_tokenizer
-from minispec.v1.core.kv_cache_manager import KVCacheManager
-from minispec.v1.core.sched.scheduler import Scheduler
 from minispec.v1.engine.core import EngineCore
-from minispec.v1.executor.abstract import Executor
-from minispec.v1.executor.uniproc_executor import UniProcExecutor
+from minispec.v1.executor import Executor
 from minispec.v1.request import Request, RequestStatus
 
 
@@ -61,25 +60,11 @@ class LLM:
         if observability.enabled:
             checker = InvariantChecker() if observability.check_invariants else None
             self.recorder = TraceRecorder(self.fixes_name, pp, checker)
-        executor = self._make_executor(self.config.parallel_config.distributed_executor_backend)
-        kv = KVCacheManager(self.config.cache_config.num_gpu_blocks, self.config.cache_config.block_size)
-        self.scheduler = Scheduler(self.scheduler_config, kv, use_pp=pp > 1)
-        self.engine = EngineCore(self.scheduler, executor, self.config.parallel_config.max_concurrent_batches,
-                                 self.recorder)
+        self.engine = EngineCore(self.config, Executor.get_class(self.config), self.recorder)
+        self.scheduler = self.engine.scheduler
         self._ids = itertools.count()
         self._used_ids: set[str] = set()  # queued, running or finished: ids are never reused
-
-    def _make_executor(self, backend: str) -> Executor:
-        """``backend`` was checked by ``create_engine_config`` (so was recording under "mp")."""
-        if backend == "uni":
-            return UniProcExecutor(self.config, self.recorder)
-        from minispec.v1.executor import multiproc_executor
-
-        if backend == "torchrun" and int(os.environ.get("RANK", "0")) > 0:
-            # The same script runs on every rank; the rest of it is rank 0's.
-            multiproc_executor.serve_stage(self.config)
-            sys.exit(0)
-        return multiproc_executor.MultiprocExecutor(self.config, launcher=backend)
+        self._texts: dict[str, str] = {}  # the text of each text prompt not yet returned, by request id
 
     def shutdown(self) -> None:
         """Stop the worker processes (a no-op for the in-process executor); also
@@ -154,10 +139,13 @@ class LLM:
             raise ValueError(f"request_id={request_id!r}: expected an id not used before")
         return self._to_token_ids(prompt, label)
 
-    def _queue(self, ids: list[int], params: SamplingParams, arrival_step: int, request_id: str | None) -> Request:
+    def _queue(self, prompt, ids: list[int], params: SamplingParams, arrival_step: int,
+               request_id: str | None) -> Request:
         if request_id is None:
             request_id = next(i for i in (f"req-{n}" for n in self._ids) if i not in self._used_ids)
         self._used_ids.add(request_id)
+        if isinstance(prompt, str):
+            self._texts[request_id] = prompt
         request = Request(request_id, ids, params, self.arch.eos_token_id)
         self.engine.add_request(request, self.engine.engine_step + arrival_step)
         return request
@@ -168,7 +156,7 @@ class LLM:
         steps from now, without running the engine."""
         ids = self._check_request(prompt, params, arrival_step, request_id, "prompt")
         self.engine.recover()
-        return self._queue(ids, params, arrival_step, request_id)
+        return self._queue(prompt, ids, params, arrival_step, request_id)
 
     def generate(self, prompts, sampling_params: SamplingParams | list[SamplingParams] | None = None,
                  arrival_steps: list[int] | None = None) -> list[RequestOutput]:
@@ -192,22 +180,47 @@ class LLM:
         checked = [self._check_request(p, sp, a, None, f"prompts[{i}]")
                    for i, (p, sp, a) in enumerate(zip(prompts, params, arrivals))]
         self.engine.recover()
-        try:
-            requests = [self._queue(ids, sp, a, None) for ids, sp, a in zip(checked, params, arrivals)]
+        with self._aborting_on_error():
+            requests = [self._queue(p, ids, sp, a, None) for p, ids, sp, a in zip(prompts, checked, params, arrivals)]
             self.engine.run()
+        outputs = {r.request_id: self._output(r) for r in self.engine.finished}
+        return [outputs[r.request_id] for r in requests]
+
+    def wait_for_completion(self) -> list[RequestOutput]:
+        """Run every request queued with ``add_request`` to completion and return their outputs,
+        in the order they finished (vLLM 0.30.0: ``LLM.wait_for_completion`` after ``enqueue``,
+        ``entrypoints/llm.py`` 543-565). As in ``generate``, an exception, ``KeyboardInterrupt``
+        too, aborts every unfinished request before it propagates."""
+        self.engine.recover()
+        with self._aborting_on_error():
+            self.engine.run()
+        return [self._output(r) for r in self.engine.finished]
+
+    @contextmanager
+    def _aborting_on_error(self):
+        try:
+            yield
         except BaseException:  # KeyboardInterrupt too: the engine must not stay half-stepped
-            # Everything is aborted: generate runs every queued request. In "mp" the workers are
+            # Everything is aborted: a run runs every queued request. In "mp" the workers are
             # stopped and start again on the next call, unless a stage failed (then the LLM refuses).
             self.engine.abort_all()
+            self._texts.clear()
             raise
-        return [self._output(r, p) for r, p in zip(requests, prompts)]
 
-    def _output(self, request: Request, prompt) -> RequestOutput:
+    def stage_runners(self) -> list:
+        """The runners of an in-process engine (``distributed_executor_backend="uni"``), one per
+        pipeline stage, first stage first, for the notebooks and the lab to look into. vLLM
+        0.9.2 reaches its workers' models through ``LLM.apply_model`` and ``collective_rpc``
+        (``vllm/entrypoints/llm.py`` 513-549); minispec's stages are plain objects here.
+        Under "mp" and torchrun the stages live in other processes: a ``ValueError`` says so."""
+        return self.engine.executor.stage_runners()
+
+    def _output(self, request: Request) -> RequestOutput:
         reason = {RequestStatus.FINISHED_STOPPED: "stop", RequestStatus.FINISHED_LENGTH_CAPPED: "length",
                   RequestStatus.FINISHED_ABORTED: "abort"}
         text = self.tokenizer.decode(request.output_token_ids) if self.tokenizer else ""
         return RequestOutput(
-            request_id=request.request_id, prompt=prompt if isinstance(prompt, str) else None,
+            request_id=request.request_id, prompt=self._texts.pop(request.request_id, None),
             prompt_token_ids=request.prompt_token_ids,
             outputs=[CompletionOutput(0, text, list(request.output_token_ids), reason.get(request.status))],
             finished=request.is_finished(), num_draft_tokens=request.num_draft_tokens,

@@ -163,7 +163,7 @@ class InvariantChecker:
             n_history = row.history_len
             history = s.all_token_ids[req_id][:n_history]
             if row.token_ids[:n_history] != history:
-                self._fail(HISTORY, s.step, st.stage, req_id, f"{_history_name(row, n_history)}={history}",
+                self._fail(HISTORY, s.step, st.stage, req_id, f"{row.history_name(n_history)}={history}",
                            row.token_ids[:n_history])
             drafts = s.scheduled_spec_decode_tokens.get(req_id, [])
             if row.draft_slots != drafts:
@@ -185,13 +185,6 @@ class InvariantChecker:
             if step.num_computed_after[req_id] != expected:
                 self._fail(ACCOUNTING, s.step, None, req_id,
                            f"num_computed_tokens={expected} (old + scheduled - rejected)", step.num_computed_after[req_id])
-
-
-def _history_name(row, n: int) -> str:
-    """V1's persistent-batch row, as the notebooks print it; a slot table's slot (Model Runner V2)."""
-    if row.slot is None:
-        return f"token_ids_cpu[{row.row}, :{n}]"
-    return f"slot {row.slot}'s all_token_ids[:{n}]"
 
 
 def check_trace(trace: Trace) -> list[Violation]:

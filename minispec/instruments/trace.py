@@ -1,18 +1,21 @@
 """Step traces: what the scheduler sent and what every stage saw, per engine step.
 
 Opt-in (``LLM(..., record=True)`` or ``check_invariants=True``). The engine
-calls ``on_schedule`` after each ``schedule()``, every stage's runner calls
-``on_stage`` after ``_prepare_inputs`` (before its forward), and the engine calls
-``on_update`` after ``update_from_output``; each call also appends its ``Event``
-(``minispec.instruments.events``, the type the engine yields) to ``Trace.events``,
-in the order things happened. Records are plain data so renderers
-and the invariant checker (``minispec.instruments.invariants``) work on them offline.
+calls ``on_schedule`` after each ``schedule()``, every stage calls ``on_stage`` once
+its inputs are gathered (before its forward) and the last stage ``on_sampled`` once it
+has sampled, and the engine calls ``on_update`` after ``update_from_output``; each call
+except ``on_sampled`` also appends its ``Event`` (``minispec.instruments.events``, the
+type the engine yields) to ``Trace.events``, in the order things happened. A stage
+hands over data, never itself: its rows as ``RowRecord`` values, described by the
+runner design from its own buffers (``WorkerBase.describe_rows``), so every design
+is recorded, and checked, the same way. Records are plain data so renderers and the
+invariant checker (``minispec.instruments.invariants``) work on them offline.
 Nothing here has a vLLM counterpart: it is minispec's window into the buffers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from minispec.instruments.events import Event, EventKind
@@ -48,6 +51,19 @@ class RowRecord:
     # Model Runner V2: the request's slot in its RequestState (``row`` is then the batch
     # row, and prev_req_id the slot's previous occupant); None for V1's persistent batch.
     slot: int | None = None
+
+    @property
+    def buffer_index(self) -> int:
+        """Where the stage keeps the request between steps: its slot in a slot table (V2),
+        else its row of the persistent batch (V1). ``prev_req_id`` is this index's previous
+        occupant."""
+        return self.row if self.slot is None else self.slot
+
+    def history_name(self, n: int) -> str:
+        """How the stage's own buffer spells the row's first ``n`` tokens, for messages."""
+        if self.slot is None:
+            return f"token_ids_cpu[{self.row}, :{n}]"
+        return f"slot {self.slot}'s all_token_ids[:{n}]"
 
     @property
     def first_draft_pos(self) -> int:
@@ -151,39 +167,27 @@ class TraceRecorder:
         if self.checker:
             self.checker.check_schedule(record)
 
-    def on_stage(self, runner, out, inputs) -> StageRecord:
-        batch = runner.input_batch
-        rows = []
-        last = self._last_rows.setdefault(runner.pp_rank, {})
-        slots = getattr(batch, "slots", None)  # a slot table's (Model Runner V2's BatchView)
-        for row, req_id in enumerate(batch.req_ids):
-            slot = None if slots is None else int(slots[row])
-            key = row if slot is None else slot
-            prev = last.get(key)
-            n_sched = int(inputs.num_scheduled[row])
-            nc = int(batch.num_computed_tokens_cpu[row])
-            end = max(int(batch.num_tokens[row]), nc + n_sched)
-            rows.append(RowRecord(
-                row=row, req_id=req_id, path=runner.row_paths.get(req_id, RowPath.STAYED),
-                token_ids=batch.token_ids_cpu[row, :end].tolist(),
-                num_tokens=int(batch.num_tokens[row]), num_tokens_no_spec=int(batch.num_tokens_no_spec[row]),
-                num_computed_tokens=nc, num_scheduled_tokens=n_sched,
-                num_drafts=len(inputs.verified_drafts[row]),
-                prev_req_id=prev.req_id if prev else None, prev_token_ids=prev.token_ids if prev else [],
-                block_ids=batch.block_table.block_table_np[row, : batch.block_table.num_blocks_per_row[row]].tolist(),
-                slot=slot,
-            ))
-        last.update({(r.row if r.slot is None else r.slot): r for r in rows})
-        record = StageRecord(
-            step=out.step, stage=runner.pp_rank, is_last=runner.is_last_rank, rows=rows,
-            input_ids=inputs.input_ids.tolist(),
-            verified_drafts={r: d for r, d in zip(batch.req_ids, inputs.verified_drafts) if d},
-        )
-        self._by_step[out.step].stages.append(record)
-        self.trace.events.append(Event(EventKind.STAGE, out.step, runner.pp_rank))
+    def on_stage(self, step: int, stage: int, is_last: bool, rows: list[RowRecord], input_ids: list[int],
+                 verified_drafts: dict[str, list[int]]) -> None:
+        """A stage's rows (``WorkerBase.describe_rows``) and inputs, before its forward. The
+        recorder adds each row's previous occupant from what it last saw at the same buffer
+        index, and keeps its own copies: the caller's ``rows`` are left as they were."""
+        last = self._last_rows.setdefault(stage, {})
+        rows = [replace(r, token_ids=list(r.token_ids), block_ids=None if r.block_ids is None else list(r.block_ids),
+                        prev_req_id=prev.req_id if (prev := last.get(r.buffer_index)) else None,
+                        prev_token_ids=prev.token_ids if prev else []) for r in rows]
+        last.update({r.buffer_index: r for r in rows})
+        record = StageRecord(step=step, stage=stage, is_last=is_last, rows=rows, input_ids=list(input_ids),
+                             verified_drafts={r: list(d) for r, d in verified_drafts.items()})
+        self._by_step[step].stages.append(record)
+        self.trace.events.append(Event(EventKind.STAGE, step, stage))
         if self.checker:
-            self.checker.check_stage(self._by_step[out.step].schedule, record)
-        return record
+            self.checker.check_stage(self._by_step[step].schedule, record)
+
+    def on_sampled(self, step: int, stage: int, sampled: dict[str, list[int]]) -> None:
+        """What the last stage emitted per request this step (after ``on_stage``)."""
+        record = next(st for st in self._by_step[step].stages if st.stage == stage)
+        record.sampled = {r: list(t) for r, t in sampled.items()}
 
     def on_update(self, out, requests: dict, num_accepted: dict[str, int], num_computed_before: dict[str, int]) -> None:
         """``requests``: the batch's requests still in the scheduler before the update

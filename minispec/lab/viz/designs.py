@@ -1,5 +1,5 @@
 """Three designs of the pipeline's hand-over side by side: a pure renderer,
-``minispec.lab.pp_sync.Design`` -> Figure or Table.
+``minispec.lab.faults.pp_sync.Design`` -> Figure or Table.
 
 ``plot_designs`` draws one panel per design: the scheduler above, three stages
 below (the last one hatched: it samples and drafts), and one numbered arrow per
@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 
-from minispec.lab.pp_sync import STAGES, Design
+from minispec.lab.faults.pp_sync import STAGES, Design
 from minispec.lab.viz.palette import EDGE, FILL_LIGHT, OKABE_ITO, PALE_BLUE, TEXT, WHITE
 from minispec.lab.viz.table import Table
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 
 from minispec.instruments.invariants import Invariant
-from minispec.lab.fault_runs import FaultRun
+from minispec.lab.faults.reproduce import FaultRun
 
 WIDTH = 100  # characters per line; longer expected/actual values are shortened with "…"
 TAIL = 6  # tokens shown before where a history runs past the scheduler's

@@ -11,7 +11,7 @@ also has its own hatching or mark.
 ``plot_step_rows`` stacks every stage, ``plot_strip_diff`` puts two presets
 one above the other and outlines the cells that differ, ``plot_acceptance``
 compares acceptance per step with (1 - α^(k+1)) / (1 - α) (the counting is
-``minispec.lab.metrics``'s), and
+``minispec.lab.experiments.metrics``'s), and
 ``plot_presets`` compares runs.
 """
 
@@ -22,7 +22,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from minispec.instruments.trace import StepRecord, Trace
-from minispec.lab.metrics import acceptance_per_step, alpha_estimate, expected_tokens_per_forward
+from minispec.lab.experiments.metrics import acceptance_per_step, alpha_estimate, expected_tokens_per_forward
 from minispec.lab.viz.palette import EDGE, FILL_LIGHT, OKABE_ITO, SERIES, TEXT, TEXT_FAINT
 from minispec.lab.viz.strip import ROLES, WINDOW, CellRole, RowView, diff_cells, stage_view
 

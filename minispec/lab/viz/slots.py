@@ -1,5 +1,5 @@
 """Plain-text renderings of Model Runner V2's slots and of the last stage's broadcast:
-pure functions, ``record -> str``, over ``minispec.lab.v2_watch``'s records.
+pure functions, ``record -> str``, over ``minispec.lab.experiments.v2_watch``'s records.
 
 ``decode`` turns one token id into a short label (a character for the shipped
 tokenizer); by default ids are printed as numbers. No vLLM twin.
@@ -7,7 +7,7 @@ tokenizer); by default ids are printed as numbers. No vLLM twin.
 
 from __future__ import annotations
 
-from minispec.lab.v2_watch import BroadcastRecord, SlotSnapshot
+from minispec.lab.experiments.v2_watch import BroadcastRecord, SlotSnapshot
 
 TAIL = 8  # the last tokens of a slot's history shown; "…" marks that earlier ones are cut
 

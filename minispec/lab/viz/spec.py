@@ -1,7 +1,7 @@
 """Speculative decoding, drawn: pure functions for notebook 02.
 
 * ``render_acceptance_table``, ``plot_acceptance_vs_k``, ``plot_rejection_example``
-  and ``plot_sampled_vs_target`` draw what ``minispec.lab.metrics`` measures
+  and ``plot_sampled_vs_target`` draw what ``minispec.lab.experiments.metrics`` measures
   (``acceptance_summary`` per k, the textbook ``(1 - alpha^(k+1)) / (1 - alpha)``,
   and the ``chi_square`` test the last one reports).
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from minispec.lab.metrics import expected_tokens_per_forward
+from minispec.lab.experiments.metrics import expected_tokens_per_forward
 from minispec.lab.viz.palette import OKABE_ITO
 
 

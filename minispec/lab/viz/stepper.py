@@ -15,10 +15,10 @@ from typing import NamedTuple
 from minispec.instruments.invariants import Violation, check_trace
 from minispec.instruments.timeline import Timeline
 from minispec.instruments.trace import Trace
-from minispec.lab.runs import run_recorded
-from minispec.lab.scenarios import batch_label, forum_thread_llm
+from minispec.lab.experiments.scenarios import batch_label, forum_thread_llm
+from minispec.lab.experiments.schedule import run_recorded
 from minispec.lab.viz.text import render_schedule
-from minispec.v1.worker.runner_fixes import PRESETS
+from minispec.v1.worker.runner_fixes import Preset
 
 
 class Run(NamedTuple):
@@ -26,7 +26,7 @@ class Run(NamedTuple):
     timeline: Timeline | None = None
 
 
-def thread_runs(presets=tuple(PRESETS), **kwargs) -> dict[str, Run]:
+def thread_runs(presets=tuple(Preset), **kwargs) -> dict[str, Run]:
     """The forum thread's scenario run to completion under each preset, with its
     trace (outputs and stats filled in) and timeline."""
     runs = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from minispec.instruments.events import EventKind
 from minispec.instruments.invariants import check_trace
 from minispec.instruments.trace import StageRecord, StepRecord, Trace
-from minispec.lab.metrics import first_divergence
+from minispec.lab.experiments.metrics import first_divergence
 from minispec.lab.viz.strip import CellRole, row_view
 
 HISTORY = 12  # history tokens shown per row; "…" marks that earlier ones are cut

@@ -21,6 +21,7 @@ from unittest import mock
 
 from minispec.instruments.trace import Trace, TraceRecorder
 from minispec.v1.core.sched.scheduler import Scheduler
+from minispec.v1.worker.gpu_model_runner import GPUModelRunner
 
 
 @dataclass
@@ -132,13 +133,24 @@ class CapturingRecorder(TraceRecorder):
                 "max_model_len": c.max_model_len, "num_gpu_blocks": kv.num_blocks, "block_size": kv.block_size,
                 "pipeline_parallel_size": self.trace.pipeline_parallel_size}
 
-    def on_stage(self, runner, out, inputs):
-        record = super().on_stage(runner, out, inputs)
-        self.capture.stage_steps.append(StageStep(runner.pp_rank, out.step, stage_buffers(runner)))
+    def capture_stage(self, runner: GPUModelRunner, step: int) -> None:
+        """V1's buffers when the stage describes its rows (``describe_rows``, below)."""
+        self.capture.stage_steps.append(StageStep(runner.pp_rank, step, stage_buffers(runner)))
         self.capture.config.update(max_num_reqs=runner.input_batch.max_num_reqs,
                                    max_model_len=runner.input_batch.max_model_len,
                                    block_size=runner.block_size, vocab_size=runner.model.arch.vocab_size)
-        return record
+
+
+def _capturing_rows(describe_rows):
+    """V1's ``describe_rows`` (called once a recording stage has gathered its inputs, before
+    its forward), also snapshotting the stage's buffers into its recorder's capture: the
+    recorder itself is handed rows, never the runner."""
+
+    def wrapper(runner: GPUModelRunner, out, inputs):
+        runner.recorder.capture_stage(runner, out.step)
+        return describe_rows(runner, out, inputs)
+
+    return wrapper
 
 
 def _logging(logs: dict, method, event):
@@ -175,6 +187,8 @@ def capturing():
     }
     with contextlib.ExitStack() as stack:
         stack.enter_context(mock.patch("minispec.entrypoints.llm.TraceRecorder", make))
+        stack.enter_context(mock.patch.object(GPUModelRunner, "describe_rows",
+                                              _capturing_rows(GPUModelRunner.describe_rows)))
         for name, event in events.items():
             stack.enter_context(mock.patch.object(Scheduler, name, _logging(logs, getattr(Scheduler, name), event)))
         yield captures

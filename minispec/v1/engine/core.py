@@ -1,8 +1,16 @@
 """The engine loop (vLLM: ``vllm/v1/engine/core.py``).
 
+``EngineCore(vllm_config, executor_class)`` builds what it drives, as vLLM 0.30.0's
+``EngineCore.__init__`` does (``core.py`` 108-237): the executor (134), then the KV-cache
+manager (145, there sized by profiling the workers; here ``CacheConfig.num_gpu_blocks``) and
+the scheduler (149-170), and it sizes its batch queue from ``vllm_config.max_concurrent_batches``
+(210-216), the one source of that number (``VllmConfig.max_concurrent_batches``): one batch per
+pipeline stage unless ``max_concurrent_batches`` asks for fewer. ``executor_class`` comes from
+``Executor.get_class(vllm_config)``, as vLLM's ``LLMEngine.from_vllm_config`` passes it
+(0.30.0 ``v1/engine/llm_engine.py`` 158). ``recorder`` is minispec's (the traces).
+
 ``step_with_batch_queue`` keeps up to ``max_concurrent_batches`` batches in
-flight (the executor's, as vLLM's ``EngineCore`` reads it, 0.9.2 ``core.py`` 125:
-one per pipeline stage; ``LLM`` may set fewer). Each engine step it schedules a new batch if the
+flight. Each engine step it schedules a new batch if the
 queue has room and anything can be scheduled; only when nothing can be
 scheduled (or the queue is full) does it wait for the oldest batch and feed its
 output back to the scheduler. Requests in a batch in flight have nothing left
@@ -16,7 +24,8 @@ interleaving. The engine uses only the executor's interface
 (``minispec.v1.executor.abstract``), recovery included.
 ``abort_requests`` finishes requests with ``FINISHED_ABORTED``, as vLLM's does;
 ``abort_all`` aborts everything after an exception cut a step short.
-Left out: the ZMQ engine-core process, output processing, async scheduling.
+Left out: the ZMQ engine-core process, KV-cache sizing by profiling, structured outputs,
+output processing, async scheduling.
 """
 
 from __future__ import annotations
@@ -24,16 +33,24 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterator
 
+from minispec.config import VllmConfig
 from minispec.instruments.events import Event, EventKind
+from minispec.v1.core.kv_cache_manager import KVCacheManager
+from minispec.v1.core.sched.scheduler import Scheduler
 from minispec.v1.executor.abstract import Executor, PendingBatch
 from minispec.v1.request import Request, RequestStatus
 
 
 class EngineCore:
-    def __init__(self, scheduler, executor: Executor, max_concurrent_batches: int | None = None, recorder=None):
-        """``max_concurrent_batches``: None takes the executor's."""
-        self.scheduler, self.executor, self.recorder = scheduler, executor, recorder
-        self.max_concurrent_batches = max_concurrent_batches or executor.max_concurrent_batches
+    def __init__(self, vllm_config: VllmConfig, executor_class: type[Executor], recorder=None):
+        """``recorder``: a ``TraceRecorder`` the executor's stages and this loop report to, or None."""
+        self.vllm_config, self.recorder = vllm_config, recorder
+        self.executor = executor_class(vllm_config, recorder)
+        cache = vllm_config.cache_config
+        kv_cache_manager = KVCacheManager(cache.num_gpu_blocks, cache.block_size)
+        self.scheduler = Scheduler(vllm_config.scheduler_config, kv_cache_manager,
+                                   use_pp=vllm_config.pipeline_parallel_size > 1)
+        self.max_concurrent_batches = vllm_config.max_concurrent_batches  # vLLM: batch_queue_size
         self.batch_queue: deque[PendingBatch] = deque()
         self.arrivals: list[tuple[int, Request]] = []
         self.engine_step = 0

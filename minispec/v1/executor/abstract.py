@@ -5,16 +5,22 @@ pipeline stage and completes it when the engine waits for it (``wait``, which
 yields an ``Event`` as each stage's forward pass is done). It owns its stages, so
 it also owns their recovery: ``abort_all`` forgets every batch in flight and
 every request a stage holds, and the executor gets itself ready again before its
-next batch; ``check_health`` raises if it cannot take work; ``shutdown`` stops it.
-The engine and ``LLM`` use nothing else.
+next batch; ``check_health`` raises if it cannot take work; ``shutdown`` stops it;
+``stage_runners`` hands over the stages themselves where they live in this process (for
+``LLM.stage_runners``, which the lab uses). The engine and ``LLM`` use nothing else.
 
 vLLM 0.9.2's ``Executor`` (``abstract.py`` 22-96) extends v0's ``ExecutorBase``,
 whose ``check_health`` raises ``NotImplementedError`` (``vllm/executor/executor_base.py``
 250-253); by 0.14.0 ``Executor`` is an ``ABC`` of its own with ``check_health``
-abstract (``abstract.py`` 35, 253-257). Its ``max_concurrent_batches`` is 1
-(0.9.2 ``abstract.py`` 91-93), and the multiprocess executor's is
-``pipeline_parallel_size`` (0.9.2 ``multiproc_executor.py`` 272-274). Its
-``execute_model`` returns the output, or a ``Future`` when more than one batch
+abstract (``abstract.py`` 35, 253-257). ``Executor.get_class(vllm_config)`` picks the
+class from ``distributed_executor_backend``, as vLLM 0.30.0's does (``abstract.py`` 48-93, which
+imports each class lazily where it picks it: minispec's executors name their backend instead, and
+this package's ``__init__`` imports them, so the base class imports none of its subclasses). Every
+executor is built as ``executor_class(vllm_config)`` (0.30.0 ``abstract.py`` 96-110), plus
+minispec's recorder. In 0.9.2 the executor also said how many batches may be in flight
+(``max_concurrent_batches``, ``abstract.py`` 91-93, ``multiproc_executor.py`` 272-274); by
+0.30.0 that is ``VllmConfig.max_concurrent_batches`` (``config/vllm.py`` 588-599), minispec's one
+source too. Its ``execute_model`` returns the output, or a ``Future`` when more than one batch
 may be in flight (0.9.2 ``multiproc_executor.py`` 154-164); minispec's returns a
 ``PendingBatch`` that ``wait`` completes, so a notebook can step through it. vLLM
 has no abort on the executor: an abort frees the request in the scheduler, and a
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import ClassVar, Iterator
 
 from minispec.instruments.events import Event
 from minispec.instruments.timeline import Timeline
@@ -48,11 +54,21 @@ class PendingBatch:
 
 class Executor(ABC):
     timeline: Timeline  # when each stage worked on each batch
+    backend: ClassVar[str]  # the distributed_executor_backend it serves ("uni", "mp", "torchrun")
+    _classes: ClassVar[dict[str, type[Executor]]] = {}
 
-    @property
-    def max_concurrent_batches(self) -> int:
-        """How many batches the engine may keep in flight at once."""
-        return 1
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "backend" in cls.__dict__:
+            Executor._classes[cls.backend] = cls
+
+    @staticmethod
+    def get_class(vllm_config) -> type[Executor]:
+        """The executor class for ``vllm_config.parallel_config.distributed_executor_backend``."""
+        backend = vllm_config.parallel_config.distributed_executor_backend
+        if backend not in Executor._classes:
+            raise ValueError(f"distributed_executor_backend={backend!r}: expected one of {sorted(Executor._classes)}")
+        return Executor._classes[backend]
 
     @abstractmethod
     def execute_model(self, scheduler_output: SchedulerOutput) -> PendingBatch:
@@ -66,6 +82,12 @@ class Executor(ABC):
     def abort_all(self) -> None:
         """Forget every batch in flight and every request any stage holds (the engine
         has aborted them all). Safe to call again if it was itself interrupted."""
+
+    def stage_runners(self) -> list:
+        """The stages' runners, first stage first, where they are objects in this process
+        (the in-process executor's; vLLM reaches its workers through ``collective_rpc``)."""
+        raise ValueError(f"stage_runners: {type(self).__name__}'s stages live in other processes: expected "
+                         "the in-process executor (distributed_executor_backend='uni')")
 
     @abstractmethod
     def check_health(self) -> None:

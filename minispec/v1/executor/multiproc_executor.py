@@ -55,7 +55,6 @@ from minispec.instruments.events import Event, EventKind
 from minispec.instruments.timeline import StageSpan, Timeline
 from minispec.sequence import IntermediateTensors
 from minispec.v1.executor.abstract import Executor, PendingBatch
-from minispec.v1.worker.gpu.pp_utils import bind_pp_group
 from minispec.v1.worker.gpu_worker import make_runner
 
 CTRL, HIDDEN, OUTPUT, SPAN = 1, 2, 3, 4  # message tags
@@ -78,7 +77,7 @@ def run_stage(group: StageGroup, runner, config) -> None:
     The next batch's control message and hidden states are always posted for
     before this batch's forward starts, so they arrive while it runs."""
     rank, last = group.rank, runner.is_last_rank
-    bind_pp_group(runner, group)  # Model Runner V2's broadcast goes over this group too; V1 ignores it
+    runner.bind_pp_group(group)  # Model Runner V2's broadcast goes over this group too; V1 ignores it
     shape = (config.scheduler_config.max_num_batched_tokens, config.arch.hidden_size)
 
     def post_hidden():  # in host memory: gloo sends and receives CPU tensors only
@@ -186,11 +185,16 @@ class SentBatch(PendingBatch):
 class MultiprocExecutor(Executor):
     """Rank 0's side: runs stage 0 and keeps the batches in flight in order."""
 
-    def __init__(self, config, launcher: str = "mp"):
-        if launcher == "mp":
+    backend = "mp"
+
+    def __init__(self, config, recorder=None):
+        if recorder is not None:
+            raise ValueError(f"recorder: expected None under distributed_executor_backend={self.backend!r} "
+                             "(stage records live in worker processes)")
+        if self.backend == "mp":
             refuse_spawn_bootstrap()
         share_cores(config.pipeline_parallel_size)  # stage 0 runs in this process
-        self.config, self.launcher = config, launcher
+        self.config = config
         self.pp, self.timeout_s = config.pipeline_parallel_size, execute_model_timeout()
         self.error: str | None = None  # why a stage failed: from then on this executor refuses work
         self._stopped_by_abort = False  # abort_all stopped the stages: start them before the next batch
@@ -203,13 +207,13 @@ class MultiprocExecutor(Executor):
         # Workers must not outlive an engine that was dropped without shutdown(), nor one that failed to start.
         self._finalizer = weakref.finalize(self, _stop_workers, self.groups, self.workers)
         try:
-            if self.launcher == "mp":
+            if self.backend == "mp":
                 store, hostname = self._spawn_workers(self.config), "127.0.0.1"
             else:
                 store, hostname = torchrun_store(self.pp), None
-            self.runner = make_runner(self.config, 0, device=torchrun_device(self.launcher))
+            self.runner = make_runner(self.config, 0, device=torchrun_device(self.backend))
             self.group = StageGroup(store, 0, self.pp, self.timeout_s, hostname)
-            bind_pp_group(self.runner, self.group)  # as in run_stage
+            self.runner.bind_pp_group(self.group)  # as in run_stage
         except BaseException:
             self.shutdown()
             raise
@@ -239,10 +243,6 @@ class MultiprocExecutor(Executor):
         return store
 
     # -- the executor interface ------------------------------------------------
-    @property
-    def max_concurrent_batches(self) -> int:
-        return self.pp
-
     def execute_model(self, scheduler_output) -> SentBatch:
         self._restart_after_abort()
         self.check_health()
@@ -307,7 +307,7 @@ class MultiprocExecutor(Executor):
     def _restart_after_abort(self) -> None:
         if not self._stopped_by_abort or self.error is not None:  # a failed one refuses (check_health)
             return
-        if self.launcher == "torchrun":
+        if self.backend == "torchrun":
             raise RuntimeError("generate was interrupted under torchrun, which stopped the stages on the other "
                                "ranks; they cannot be restarted from here: start the job again")
         self._start()
@@ -384,6 +384,27 @@ def _stop_workers(groups: list, workers: list) -> None:
 
 
 # -- torchrun: every rank started from outside ----------------------------------
+class TorchrunExecutor(MultiprocExecutor):
+    """Rank 0's side when ``torchrun`` started every rank: the other ranks serve their stages
+    through ``serve_stage`` (``minispec.entrypoints.cli.serve.run_headless``). vLLM's torchrun
+    backend, ``ExecutorWithExternalLauncher`` (0.30.0 ``uniproc_executor.py`` 161-176), runs a
+    whole engine on every rank instead."""
+
+    backend = "torchrun"
+
+    def __init__(self, config, recorder=None):
+        rank = torchrun_rank()
+        if rank != 0:
+            raise ValueError(f"distributed_executor_backend='torchrun' on rank {rank}: the LLM runs on rank 0; "
+                             "call minispec.entrypoints.cli.serve.run_headless(...) with the same arguments "
+                             "on the other ranks")
+        super().__init__(config, recorder)
+
+
+def torchrun_rank() -> int:
+    return int(os.environ.get("RANK", "0"))
+
+
 def torchrun_store(pp: int):
     """The rendezvous store ``torchrun`` set up (``MASTER_ADDR``/``MASTER_PORT``)."""
     world = int(os.environ.get("WORLD_SIZE", "0"))
@@ -394,9 +415,9 @@ def torchrun_store(pp: int):
     return dist.PrefixStore("minispec", store)
 
 
-def torchrun_device(launcher: str):
+def torchrun_device(backend: str):
     """Under torchrun a rank's GPU is its ``LOCAL_RANK``; the CPU otherwise."""
-    if launcher == "torchrun" and torch.cuda.is_available():
+    if backend == "torchrun" and torch.cuda.is_available():
         return torch.device(f"cuda:{os.environ.get('LOCAL_RANK', '0')}")
     return None
 
@@ -404,7 +425,7 @@ def torchrun_device(launcher: str):
 def serve_stage(config) -> None:
     """Run this torchrun rank's stage until rank 0 shuts the pipeline down."""
     _exit_with_parent()
-    rank = int(os.environ["RANK"])
+    rank = torchrun_rank()
     runner = make_runner(config, rank, device=torchrun_device("torchrun"))
     group = StageGroup(torchrun_store(config.pipeline_parallel_size), rank, config.pipeline_parallel_size,
                        execute_model_timeout())

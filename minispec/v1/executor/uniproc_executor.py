@@ -15,7 +15,7 @@ it, oldest batch (the one furthest along) first, so a batch moves one stage per
 tick and two batches can be on two stages at once -- the overlap a real
 pipeline has. ``wait(batch)`` ticks until that batch has left the last stage.
 Recovery is plain: ``abort_all`` empties the pipeline and gives every stage a
-fresh persistent batch (``GPUModelRunner.drop_all_requests``), and nothing can
+fresh start (``WorkerBase.drop_all_requests``), and nothing can
 fail outside this process, so ``check_health`` has nothing to check.
 Left out: vLLM's worker wrapper and its RPCs (``collective_rpc``): the executor
 calls each runner directly.
@@ -27,11 +27,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterator
 
+from minispec.distributed.parallel_state import InProcStageGroup
 from minispec.instruments.events import Event, EventKind
 from minispec.instruments.timeline import StageSpan, Timeline
 from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.executor.abstract import Executor, PendingBatch
-from minispec.v1.worker.gpu.pp_utils import bind_pp_groups
 from minispec.v1.worker.gpu_worker import make_runner
 
 
@@ -44,18 +44,18 @@ class PipelineBatch(PendingBatch):
 
 
 class UniProcExecutor(Executor):
+    backend = "uni"
+
     def __init__(self, config, recorder=None):
         self.runners = [make_runner(config, rank, recorder) for rank in range(config.pipeline_parallel_size)]
-        # Model Runner V2's stages message each other (the last stage's broadcast); V1's ignore it.
-        bind_pp_groups(self.runners)
+        # Every design takes its view of one in-process group (WorkerBase.bind_pp_group):
+        # Model Runner V2's stages message each other on it (the last stage's broadcast); V1's send nothing.
+        group = InProcStageGroup(0)
+        for rank, runner in enumerate(self.runners):
+            runner.bind_pp_group(group.for_rank(rank))
         self.in_flight: deque[PipelineBatch] = deque()
         self.timeline = Timeline(config.pipeline_parallel_size, clock="ticks")
         self.num_ticks = 0
-
-    @property
-    def max_concurrent_batches(self) -> int:
-        """One per stage, as vLLM's multiprocess executor allows: each stage can hold a batch."""
-        return len(self.runners)
 
     def execute_model(self, scheduler_output: SchedulerOutput) -> PipelineBatch:
         batch = PipelineBatch(scheduler_output)
@@ -70,6 +70,9 @@ class UniProcExecutor(Executor):
         self.in_flight.clear()
         for runner in self.runners:
             runner.drop_all_requests()
+
+    def stage_runners(self) -> list:
+        return list(self.runners)
 
     def check_health(self) -> None:
         """Every stage lives in this process: if it runs, they do."""

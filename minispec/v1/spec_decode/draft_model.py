@@ -37,9 +37,10 @@ from collections import OrderedDict
 import numpy as np
 import torch
 
-from minispec.attention import allocate_kv_cache, make_attention_metadata
+from minispec.attention import make_attention_metadata
 from minispec.model_executor.model_loader import get_model
 from minispec.v1.sample.sampler import compute_probs, sample_from
+from minispec.v1.worker.utils import bind_kv_cache
 
 
 class DraftModelProposer:
@@ -49,12 +50,8 @@ class DraftModelProposer:
         self.model = get_model(model_path, 0, 1, device=device, dtype=dtype, arch=arch)
         self.k, self.max_model_len, self.block_size, self.device = k, max_model_len, block_size, device
         self.blocks_per_req = -(-max_model_len // block_size)
-        num_blocks = self.blocks_per_req * max_num_seqs
-        arch = self.model.arch
-        for attn in self.model.attention_layers:
-            attn.kv_cache = allocate_kv_cache(num_blocks, block_size, arch.num_key_value_heads, arch.head_dim,
-                                              dtype, device)
-        self.num_blocks = num_blocks
+        self.num_blocks = self.blocks_per_req * max_num_seqs
+        bind_kv_cache(self.model, self.num_blocks, block_size, dtype, device)
         self.reset()
 
     def reset(self) -> None:

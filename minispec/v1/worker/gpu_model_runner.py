@@ -18,11 +18,13 @@ minispec adds bookkeeping vLLM does not have: ``row_paths`` for traces and
 each request's last drafts for fix 2.
 
 Built as vLLM builds it, from the ``VllmConfig`` alone: the runner picks its
-drafter (last stage only), its ``Sampler`` and ``RejectionSampler``, and turns each
-of ``RunnerFixes``' switches into the one function it calls.
+drafter (last stage only, ``minispec.v1.spec_decode.make_drafter``), its ``Sampler`` and
+``RejectionSampler``, and turns each of V1's switches (``runner_fixes.py``) into the one
+function it calls. It is one implementation of the runner contract (``worker_base.WorkerBase``):
+``describe_rows`` hands the trace recorder its persistent batch's rows.
 ``removed_req_indices`` is not passed through ``_update_states``: vLLM 0.9.2's GPU
-runner does not pass it either (0.9.1's did, and 0.9.2's ``tpu_model_runner.py``
-still does, from line 365); its ``InputBatch`` keeps the free rows itself, and so
+runner does not pass it either (0.9.1's did, and 0.9.2's ``vllm/v1/worker/tpu_model_runner.py``
+365-368 still does); its ``InputBatch`` keeps the free rows itself, and so
 does minispec's (see ``gpu_input_batch.py``).
 Left out: CUDA graphs, the Worker class, structured output, LoRA, multimodal.
 One departure from 0.14.0 under ``"vllm-0.14"``: 0.14.0 first evicts a resumed
@@ -39,44 +41,23 @@ Checked by running vLLM's own ``_update_states`` on minispec's schedules:
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from minispec.attention import allocate_kv_cache, make_attention_metadata
+from minispec.attention import make_attention_metadata
 from minispec.config import VllmConfig
-from minispec.instruments.trace import RowPath
-from minispec.model_executor.model_loader import get_model
+from minispec.instruments.trace import RowPath, RowRecord
 from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.outputs import ModelRunnerOutput
 from minispec.v1.sample.rejection_sampler import RejectionSampler
 from minispec.v1.sample.sampler import Sampler
-from minispec.v1.spec_decode.draft_model import DraftModelProposer
-from minispec.v1.spec_decode.ngram_proposer import NgramProposer
-from minispec.v1.spec_decode.scripted_proposer import ScriptedProposer
+from minispec.v1.spec_decode import make_drafter
 from minispec.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
-from minispec.v1.worker.runner_fixes import (
-    resolve_fix,
-    skip_spec_tokens,
-    slice_relayed_tokens,
-    take_accepted_drafts,
-)
-
-
-def make_drafter(vllm_config: VllmConfig, device, dtype):
-    """The last stage's proposer, by method (vLLM 0.9.2 picks it in ``GPUModelRunner.__init__``,
-    ``gpu_model_runner.py`` lines 174-193); ``None`` without speculative decoding."""
-    spec, sched = vllm_config.speculative_config, vllm_config.scheduler_config
-    if not spec.enabled:
-        return None
-    if spec.method == "ngram":
-        return NgramProposer(spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens)
-    if spec.method == "scripted":
-        return ScriptedProposer(dict(spec.script), spec.num_speculative_tokens, vllm_config.arch)
-    return DraftModelProposer(spec.model, spec.num_speculative_tokens, sched.max_model_len, sched.max_num_seqs,
-                              vllm_config.cache_config.block_size, device, dtype, arch=spec.draft_arch)
+from minispec.v1.worker.runner_fixes import MOVE_ROW, READD_SPEC_TOKENS, SYNC_ACCEPTED_TOKENS, take_accepted_drafts
+from minispec.v1.worker.utils import load_stage_model, request_generator
+from minispec.v1.worker.worker_base import WorkerBase
 
 
 @dataclass
@@ -89,43 +70,24 @@ class PreparedInputs:
     verified_drafts: list[list[int]]  # per row: drafts read back out of input_ids
 
 
-class GPUModelRunner:
+class GPUModelRunner(WorkerBase[PreparedInputs]):
     def __init__(self, vllm_config: VllmConfig, rank: int, device: torch.device, recorder=None):
         """Stage ``rank`` of ``vllm_config``'s pipeline, on ``device``. vLLM's takes
         ``(vllm_config, device)`` and reads its rank from the pipeline group."""
-        self.vllm_config = vllm_config
-        self.pp_rank, self.pp_size = rank, vllm_config.pipeline_parallel_size
-        self.is_first_rank, self.is_last_rank = rank == 0, rank == self.pp_size - 1
-        self.device, self.seed, self.recorder = device, vllm_config.seed, recorder
-        self.dtype = vllm_config.dtype or torch.float32
-        self.block_size = vllm_config.cache_config.block_size
-        self.max_model_len = vllm_config.scheduler_config.max_model_len
-        self.model = self._load_model()
-        # Each fix is one function from here on (runner_fixes): a learner's, the fix or the fault.
-        fixes = vllm_config.fixes
-        self.readd_spec_tokens = resolve_fix(fixes.readd_spec_tokens, GPUModelRunner._write_spec_tokens,
-                                             skip_spec_tokens)
-        self.sync_accepted_tokens = resolve_fix(fixes.sync_accepted_tokens, take_accepted_drafts,
-                                                slice_relayed_tokens)
-        self.move_row = fixes.move_row  # None: InputBatch's own
+        super().__init__(vllm_config, rank, device, recorder)
+        # vLLM: ``load_model`` and ``initialize_kv_cache``, which the worker calls after profiling memory
+        self.model = load_stage_model(vllm_config, rank, device, self.dtype)
+        # Each switch is one function from here on (runner_fixes): a learner's, the fix or the fault.
+        switches = vllm_config.switches
+        self.readd_spec_tokens = switches.pick(READD_SPEC_TOKENS, GPUModelRunner._write_spec_tokens)
+        self.sync_accepted_tokens = switches.pick(SYNC_ACCEPTED_TOKENS, take_accepted_drafts)
+        self.move_row = switches.pick(MOVE_ROW, InputBatch._move_row)
         self.input_batch = self._make_input_batch()
         self.requests: dict[str, CachedRequestState] = {}
         self.row_paths: dict[str, RowPath] = {}  # trace bookkeeping, per scheduled request
         self.sampler = Sampler()
         self.drafter = make_drafter(vllm_config, self.device, self.dtype) if self.is_last_rank else None
         self.rejection_sampler = RejectionSampler()
-
-    def _load_model(self):
-        """This stage's layers, with their KV cache (vLLM: ``load_model`` and
-        ``initialize_kv_cache``, which the worker calls after profiling memory)."""
-        config = self.vllm_config
-        model = get_model(config.model, self.pp_rank, self.pp_size, device=self.device, dtype=self.dtype,
-                          arch=config.arch)
-        for attn in model.attention_layers:
-            attn.kv_cache = allocate_kv_cache(config.cache_config.num_gpu_blocks, self.block_size,
-                                              config.arch.num_key_value_heads, config.arch.head_dim, self.dtype,
-                                              self.device)
-        return model
 
     def _make_input_batch(self) -> InputBatch:
         sched = self.vllm_config.scheduler_config
@@ -140,6 +102,10 @@ class GPUModelRunner:
         self.input_batch = self._make_input_batch()
         if self.drafter is not None:
             self.drafter.reset()
+
+    def bind_pp_group(self, group) -> None:
+        """Nothing to bind: a V1 stage learns everything from the scheduler's output (and a
+        non-last stage its sampled tokens from the relay, which is where fault 2 lives)."""
 
     # -- _update_states ---------------------------------------------------
     def _update_states(self, out: SchedulerOutput) -> None:
@@ -183,7 +149,8 @@ class GPUModelRunner:
         for new in out.scheduled_new_reqs:
             self.requests[new.req_id] = CachedRequestState(
                 req_id=new.req_id, prompt_token_ids=list(new.prompt_token_ids),
-                sampling_params=new.sampling_params, generator=self._generator(new),
+                sampling_params=new.sampling_params,
+                generator=request_generator(self.seed, new.req_id, new.sampling_params),
                 block_ids=list(new.block_ids), num_computed_tokens=new.num_computed_tokens, output_token_ids=[],
             )
             self.row_paths[new.req_id] = RowPath.NEW
@@ -239,14 +206,6 @@ class GPUModelRunner:
         self.input_batch.token_ids_cpu[row, start : start + len(spec_token_ids)] = spec_token_ids
         self.input_batch.num_tokens[row] += len(spec_token_ids)
 
-    def _generator(self, new) -> torch.Generator | None:
-        if new.sampling_params.greedy:
-            return None
-        seed = new.sampling_params.seed
-        if seed is None:  # derived from the engine seed; str hash() differs per process
-            seed = zlib.crc32(f"{self.seed}:{new.req_id}".encode())
-        return torch.Generator().manual_seed(seed)
-
     # -- _prepare_inputs --------------------------------------------------
     def _prepare_inputs(self, out: SchedulerOutput) -> PreparedInputs:
         batch = self.input_batch
@@ -272,14 +231,30 @@ class GPUModelRunner:
     def execute_model(self, out: SchedulerOutput, intermediate_tensors=None):
         self._update_states(out)
         inputs = self._prepare_inputs(out)
-        record = self.recorder.on_stage(self, out, inputs) if self.recorder else None
+        if self.recorder is not None:
+            self._record_stage(out, inputs, inputs.input_ids.tolist(), inputs.verified_drafts)
         hidden = self.model(inputs.input_ids, inputs.positions, inputs.meta, intermediate_tensors)
         if not self.is_last_rank:
             return hidden
         output = self._sample_and_propose(hidden, inputs)
-        if record is not None:
-            record.sampled = {r: output.sampled_token_ids[i] for r, i in output.req_id_to_index.items()}
+        self._record_sampled(out, output)
         return output
+
+    def describe_rows(self, scheduler_output: SchedulerOutput, inputs: PreparedInputs) -> list[RowRecord]:
+        """Each row of the persistent batch as it stands after ``_prepare_inputs``: its
+        ``token_ids_cpu`` up to the end of what it holds or gathers, whichever is further."""
+        batch, rows = self.input_batch, []
+        for row, req_id in enumerate(batch.req_ids):
+            num_computed, num_scheduled = int(batch.num_computed_tokens_cpu[row]), int(inputs.num_scheduled[row])
+            end = max(int(batch.num_tokens[row]), num_computed + num_scheduled)
+            rows.append(RowRecord(
+                row=row, req_id=req_id, path=self.row_paths.get(req_id, RowPath.STAYED),
+                token_ids=batch.token_ids_cpu[row, :end].tolist(), num_tokens=int(batch.num_tokens[row]),
+                num_tokens_no_spec=int(batch.num_tokens_no_spec[row]), num_computed_tokens=num_computed,
+                num_scheduled_tokens=num_scheduled, num_drafts=len(inputs.verified_drafts[row]),
+                block_ids=batch.block_table.block_table_np[row, : batch.block_table.num_blocks_per_row[row]].tolist(),
+            ))
+        return rows
 
     def _sample_and_propose(self, hidden, inputs: PreparedInputs) -> ModelRunnerOutput:
         batch = self.input_batch

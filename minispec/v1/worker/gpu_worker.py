@@ -12,9 +12,10 @@ from __future__ import annotations
 from minispec.config import VllmConfig
 from minispec.platforms import stage_device
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner
+from minispec.v1.worker.worker_base import WorkerBase
 
 
-def make_runner(config: VllmConfig, rank: int, recorder=None, device=None) -> GPUModelRunner:
+def make_runner(config: VllmConfig, rank: int, recorder=None, device=None) -> WorkerBase:
     """``device`` overrides the placement ``stage_device`` would choose (torchrun: ``LOCAL_RANK``)."""
     device = device or stage_device(rank, config.pipeline_parallel_size, config.device)
     if config.model_runner == "v2":  # issue 17: Model Runner V2, chosen as vLLM's Worker does (gpu/__init__.py)

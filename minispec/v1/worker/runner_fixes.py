@@ -1,31 +1,37 @@
-"""The two runner faults of July 2025 as switches, their presets, and the workshop's
-plug points (minispec's own; vLLM has no twin: it ships one behaviour per release of
-the code they switch, ``_update_states`` in ``vllm/v1/worker/gpu_model_runner.py``).
+"""V1's switches: the two runner faults of July 2025, their presets, and the workshop's
+plug points in V1's runner (minispec's own; vLLM has no twin: it ships one behaviour per
+release of the code they switch, ``_update_states`` in ``vllm/v1/worker/gpu_model_runner.py``).
+Every switch here belongs to ``ModelRunner.V1``; what a switch, a preset and a learner's
+settings are, and how they are checked against ``model_runner=``:
+``minispec.v1.worker.switches`` and ``minispec.v1.worker.switchboard``.
 
-* ``readd_spec_tokens`` (fix 1, vLLM v0.14.0, PR #31944): when a cached request is
+* ``READD_SPEC_TOKENS`` (fix 1, vLLM v0.14.0, PR #31944): when a cached request is
   re-added to the persistent batch, write its scheduled draft tokens into its row,
   as the in-batch path does.
-* ``sync_accepted_tokens`` (fix 2): under pipeline parallelism the scheduler sends
+* ``SYNC_ACCEPTED_TOKENS`` (fix 2): under pipeline parallelism the scheduler sends
   a non-last stage only the last token emitted (the bonus token, or the recovered
   token after a rejection); the drafts accepted last step never reach it. With the
   fix, the stage takes the accepted ones from the drafts it was given last step,
   so its token history stays complete.
-* ``move_row``: condense's row move, for the workshop's bonus exercise. ``None``
-  is ``InputBatch``'s own, which moves a row's first ``num_tokens`` slots, as vLLM's
-  ``condense`` does.
+* ``MOVE_ROW``: condense's row move, a plug point for the workshop's bonus exercise.
+  The runner's own is ``InputBatch._move_row``, which moves a row's first
+  ``num_tokens`` slots, as vLLM's ``condense`` does.
 
-The presets (``Preset``): ``"vllm-0.9.2"`` has both faults. ``"vllm-0.14"`` is v0.9.2's
-scheduler and engine plus fix 1: the runner's re-add and relay logic matches
+The presets (``Preset``, ``fixes=``): ``"vllm-0.9.2"`` has both faults. ``"vllm-0.14"`` is
+v0.9.2's scheduler and engine plus fix 1: the runner's re-add and relay logic matches
 0.14.0, but real 0.14.0 also clears a request's drafts at schedule time, hands
 new drafts to the scheduler through ``take_draft_token_ids`` rather than in
 ``ModelRunnerOutput``, and marks resumed requests differently (a
 ``resumed_req_ids`` set, plus the full ``all_token_ids`` of any request not
-scheduled the step before). ``"all"`` has both fixes.
+scheduled the step before). ``"all"`` has both fixes; it turns no switch to its fault,
+so it applies to every design (the default of ``fixes=``, Model Runner V2's included).
 
-A fix's field is ``True`` (the built-in fix), ``False`` (July 2025's fault) or a
-function that takes the built-in's place (the workshop's exercises,
-``minispec.lab.exercises``, plug learners' code in here). The runner turns each
-field into one function when it is built (``resolve_fix``), and calls that:
+A learner's settings are a ``RunnerFixes`` (``fixes=RunnerFixes(...)``, V1 only): a fix's
+field is ``True`` (the built-in fix), ``False`` (July 2025's fault) or a function that
+takes the built-in's place (the workshop's exercises, ``minispec.lab.exercises.checkers``, plug
+learners' code in here); ``move_row`` is ``None`` (the runner's own) or a function. The
+runner asks ``VllmConfig.switches`` once per switch, when it is built, for the one
+function it calls:
 
 * ``readd_spec_tokens(runner, row, spec_token_ids) -> None`` on every stage for
   each re-added row, right after ``add_request``, with the drafts the scheduler
@@ -40,62 +46,19 @@ field into one function when it is built (``resolve_fix``), and calls that:
   ``take_accepted_drafts``, the fault ``slice_relayed_tokens``.
 * ``move_row(batch, src, tgt) -> None``, called by ``InputBatch.condense`` for each
   row it moves down.
-* ``apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
-  -> None``: Model Runner V2's plug point, the one field that design reads (V1 ignores it).
-  A non-last stage calls it for each batch's broadcast it applies, to update its
-  ``RequestState`` slots; ``None`` is the runner's own, ``GPUModelRunner._apply_broadcast`` in ``gpu/model_runner.py``.
+
+``LEFT_OUT`` names a fault of V1's runner that is not a preset, and why.
+Model Runner V2's switches and its plug point are its own:
+``minispec/v1/worker/gpu/runner_fixes.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
 
 from minispec.v1.worker.gpu_input_batch import CachedRequestState
-
-
-class Preset(StrEnum):
-    """A ``StrEnum``, so each preset compares equal to its name and prints as it; its
-    repr is the name's too, so lists of presets (argparse's choices, error messages,
-    notebook outputs) read as they did when presets were plain strings."""
-
-    VLLM_0_9_2 = "vllm-0.9.2"
-    VLLM_0_14 = "vllm-0.14"
-    ALL = "all"
-
-    def __repr__(self) -> str:
-        return repr(self.value)
-
-
-@dataclass(frozen=True)
-class RunnerFixes:
-    readd_spec_tokens: bool | Callable = True
-    sync_accepted_tokens: bool | Callable = True
-    move_row: Callable | None = None
-    apply_broadcast: Callable | None = None  # Model Runner V2 only (minispec/v1/worker/gpu/)
-
-
-PRESETS = {
-    Preset.VLLM_0_9_2: RunnerFixes(readd_spec_tokens=False, sync_accepted_tokens=False),
-    Preset.VLLM_0_14: RunnerFixes(readd_spec_tokens=True, sync_accepted_tokens=False),
-    Preset.ALL: RunnerFixes(readd_spec_tokens=True, sync_accepted_tokens=True),
-}
-
-
-def resolve_fixes(fixes: Preset | str | RunnerFixes) -> RunnerFixes:
-    if isinstance(fixes, RunnerFixes):
-        return fixes
-    if fixes not in PRESETS:
-        raise ValueError(f"fixes={fixes!r}: expected one of {sorted(map(str, PRESETS))} or a RunnerFixes")
-    return PRESETS[fixes]
-
-
-def resolve_fix(choice: bool | Callable, fix: Callable, fault: Callable) -> Callable:
-    """The one function a runner calls for a fix: a learner's, the built-in fix or the fault."""
-    if callable(choice):
-        return choice
-    return fix if choice else fault
+from minispec.v1.worker.switches import ModelRunner, Switch, SwitchPreset, SwitchSettings
 
 
 def skip_spec_tokens(runner, row: int, spec_token_ids: list[int]) -> None:
@@ -121,3 +84,42 @@ def take_accepted_drafts(state: CachedRequestState, num_computed_tokens: int, ne
         raise RuntimeError(f"request {state.req_id}: {missing} relayed tokens missing but only "
                            f"{len(state.spec_token_ids)} drafts held")
     return state.spec_token_ids[:missing] + list(new_token_ids)
+
+
+READD_SPEC_TOKENS = Switch("readd_spec_tokens", ModelRunner.V1, skip_spec_tokens)
+SYNC_ACCEPTED_TOKENS = Switch("sync_accepted_tokens", ModelRunner.V1, slice_relayed_tokens)
+MOVE_ROW = Switch("move_row", ModelRunner.V1)
+
+
+class Preset(SwitchPreset):
+    """The ``fixes=`` presets, each named after the vLLM it behaves like."""
+
+    VLLM_0_9_2 = "vllm-0.9.2", (READD_SPEC_TOKENS, SYNC_ACCEPTED_TOKENS)
+    VLLM_0_14 = "vllm-0.14", (SYNC_ACCEPTED_TOKENS,)
+    ALL = "all"
+
+
+@dataclass(frozen=True, repr=False)
+class RunnerFixes(SwitchSettings):
+    """A learner's setting of each of V1's switches (``fixes=RunnerFixes(...)``)."""
+
+    SWITCHES = (READD_SPEC_TOKENS, SYNC_ACCEPTED_TOKENS, MOVE_ROW)
+
+    readd_spec_tokens: bool | Callable = True
+    sync_accepted_tokens: bool | Callable = True
+    move_row: Callable | None = None
+
+
+LEFT_OUT = {
+    "v1-num-tokens-no-spec": (
+        "vLLM PR #41133 (merged; review 2026-04-30) moved the write offset of a non-last rank's relayed tokens "
+        "from num_computed_tokens (0.17.0 vllm/v1/worker/gpu_model_runner.py 1153-1160) to num_tokens_no_spec "
+        "(0.30.0 1496-1518, whose comment names the two cases where they differ: a chunked prefill, and async "
+        "scheduling under PP, which relays no new_token_ids). minispec's V1 runner writes at num_computed_tokens, "
+        "as 0.17.0 did (gpu_model_runner.py, _update_cached_request), and loses nothing by it: it has no async "
+        "scheduling, a prefill chunk's prompt stays in its row, and after a verify step the positions between the "
+        "two offsets hold the drafts the row was given and the scheduler accepted. Every hypothesis schedule of "
+        "tests/test_properties.py (chunked prefill and preemption included) runs clean under fixes='all' with "
+        "that offset, so no scenario bites; it is not a preset (from reading the code)."
+    ),
+}

@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import os
 
+from minispec.v1.worker.switches import ModelRunner
+
 ENV_VAR = "MINISPEC_USE_V2_MODEL_RUNNER"
 _VALUES = {"1": True, "true": True, "0": False, "false": False, "": False}
 
 
-MODEL_RUNNERS = ("v1", "v2")
-
-
-def default_model_runner() -> str:
+def default_model_runner() -> ModelRunner:
     """What ``model_runner=None`` means: the environment variable's choice, else "v1"."""
-    return "v2" if use_v2_model_runner() else "v1"
+    return ModelRunner.V2 if use_v2_model_runner() else ModelRunner.V1
 
 
 def use_v2_model_runner() -> bool:

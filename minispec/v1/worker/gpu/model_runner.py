@@ -23,18 +23,20 @@ The scheduler's ``new_token_ids`` relay and its draft token *values* are never r
 from the scheduler this runner takes only how many tokens and drafts to run. That
 is the difference from V1 (``minispec/v1/worker/gpu_model_runner.py``), where a
 non-last stage rebuilt its rows from the relay and lost the accepted drafts. V1's
-fault switches (``RunnerFixes``, ``fixes=``) do not apply here: this design has
-neither of those faults, and every ``fixes`` preset runs the same code. Its own 2026
-faults are ``faults=`` presets (``minispec/v1/worker/fault_presets.py``), resolved to
-functions when the runner is built: ``apply_drafts`` and ``num_rejected_on_apply`` here,
-``live_rows`` and ``sample_width`` in ``PPHandler``. The one field of ``RunnerFixes`` it
-reads is ``apply_broadcast``, the workshop's plug point for the whole post-processing of
-the broadcast (notebook 08's last exercise).
+switches do not apply here (this design has neither of those faults): ``fixes=`` takes
+only ``"all"`` or this design's ``RunnerFixes``, and the switchboard refuses the rest.
+Its own switches (``gpu/runner_fixes.py``: the 2026 faults, as ``faults=`` presets, and
+``apply_broadcast``, the workshop's plug point for the whole post-processing of the
+broadcast, notebook 08's last exercise) are resolved to functions when the runner is
+built: ``apply_drafts``, ``num_rejected_on_apply`` and ``apply_broadcast`` here,
+``live_rows`` and ``sample_width`` in ``PPHandler``.
 
-Like V1's runner, this one hands the trace recorder its rows before the forward when
-asked (``record``/``check_invariants``), rebuilt from the slots in the shape the recorder
-and the invariant checker read (the last section of this file): the invariants then
-check V2's own state.
+Like V1's runner, this one implements the runner contract (``worker_base.WorkerBase``):
+when asked (``record``/``check_invariants``) it describes its rows to the trace recorder
+before the forward, each read off its slot (``describe_rows``), so the invariants check
+V2's own state. It shares with V1's runner the proposer choice
+(``minispec.v1.spec_decode.make_drafter``), request seeding, weight loading and KV-cache
+binding (``minispec.v1.worker.utils``), and imports nothing of V1's runner.
 
 Two departures, both because minispec's scheduler is V1's: vLLM 0.30.0's scheduler
 sends a request resumed after preemption as a new one carrying every token
@@ -52,23 +54,19 @@ multimodal, pooling, KV connectors, data and context parallelism, EPLB.
 
 from __future__ import annotations
 
-import zlib
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
-from minispec.attention import allocate_kv_cache, make_attention_metadata
+from minispec.attention import make_attention_metadata
 from minispec.distributed.parallel_state import MessageMismatch
-from minispec.instruments.trace import RowPath
-from minispec.model_executor.model_loader import get_model
+from minispec.instruments.trace import RowPath, RowRecord
 from minispec.sampling_params import SamplingParams
 from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.outputs import ModelRunnerOutput
 from minispec.v1.sample.rejection_sampler import RejectionSampler
 from minispec.v1.sample.sampler import Sampler
+from minispec.v1.spec_decode import make_drafter
 from minispec.v1.worker.block_table import BlockTable
-from minispec.v1.worker.fault_presets import FaultPreset, ignore_rejected, keep_stale_drafts, pick
 from minispec.v1.worker.gpu.input_batch import (
     InputBatch,
     combine_sampled_and_draft_tokens,
@@ -77,21 +75,15 @@ from minispec.v1.worker.gpu.input_batch import (
     prepare_prefill_inputs,
 )
 from minispec.v1.worker.gpu.pp_utils import PPHandler, SampledOutputs
+from minispec.v1.worker.gpu.runner_fixes import APPLY_BROADCAST, APPLY_DRAFTS, NUM_REJECTED_ON_APPLY
 from minispec.v1.worker.gpu.states import RequestState
-from minispec.v1.worker.gpu_model_runner import make_drafter
-
-
-def request_generator(engine_seed: int, req_id: str, params: SamplingParams) -> torch.Generator | None:
-    """A random request's own generator, seeded as V1's runner seeds it."""
-    if params.greedy:
-        return None
-    seed = params.seed if params.seed is not None else zlib.crc32(f"{engine_seed}:{req_id}".encode())
-    return torch.Generator().manual_seed(seed)
+from minispec.v1.worker.utils import load_stage_model, request_generator
+from minispec.v1.worker.worker_base import WorkerBase
 
 
 def apply_broadcast_drafts(states: RequestState, sampled: SampledOutputs) -> None:
     """A non-last stage writes the broadcast's next drafts into the rows' slots (vLLM 0.30.0:
-    ``pp_utils.py`` 145-155, with the rows still live only; fault: ``keep_stale_drafts``)."""
+    ``pp_utils.py`` 144-154, with the rows still live only; fault: ``keep_stale_drafts``)."""
     if sampled.draft_tokens is not None:
         keep = sampled.idx_mapping >= 0
         states.draft_tokens[sampled.idx_mapping[keep]] = sampled.draft_tokens[keep]
@@ -102,37 +94,34 @@ def broadcast_rejected(sampled: SampledOutputs) -> np.ndarray:
     return sampled.num_rejected
 
 
-class GPUModelRunner:
+def embedded_drafts(batch: InputBatch, row: int) -> list[int]:
+    """The drafts row ``row`` embeds, its last inputs: what the last stage verifies."""
+    end = batch.query_start_loc_np[row + 1]
+    return batch.input_ids_np[end - int(batch.num_draft_tokens_per_req[row]) : end].tolist()
+
+
+class GPUModelRunner(WorkerBase[InputBatch]):
     def __init__(self, vllm_config, rank: int, device, recorder=None):
-        """The last stage picks its proposer as V1's runner does (``make_drafter``). vLLM's V2
+        """The last stage picks its proposer as V1's runner does, with the shared
+        ``make_drafter`` (``minispec.v1.spec_decode``). vLLM's V2
         builds its own with ``init_speculator`` (``gpu/spec_decode/__init__.py`` 8-58), which in
         0.30.0 offers EAGLE, MTP, DFlash and other learned drafters, and raises
         ``NotImplementedError`` for anything else: neither n-gram lookup nor a separate
         draft model, the two proposers minispec runs here."""
-        pp = vllm_config.pipeline_parallel_size
-        sched, cache, spec = vllm_config.scheduler_config, vllm_config.cache_config, vllm_config.speculative_config
-        self.pp_rank, self.pp_size = rank, pp
-        self.is_first_rank, self.is_last_rank = rank == 0, rank == pp - 1
-        self.device, self.recorder, self.seed = device, recorder, vllm_config.seed
-        self.block_size, self.max_model_len, self.max_num_reqs = cache.block_size, sched.max_model_len, sched.max_num_seqs
+        super().__init__(vllm_config, rank, device, recorder)
+        spec = vllm_config.speculative_config
+        self.max_num_reqs = vllm_config.scheduler_config.max_num_seqs
         self.num_speculative_steps = spec.num_speculative_tokens if spec.enabled else 0
-        dtype = vllm_config.dtype or torch.float32
-        self.model = get_model(vllm_config.model, rank, pp, device=device, dtype=dtype)
-        arch = self.model.arch
-        for attn in self.model.attention_layers:
-            attn.kv_cache = allocate_kv_cache(cache.num_gpu_blocks, self.block_size, arch.num_key_value_heads,
-                                              arch.head_dim, dtype, device)
-        self.speculator = make_drafter(vllm_config, device, dtype) if self.is_last_rank else None
+        self.model = load_stage_model(vllm_config, rank, device, self.dtype)
+        self.speculator = make_drafter(vllm_config, device, self.dtype) if self.is_last_rank else None
         self.sampler, self.rejection_sampler = Sampler(), RejectionSampler()
         self.pp_handler: PPHandler | None = None  # bound by the executor: bind_pp_group
-        # The fault presets' switches, each one function from here on (fault_presets.py).
-        self.faults = vllm_config.faults
-        self.apply_drafts = pick(self.faults, FaultPreset.V2_STALE_DRAFTS, apply_broadcast_drafts, keep_stale_drafts)
-        self.num_rejected_on_apply = pick(self.faults, FaultPreset.V2_OPTIMISTIC_NUM_COMPUTED, broadcast_rejected,
-                                          ignore_rejected)
-        # The workshop's plug point (RunnerFixes.apply_broadcast, notebook 08): a learner's
-        # post-processing of the broadcast, resolved once here; None is this runner's own.
-        self.apply_broadcast = vllm_config.fixes.apply_broadcast or self._apply_broadcast
+        # Each switch is one function from here on (gpu/runner_fixes.py): the fix, the fault,
+        # or for apply_broadcast (notebook 08) a learner's post-processing of the broadcast.
+        self.switches = vllm_config.switches
+        self.apply_drafts = self.switches.pick(APPLY_DRAFTS, apply_broadcast_drafts)
+        self.num_rejected_on_apply = self.switches.pick(NUM_REJECTED_ON_APPLY, broadcast_rejected)
+        self.apply_broadcast = self.switches.pick(APPLY_BROADCAST, self._apply_broadcast)
         self._init_states()
 
     def _init_states(self) -> None:
@@ -146,7 +135,7 @@ class GPUModelRunner:
         """The group the last stage's broadcast travels on (vLLM: ``get_pp_group()``)."""
         if self.pp_size > 1:
             self.pp_handler = PPHandler(group, self.pp_size, self.max_num_reqs, self.num_speculative_steps,
-                                        self.faults)
+                                        self.switches)
 
     def drop_all_requests(self) -> None:
         """Forget every request and pending broadcast (after the engine aborted them all)."""
@@ -263,14 +252,16 @@ class GPUModelRunner:
     def execute_model(self, scheduler_output: SchedulerOutput, intermediate_tensors=None):
         if self.pp_size > 1 and self.pp_handler is None:
             raise RuntimeError(f"stage {self.pp_rank}: no pipeline group bound; the executor must call "
-                               "bind_pp_group (minispec.v1.worker.gpu.pp_utils) before the first step")
+                               "bind_pp_group (the runner contract, worker_base.py) before the first step")
         out = scheduler_output
         self.update_pp_decode_requests(out)
         self.finish_requests(out)
         self.add_requests(out)
         self.update_requests(out)
         batch = self.prepare_inputs(out)
-        record = self._record_stage(out, batch) if self.recorder else None
+        if self.recorder is not None:
+            self._record_stage(out, batch, batch.input_ids_np.tolist(),
+                               [embedded_drafts(batch, row) for row in range(batch.num_reqs)])
         input_ids = torch.as_tensor(batch.input_ids_np, device=self.device)
         hidden = self.model(input_ids, batch.positions, batch.attn_metadata, intermediate_tensors)
         if not self.is_last_rank:
@@ -278,28 +269,47 @@ class GPUModelRunner:
             post_update_num_computed_tokens(batch, self.req_states)
             return hidden
         output = self.sample_tokens(hidden, batch)
-        if record is not None:
-            record.sampled = {r: output.sampled_token_ids[i] for r, i in output.req_id_to_index.items()}
+        self._record_sampled(out, output)
         return output
 
-    def _record_stage(self, out: SchedulerOutput, batch: InputBatch):
-        """Hand the recorder this stage's rows before the forward, as V1's runner does (below)."""
-        cached = out.scheduled_cached_reqs
-        paths = dict.fromkeys(batch.req_ids, RowPath.STAYED) | dict.fromkeys(
-            (n.req_id for n in out.scheduled_new_reqs), RowPath.NEW) | dict.fromkeys(
+    def describe_rows(self, scheduler_output: SchedulerOutput, batch: InputBatch) -> list[RowRecord]:
+        """Each batch row read off its slot (minispec's bookkeeping; vLLM has none). Its
+        tokens: ``all_token_ids[slot, :num_computed_tokens]``, then what this step embeds
+        (a decode: ``last_sampled_tokens``, then the ``draft_tokens``), then the rest of a
+        prompt still to prefill. Invariant 3 compares them with the scheduler's tokens, so a
+        stale ``last_sampled_tokens`` or a lost broadcast shows there; invariant 2 sees
+        stale or zero drafts. ``num_computed_tokens`` is the runner's own count, from which
+        it builds positions, not the scheduler's mirror: invariant 4 sees a count the
+        broadcast failed to correct. A row's path is "new" when added this step,
+        "re-added" when resumed into a fresh slot, "stayed" otherwise (V2 never moves a
+        request between slots); ``slot`` makes the recorder track a slot's occupants, not
+        a batch row's."""
+        states, cached = self.req_states, scheduler_output.scheduled_cached_reqs
+        paths = dict.fromkeys((n.req_id for n in scheduler_output.scheduled_new_reqs), RowPath.NEW) | dict.fromkeys(
             (r for r, resumed in zip(cached.req_ids, cached.resumed_from_preemption) if resumed), RowPath.READDED)
-        view, inputs = stage_view(self, batch, paths)
-        return self.recorder.on_stage(view, out, inputs)
+        rows = []
+        for row, (req_id, slot) in enumerate(zip(batch.req_ids, batch.idx_mapping_np.tolist())):
+            start, drafts = batch.query_start_loc_np[row], embedded_drafts(batch, row)
+            inputs = batch.input_ids_np[start : start + int(batch.num_scheduled_tokens[row]) - len(drafts)].tolist()
+            computed = int(states.num_computed_tokens[slot])
+            known = states.all_token_ids[slot, computed + len(inputs) : states.total_len[slot]].tolist()
+            history = states.all_token_ids[slot, :computed].tolist() + inputs + known
+            rows.append(RowRecord(
+                row=row, req_id=req_id, path=paths.get(req_id, RowPath.STAYED), token_ids=history + drafts,
+                num_tokens=len(history) + len(drafts), num_tokens_no_spec=len(history), num_computed_tokens=computed,
+                num_scheduled_tokens=int(batch.num_scheduled_tokens[row]), num_drafts=len(drafts),
+                block_ids=self.block_tables.block_table_np[slot, : self.block_tables.num_blocks_per_row[slot]].tolist(),
+                slot=slot,
+            ))
+        return rows
 
     def _sample_row(self, batch: InputBatch, row: int, logits: torch.Tensor) -> list[int]:
         params, generator = self.sampling[int(batch.idx_mapping_np[row])]
         if logits.shape[0] == 1:
             return [self.sampler(logits[0], params, generator)]
         # The drafts to verify are read back out of input_ids, as vLLM does.
-        end, num_drafts = batch.query_start_loc_np[row + 1], int(batch.num_draft_tokens_per_req[row])
-        q = self.draft_probs.get(int(batch.idx_mapping_np[row]))
-        return self.rejection_sampler(batch.input_ids_np[end - num_drafts : end].tolist(), logits, params,
-                                q[:num_drafts] if q is not None else None, generator)
+        drafts, q = embedded_drafts(batch, row), self.draft_probs.get(int(batch.idx_mapping_np[row]))
+        return self.rejection_sampler(drafts, logits, params, q[: len(drafts)] if q is not None else None, generator)
 
     def sample(self, hidden, batch: InputBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``sampled_tokens`` ``[num_reqs, k + 1]`` (padded with -1), ``num_sampled``,
@@ -354,75 +364,3 @@ class GPUModelRunner:
             states.draft_tokens[slot, : len(d)] = d
             self.draft_probs[slot], spec[row] = q, list(d)
         return spec
-
-
-
-
-# -- what the trace recorder reads (minispec's bookkeeping; vLLM has none) -----------
-# TraceRecorder.on_stage and the invariant checker know V1's persistent batch
-# (token_ids_cpu[row], num_tokens_no_spec, num_computed_tokens_cpu, a block table, the
-# drafts read back from input_ids). Each batch row is rebuilt from its slot in those
-# terms, so invariants 2-4 check V2's own state:
-# * the row's tokens: all_token_ids[slot, :num_computed_tokens], then what this step
-#   embeds (a decode: last_sampled_tokens, then the draft_tokens), then the rest of a
-#   prompt still to prefill. Invariant 3 compares them with the scheduler's tokens: a
-#   stale last_sampled_tokens or a lost broadcast shows there;
-# * num_computed_tokens_cpu is the runner's own count, from which V2 builds positions,
-#   not the scheduler's mirror: invariant 4 sees a count the broadcast failed to correct;
-# * the draft slots are the drafts embedded: invariant 2 sees stale or zero drafts.
-# A row's path is "new" when added this step, "re-added" when resumed into a fresh
-# slot, "stayed" otherwise: V2 never moves a request between slots. Each record also
-# carries its slot (``RowRecord.slot``): invariant 3 then names "slot 3's all_token_ids",
-# and a record's previous occupant is the slot's, not the batch row's.
-@dataclass
-class BatchView:
-    """V1's ``InputBatch`` fields the recorder reads, one row per batch row."""
-
-    req_ids: list[str]
-    token_ids_cpu: np.ndarray
-    num_tokens: np.ndarray
-    num_tokens_no_spec: np.ndarray
-    num_computed_tokens_cpu: np.ndarray
-    block_table: BlockTable
-    slots: np.ndarray  # batch row -> slot: the recorder names slots, not rows, in V2's records
-
-
-@dataclass
-class StageView:
-    """The runner as the recorder sees it."""
-
-    input_batch: BatchView
-    row_paths: dict[str, RowPath]
-    pp_rank: int
-    is_last_rank: bool
-
-
-@dataclass
-class InputsView:
-    num_scheduled: np.ndarray
-    verified_drafts: list[list[int]]
-    input_ids: torch.Tensor
-
-
-def stage_view(runner: GPUModelRunner, batch: InputBatch, row_paths: dict[str, RowPath]
-               ) -> tuple[StageView, InputsView]:
-    states, idx, n = runner.req_states, batch.idx_mapping_np, batch.num_reqs
-    rows, drafts = [], []
-    for i, slot in enumerate(idx):
-        embedded = batch.input_ids_np[batch.query_start_loc_np[i] : batch.query_start_loc_np[i + 1]].tolist()
-        num_inputs = len(embedded) - int(batch.num_draft_tokens_per_req[i])  # before the drafts
-        computed = int(states.num_computed_tokens[slot])
-        known = states.all_token_ids[slot, computed + num_inputs : states.total_len[slot]].tolist()
-        rows.append(states.all_token_ids[slot, :computed].tolist() + embedded[:num_inputs] + known)
-        drafts.append(embedded[num_inputs:])
-    token_ids = np.zeros((n, max(len(r) + len(d) for r, d in zip(rows, drafts))), dtype=np.int64)
-    for i, (row, d) in enumerate(zip(rows, drafts)):
-        token_ids[i, : len(row) + len(d)] = row + d
-    tables = BlockTable(n, runner.block_tables.block_table_np.shape[1])
-    tables.block_table_np[:] = runner.block_tables.block_table_np[idx]
-    tables.num_blocks_per_row[:] = runner.block_tables.num_blocks_per_row[idx]
-    num_no_spec = np.array([len(r) for r in rows])
-    view = BatchView(list(batch.req_ids), token_ids, num_no_spec + batch.num_draft_tokens_per_req, num_no_spec,
-                     states.num_computed_tokens[idx].copy(), tables, idx.copy())
-    return (StageView(view, row_paths, runner.pp_rank, runner.is_last_rank),
-            InputsView(batch.num_scheduled_tokens, drafts, torch.as_tensor(batch.input_ids_np)))

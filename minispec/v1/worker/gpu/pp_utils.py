@@ -22,7 +22,7 @@ When is "later"? vLLM 0.30.0 applies step T's entry at step T + pp_size, from a 
 pre-seeded with pp_size empty entries (pp_utils.py 71-77, 116-126): with async
 scheduling its scheduler makes a decoding request wait exactly pp_size steps
 (``next_decode_eligible_step``: ``v1/core/sched/async_scheduler.py`` 46-49,
-``scheduler.py`` 633-636), so by then the broadcast has been sent. minispec's
+``v1/core/sched/scheduler.py`` 633-636), so by then the broadcast has been sent. minispec's
 scheduler is not asynchronous: a decoding request waits for its batch's
 ``update_from_output``, which may come any number of steps later, and an empty step
 is never executed. So here a stage applies entries on first need: at each step it
@@ -33,15 +33,15 @@ for that is not already sent. While two batches alternate, as in the forum threa
 schedule, first need *is* T + pp_size; the two differ when requests finish or arrive
 (``tests/test_v2_runner.py``).
 
-As in vLLM (pp_utils.py 79-82, 128-132), each slot has a generation counter bumped
+As in vLLM (pp_utils.py 79-82, 130-134), each slot has a generation counter bumped
 when it is freed (``on_req_idx_freed``); an entry's rows whose slot was freed since
 its receive are skipped, so a finished request's tokens never land in the slot's
 next occupant.
 
-Two fault presets switch this file (``minispec/v1/worker/fault_presets.py``), each
+Two fault presets switch this file (``gpu/runner_fixes.py``), each
 resolved once in ``PPHandler.__init__``: ``live_rows`` (``v2-slot-reuse`` drops the
 generation check) and ``sample_width`` (``v2-broadcast-width`` sends ``[n, 1]`` for a batch
-without drafts, PR #46994).
+without drafts: the fault PR #46994 reported and PR #50514 fixed).
 
 The messages go over the pipeline's own point-to-point group, checked (each carries its
 shape and dtype, ``send_checked`` / ``post_checked``: a message that does not fit the
@@ -49,19 +49,26 @@ receive posted for it is named, where NCCL hangs and raw gloo scrambles or abort
 same in both executors: the gloo ``StageGroup`` in "mp" and torchrun, ``InProcStageGroup`` in the
 in-process executor (``minispec/distributed/parallel_state.py``). vLLM broadcasts on a
 sibling NCCL group on a side CUDA stream; minispec sends one message per non-last rank.
+Each handler also tells its listeners (``subscribe``, minispec's: vLLM has none) what it did
+with a batch's broadcast, as a ``PPMessage``: the last stage what it sent, a non-last stage
+that it posted its receives. Notebook 09 watches the broadcast and a stage's slots that way
+(``minispec.lab``'s ``run_watched``); the engine's own code runs unchanged.
 Left out: streams and events, the aux-hidden-state relay (EAGLE 3), XPU.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 import torch
 
 from minispec.distributed.parallel_state import InProcStageGroup, post_checked, send_checked
-from minispec.v1.worker.fault_presets import FaultPreset, every_row_live, natural_width, pick
+from minispec.v1.worker.gpu.runner_fixes import LIVE_ROWS, SAMPLE_WIDTH
+from minispec.v1.worker.switches import EVERY_FIX, Switches
 
 # Its own tag: the executors' messages use 1-4 (multiproc_executor.py), 1001-1004 for spills;
 # its headers travel on 2017 (CHECK_TAG + 17).
@@ -94,6 +101,28 @@ class SampledOutputs:
     draft_tokens: np.ndarray | None
 
 
+class PPMessageKind(Enum):
+    SAMPLED = "sampled"  # the last stage sent the sampled tokens, then [num_sampled; num_rejected]
+    DRAFTS = "drafts"  # the last stage sent the next drafts
+    POSTED = "posted"  # a non-last stage posted its receives, right after its forward of the batch
+
+
+@dataclass(frozen=True)
+class PPMessage:
+    """One batch's broadcast as one stage handled it, for a listener (``PPHandler.subscribe``).
+
+    ``tensors`` are what went on the wire, in order (SAMPLED: the padded tokens and the
+    ``[2, num_reqs]`` counts; DRAFTS: the drafts; POSTED: none). A POSTED message comes
+    before the stage advances its slots' ``num_computed_tokens``: its slots then still hold
+    what this batch's inputs were built from, as the last stage's do when it sends."""
+
+    kind: PPMessageKind
+    rank: int
+    req_ids: tuple[str, ...]  # the batch's rows
+    slots: tuple[int, ...]  # each row's slot
+    tensors: tuple[np.ndarray, ...]
+
+
 def compute_need_sampled_mask(batch) -> np.ndarray | None:
     """Per row: does this batch sample for it? None if for no row (vLLM 37-47).
     From the scheduler's counts, which every stage was given alike."""
@@ -112,16 +141,31 @@ def padded_width(batch, max_sample_len: int) -> int:
 
 
 class PPHandler:
-    def __init__(self, group, pp_size: int, max_num_reqs: int, num_speculative_steps: int, faults=None):
-        """``faults``: a ``FaultPreset`` or None; its switches are resolved here, once."""
+    def __init__(self, group, pp_size: int, max_num_reqs: int, num_speculative_steps: int,
+                 switches: Switches = EVERY_FIX):
+        """``switches``: the runner's (``VllmConfig.switches``); this file's are resolved here, once."""
         self.group, self.last_rank = group, pp_size - 1
         self.is_last_rank = group.rank == self.last_rank
         self.num_speculative_steps = num_speculative_steps
         self.max_sample_len = num_speculative_steps + 1
         self.queue: deque[PendingRecv] = deque()
         self.req_idx_gen_np = np.zeros(max_num_reqs, dtype=np.int64)
-        self.live_rows = pick(faults, FaultPreset.V2_SLOT_REUSE, same_occupant, every_row_live)
-        self.sample_width = pick(faults, FaultPreset.V2_BROADCAST_WIDTH, padded_width, natural_width)
+        self.live_rows = switches.pick(LIVE_ROWS, same_occupant)
+        self.sample_width = switches.pick(SAMPLE_WIDTH, padded_width)
+        self.listeners: list[Callable[[PPMessage], None]] = []
+
+    def subscribe(self, listener: Callable[[PPMessage], None]) -> None:
+        """Call ``listener`` with a ``PPMessage`` each time this stage sends a broadcast or posts
+        its receives for one (never for a batch that samples nothing: nothing travels then)."""
+        self.listeners.append(listener)
+
+    def _tell(self, kind: PPMessageKind, batch, *tensors: np.ndarray) -> None:
+        if not self.listeners:
+            return
+        message = PPMessage(kind, self.group.rank, tuple(batch.req_ids), tuple(int(s) for s in batch.idx_mapping_np),
+                            tensors)
+        for listener in self.listeners:
+            listener(message)
 
     def on_req_idx_freed(self, req_idx: int) -> None:
         self.req_idx_gen_np[req_idx] += 1
@@ -142,17 +186,23 @@ class PPHandler:
         if compute_need_sampled_mask(batch) is None:
             return
         width = self.sample_width(batch, self.max_sample_len)
-        tokens = np.full((batch.num_reqs, width), -1, dtype=np.int64)  # -1 pads, as vLLM's
+        # -1 pads, as PR #46994's fix did; vLLM 0.30.0 pads with F.pad's default, 0
+        # (pp_utils.py 257-260). Either way a receiver reads only num_sampled entries.
+        tokens = np.full((batch.num_reqs, width), -1, dtype=np.int64)
         cols = min(width, sampled_tokens.shape[1])
         tokens[:, :cols] = sampled_tokens[:, :cols]
+        counts = np.stack([num_sampled, num_rejected]).astype(np.int32)
         self._send(torch.from_numpy(tokens))
-        self._send(torch.from_numpy(np.stack([num_sampled, num_rejected]).astype(np.int32)))
+        self._send(torch.from_numpy(counts))
+        self._tell(PPMessageKind.SAMPLED, batch, tokens.copy(), counts.copy())
 
     def broadcast_drafts(self, batch, draft_tokens: np.ndarray) -> None:
         """``draft_tokens``: ``[num_reqs, k]``, the rows' slots in batch order."""
         if compute_need_sampled_mask(batch) is None:
             return
-        self._send(torch.from_numpy(np.ascontiguousarray(draft_tokens, dtype=np.int64)))
+        drafts = np.ascontiguousarray(draft_tokens, dtype=np.int64)
+        self._send(torch.from_numpy(drafts))
+        self._tell(PPMessageKind.DRAFTS, batch, drafts.copy())
 
     # -- a non-last stage -------------------------------------------------------
     def receive(self, batch) -> None:
@@ -167,6 +217,7 @@ class PPHandler:
                     for shape, dtype in shapes]
         idx = batch.idx_mapping_np.copy()
         self.queue.append(PendingRecv(receives, idx, mask, self.req_idx_gen_np[idx].copy()))
+        self._tell(PPMessageKind.POSTED, batch)
 
     def get_prev_sampled_outputs(self, scheduled_slots: set[int]) -> list[SampledOutputs]:
         """Take, oldest first, every entry up to the newest one that holds a sample
@@ -182,16 +233,3 @@ class PPHandler:
         drafts = tensors[2] if len(tensors) > 2 else None
         return SampledOutputs(idx, tensors[0], tensors[1][0], tensors[1][1], drafts)
 
-
-def bind_pp_groups(runners: list) -> None:
-    """Give each in-process stage its view of one ``InProcStageGroup`` (a runner
-    without a broadcast, V1's ``GPUModelRunner``, has no ``bind_pp_group``)."""
-    group = InProcStageGroup(0)
-    for rank, runner in enumerate(runners):
-        bind_pp_group(runner, group.for_rank(rank))
-
-
-def bind_pp_group(runner, group) -> None:
-    """Hand a stage the group its broadcast travels on, if it has one (Model Runner V2)."""
-    if hasattr(runner, "bind_pp_group"):
-        runner.bind_pp_group(group)

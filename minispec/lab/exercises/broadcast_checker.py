@@ -5,10 +5,11 @@ A non-last stage of V2 (``minispec/v1/worker/gpu/``) learns what the last stage 
 only from its broadcast: per batch row ``i``, the slot ``slots[i]`` (-1: skip), the
 ``num_sampled[i]`` tokens it sampled, ``num_rejected[i]`` drafts it rejected and the next
 ``draft_tokens[i]``. The learner's ``apply_broadcast`` takes the runner's own place
-(``RunnerFixes.apply_broadcast``). Each call runs on the stage's real ``RequestState``; the
+(V2's ``RunnerFixes(apply_broadcast=...)``, ``minispec.v1.worker.gpu.runner_fixes``).
+Each call runs on the stage's real ``RequestState``; the
 runner's own (``GPUModelRunner._apply_broadcast``) runs on a copy of the same state, and the two are compared slot by
 slot: which slot, which field, what it holds, what the last stage holds for the same
-request, and the likely reason. As for the V1 exercises (``exercise_runs``), the first
+request, and the likely reason. As for the V1 exercises (``attempts``), the first
 wrong call is kept and the run goes on, so the invariant checker can show what it led to.
 
 vLLM twin: none.
@@ -21,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minispec.lab.exercise_runs import Attempt, call_learner, text
-from minispec.lab.runs import plural
+from minispec.lab.exercises.attempts import Attempt, call_learner, text
+from minispec.lab.experiments.schedule import plural
 
 # The fields the broadcast updates, in the order the checker looks at them, and the arrays they are.
 FIELDS = ("last_sampled_tokens", "history", "num_computed_tokens", "draft_tokens")
@@ -257,7 +258,7 @@ def broadcast_contract(attempt: Attempt, fn):
     owners: dict[int, dict[int, str]] = {}  # per stage: slot -> whose token its last_sampled_tokens holds
 
     def apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
-        runners = attempt.llm.engine.executor.runners
+        runners = attempt.llm.stage_runners()
         runner = next(r for r in runners if r.req_states is states)
         call = Broadcast(slots, sampled_tokens, num_sampled, num_rejected, draft_tokens,
                          [states.index_to_req_id.get(int(s)) if s >= 0 else None for s in slots])

@@ -7,7 +7,7 @@ what ``FAULTS[name].expected`` says, and whether the fixed run is clean (no inva
 fired and every request's output equals plain greedy decoding). The renderer is
 ``minispec.lab.viz.faults``.
 
-vLLM twin: none (the presets: ``minispec/lab/fault_presets.py`` and ``minispec/v1/worker/fault_presets.py``).
+vLLM twin: none (the presets: ``minispec/lab/faults/catalogue.py`` and ``minispec/v1/worker/fault_presets.py``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from minispec.distributed.parallel_state import MessageMismatch
 from minispec.instruments.invariants import InvariantViolation, Violation
-from minispec.lab.fault_presets import FAULTS, Fault, FaultPreset, FirstViolation, TransportError
-from minispec.lab.runs import build_llm, run_recorded, schedule_reference
+from minispec.lab.experiments.schedule import build_llm, run_recorded, schedule_reference
+from minispec.lab.faults.catalogue import FAULTS, Fault, FaultPreset, FirstViolation, TransportError
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def _faulty(fault: Fault):
     """(violation, transport error, trace) of the run with the fault."""
     llm = build_llm(fault.scenario, model_runner=fault.design, faults=str(fault.preset))
     try:
-        llm.engine.run()
+        llm.wait_for_completion()
     except InvariantViolation as caught:
         return caught.violation, None, llm.trace
     except MessageMismatch as caught:

@@ -1,6 +1,6 @@
 """The family of faults as a timeline: a pure renderer, milestones -> Figure or Table.
 
-``plot_timeline`` puts each milestone (``minispec.lab.pp_sync.Milestone``) in its lane
+``plot_timeline`` puts each milestone (``minispec.lab.faults.pp_sync.Milestone``) in its lane
 (the runner or project), in order of date: the axis is the order, labelled with each
 month, not a scale. The marker's shape says what it was (a square: a design built; a
 triangle: a fault found) and its fill says whether the change was merged (filled) or
@@ -16,7 +16,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from minispec.lab.pp_sync import Kind, Lane, Milestone, State
+from minispec.lab.faults.pp_sync import Kind, Lane, Milestone, State
 from minispec.lab.viz.palette import EDGE, EDGE_LIGHT, SERIES, TEXT, WHITE
 from minispec.lab.viz.table import Table
 

@@ -18,7 +18,7 @@ same run (notebook 05's outputs and ``make vllm-check`` rely on it):
 ``random_config`` mixes what the thread's scenario fixes (2 or 3 stages, either
 proposer, greedy or seeded sampling, sometimes a KV cache small enough to
 preempt); ``exercise_schedule`` gives the workshop checker its preempting runs.
-Every one is a ``minispec.lab.runs.Schedule``, built and run there.
+Every one is a ``minispec.lab.experiments.schedule.Schedule``, built and run there.
 
 vLLM twin: none.
 """
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import random
 
-from minispec.lab.runs import Request, Schedule, build_llm, greedy_reference, run_recorded
+from minispec.lab.experiments.schedule import Request, Schedule, build_llm, greedy_reference, run_recorded
 
 PROMPTS = {
     "A": "A list is ",

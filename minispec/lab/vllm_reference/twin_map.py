@@ -26,7 +26,7 @@ from enum import Enum
 from functools import lru_cache
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1]
+PACKAGE = Path(__file__).resolve().parents[2]
 OWN_FOLDERS = ("instruments", "lab", "training")
 REFERENCE = "0.9.2"
 VLLM_PATH = re.compile(r"``(vllm/[\w/.]+)``")

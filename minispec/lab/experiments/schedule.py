@@ -8,7 +8,7 @@ requests queued; ``run_schedule`` runs it and returns its ``Trace``.
 one stage, no drafts, computed once per prompt set per session.
 
 What is run (the forum thread, the seeded random schedules) is in
-``minispec.lab.scenarios``.
+``minispec.lab.experiments.scenarios``.
 
 vLLM twin: none (vLLM's tests build their engines inline).
 """
@@ -82,7 +82,8 @@ def build_llm(schedule: Schedule, fixes="all", model_runner: str | None = None, 
     llm = LLM(
         **model, pipeline_parallel_size=s.pipeline_parallel_size,
         speculative_config=spec | ({"script": dict(s.script)} if s.script else {}),
-        max_concurrent_batches=s.max_concurrent_batches, fixes=fixes, record=True, check_invariants=s.check_invariants, max_num_seqs=s.max_num_seqs,
+        max_concurrent_batches=s.max_concurrent_batches, fixes=fixes, record=True,
+        check_invariants=s.check_invariants, max_num_seqs=s.max_num_seqs,
         max_num_batched_tokens=s.max_num_batched_tokens, max_model_len=s.max_model_len, block_size=s.block_size,
         num_gpu_blocks=s.num_gpu_blocks, seed=0 if s.seed is None else s.seed, model_runner=model_runner,
         faults=faults,
@@ -95,14 +96,13 @@ def build_llm(schedule: Schedule, fixes="all", model_runner: str | None = None, 
 
 
 def run_recorded(llm):
-    """Run a recording engine to completion; return its ``Trace`` with every
-    request's output and the engine's stats filled in."""
-    llm.engine.run()
-    trace = llm.trace
-    # finished requests leave the scheduler; the engine keeps them, in the order they finished:
+    """Run a recording engine to completion (``LLM.wait_for_completion``: an exception aborts every
+    request first, as ``generate`` does); return its ``Trace`` with every request's output
+    and the engine's stats filled in."""
     # listed by request id, so tables print A, B, C, D whatever finished first
-    finished = sorted(llm.engine.finished, key=lambda req: req.request_id)
-    trace.outputs = {req.request_id: list(req.output_token_ids) for req in finished}
+    finished = sorted(llm.wait_for_completion(), key=lambda out: out.request_id)
+    trace = llm.trace
+    trace.outputs = {out.request_id: list(out.outputs[0].token_ids) for out in finished}
     trace.stats = llm.stats()
     return trace
 

@@ -8,11 +8,12 @@ what the scheduler knows at that moment; the invariant checker runs live; the
 outputs are compared with plain one-stage greedy decoding without drafts. Runs
 go over the forum thread's scenario first, then over ``SCHEDULES`` (PP 2 and 3,
 both proposers, a KV cache small enough to preempt). The last exercise plugs into Model
-Runner V2 the same way (``RunnerFixes.apply_broadcast``) and is judged by
-``minispec.lab.exercise_broadcast`` in the slots' own terms. An exception in the
+Runner V2 the same way, through V2's own ``RunnerFixes``
+(``minispec.v1.worker.gpu.runner_fixes``, ``apply_broadcast``), and is judged by
+``minispec.lab.exercises.broadcast_checker`` in the slots' own terms. An exception in the
 learner's code is reported with the learner's own line, never raised.
 
-Solutions live in ``minispec.lab.solutions``; nothing here imports it unless
+Solutions live in ``minispec.lab.exercises.solutions``; nothing here imports it unless
 ``show_solution`` is called or ``MINISPEC_PLUG_SOLUTIONS=1`` is set, in which
 case an exercise cell that is still the empty stub gets the reference solution
 (and a failing reference raises, so a notebook run under nbval checks them).
@@ -27,9 +28,7 @@ import os
 from dataclasses import dataclass
 
 from minispec.instruments.invariants import check_trace
-from minispec.lab import scenarios
-from minispec.lab.exercise_broadcast import broadcast_contract
-from minispec.lab.exercise_runs import (
+from minispec.lab.exercises.attempts import (
     THREAD,
     LearnerTimeout,
     call_learner,
@@ -43,10 +42,13 @@ from minispec.lab.exercise_runs import (
     text,
     time_limit,
 )
-from minispec.lab.runs import intra_op_threads
-from minispec.lab.scenarios import FIRST_DECODE, exercise_schedule
+from minispec.lab.exercises.broadcast_checker import broadcast_contract
+from minispec.lab.experiments import scenarios
+from minispec.lab.experiments.scenarios import FIRST_DECODE, exercise_schedule
+from minispec.lab.experiments.schedule import intra_op_threads
 from minispec.lab.viz.text import render_stage
-from minispec.v1.worker.runner_fixes import PRESETS, RunnerFixes
+from minispec.v1.worker.gpu.runner_fixes import RunnerFixes as RunnerFixesV2
+from minispec.v1.worker.runner_fixes import Preset, RunnerFixes
 
 PLUG_ENV = "MINISPEC_PLUG_SOLUTIONS"
 
@@ -71,11 +73,11 @@ class Report:
 
 # -- solutions: out of sight unless asked for -----------------------------------
 def show_solution(name: str) -> None:
-    """Print the reference solution ``name`` (see ``minispec.lab.solutions``); it returns
+    """Print the reference solution ``name`` (see ``minispec.lab.exercises.solutions``); it returns
     nothing, so a notebook shows the source and no ``<function …>`` after it."""
     import inspect
 
-    from minispec.lab import solutions
+    from minispec.lab.exercises import solutions
 
     if name not in solutions.__all__:
         raise ValueError(f"show_solution({name!r}): expected one of {solutions.__all__}")
@@ -98,7 +100,7 @@ def is_stub(answer) -> bool:
 def _plug(answer, name: str):
     """The learner's answer, or the reference solution if plugging is on and the cell is a stub."""
     if os.environ.get(PLUG_ENV) == "1" and is_stub(answer):
-        from minispec.lab import solutions
+        from minispec.lab.exercises import solutions
 
         return getattr(solutions, name), True
     return answer, False
@@ -217,7 +219,7 @@ def as_rates(prediction) -> dict | None:
     if not isinstance(prediction, dict) or not all(isinstance(v, numbers.Real) for v in prediction.values()):
         return None
     rates = {str(k).strip().lower(): float(v) for k, v in prediction.items()}
-    if set(rates) != set(PRESETS) or any(not 0 <= v <= 100 for v in rates.values()):
+    if set(rates) != set(Preset) or any(not 0 <= v <= 100 for v in rates.values()):
         return None
     return {p: v / 100 if v > 1 else v for p, v in rates.items()}
 
@@ -230,13 +232,13 @@ def check_acceptance(prediction) -> Report:
         return _not_yet("your prediction", "acceptance")
     rates = as_rates(prediction)
     if rates is None:
-        return Report(False, [f"not yet: expected a dict with one rate (0 to 1) per preset {list(map(str, PRESETS))}, "
+        return Report(False, [f"not yet: expected a dict with one rate (0 to 1) per preset {list(map(str, Preset))}, "
                               f"got {prediction!r}"])
-    measured = {p: thread_trace(p).stats["acceptance_rate"] for p in PRESETS}
-    off = [p for p in PRESETS if abs(rates[p] - measured[p]) > ACCEPTANCE_TOLERANCE]
+    measured = {p: thread_trace(p).stats["acceptance_rate"] for p in Preset}
+    off = [p for p in Preset if abs(rates[p] - measured[p]) > ACCEPTANCE_TOLERANCE]
     head = (f"correct: all three within {ACCEPTANCE_TOLERANCE:.0%} points" if not off
             else f"not quite: {len(off)} of 3 off by more than {ACCEPTANCE_TOLERANCE:.0%} points: {', '.join(off)}")
-    lines = [head] + [f"  {p:<11} you {rates[p]:>5.0%}   measured {measured[p]:>5.1%}" for p in PRESETS]
+    lines = [head] + [f"  {p:<11} you {rates[p]:>5.0%}   measured {measured[p]:>5.1%}" for p in Preset]
     if any(float(v) > 1 for v in prediction.values()):
         lines.append("(numbers above 1 read as percentages: rates run from 0 to 1, 45% is 0.45)")
     lines.append("fix 1 alone barely helps: from the first accepted draft on, stage 0's history misses the accepted "
@@ -244,7 +246,7 @@ def check_acceptance(prediction) -> Report:
                  "the right one (the last stage's)")
     from minispec.lab.viz.plots import plot_presets
 
-    return _finish(Report(not off, lines, plot_presets({p: thread_trace(p) for p in PRESETS})), plugged)
+    return _finish(Report(not off, lines, plot_presets({p: thread_trace(p) for p in Preset})), plugged)
 
 
 LOCATION = ("invariant", "step", "stage", "request")
@@ -358,7 +360,7 @@ def check_fix2(take_relayed_tokens) -> Report:
 def check_broadcast(apply_broadcast) -> Report:
     """Model Runner V2: ``apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected,
     draft_tokens)``, called on non-last stages for each batch's broadcast they apply."""
-    return _check_fix(apply_broadcast, "apply_broadcast", lambda fn: RunnerFixes(apply_broadcast=fn),
+    return _check_fix(apply_broadcast, "apply_broadcast", lambda fn: RunnerFixesV2(apply_broadcast=fn),
                       broadcast_contract, "check_broadcast", model_runner="v2")
 
 
@@ -369,7 +371,7 @@ CONDENSE_SCHEDULE = exercise_schedule(0, 1, "draft_model")  # one stage: rows st
 def move_row_contract(attempt, fn):
     """Each call of the learner's move_row, timed and placed: one stage, so the runner is the only one."""
     def move_row(batch, src, tgt):
-        attempt.context = attempt.where(attempt.llm.engine.executor.runners[0], batch._req_ids[src])
+        attempt.context = attempt.where(attempt.llm.stage_runners()[0], batch._req_ids[src])
         return call_learner(attempt, fn, batch, src, tgt)
 
     return move_row
@@ -488,7 +490,7 @@ def check_recovered(recovered_distribution) -> Report:
     after a rejection. Checked exactly, then by a chi-square test of 20,000 draws against p."""
     import torch
 
-    from minispec.lab.metrics import chi_square
+    from minispec.lab.experiments.metrics import chi_square
 
     fn, plugged = _plug(recovered_distribution, "recovered_distribution")
     if is_stub(fn):

@@ -2,7 +2,7 @@
 
 Under pipeline parallelism only the last stage samples and verifies drafts; every
 other stage must learn exactly what it decided before it builds its next input.
-This module holds, as plain data for the renderers of ``minispec.lab.viz.timeline``
+This module holds, as plain data for the renderers of ``minispec.lab.viz.sync_timeline``
 and ``minispec.lab.viz.designs``:
 
 * ``TIMELINE``: the designs built and the faults found in that hand-over, 2025-2026,
@@ -89,9 +89,10 @@ TIMELINE: tuple[Milestone, ...] = (
               "pipeline parallelism for Model Runner V2: a `PPHandler`; the last rank broadcasts "
               "`sampled_token_ids`, `num_sampled`, `num_rejected`, the others receive and post-process",
               (vllm(33960),)),
-    Milestone(date(2026, 4, 20), Lane.V2, Kind.FAULT, State.MERGED,
-              "a slot's previous request leaks stale `last_sampled_tokens` and `draft_tokens` into a new "
-              "request's first decode: fault 1's shape, in slots", (vllm(39833),)),
+    Milestone(date(2026, 4, 14), Lane.V2, Kind.FAULT, State.MERGED,
+              "under PD disaggregation (a slot whose first step is a decode, not a stage hand-over), a slot's "
+              "previous request leaks stale `last_sampled_tokens` and `draft_tokens` into a new request's first "
+              "decode: fault 1's shape, in slots", (vllm(39833),)),
     Milestone(date(2026, 4, 28), Lane.V1, Kind.FAULT, State.MERGED,
               "non-last ranks write relayed tokens at the wrong offset: the fix writes at `num_tokens_no_spec`",
               (vllm(41133),)),
@@ -103,11 +104,14 @@ TIMELINE: tuple[Milestone, ...] = (
               "back: \"one invariant behind all of it\"", (vllm(44697, "issues"), vllm(44698))),
     Milestone(date(2026, 6, 29), Lane.V2, Kind.FAULT, State.MERGED,
               "a sampled-token broadcast of `[n, 1]` into a receive posted for `[n, max_sample_len]` deadlocks "
-              "under NCCL, and drafts never reach non-last ranks", (vllm(46994),)),
+              "under NCCL, and drafts never reach non-last ranks (reported and confirmed there)", (vllm(46994),)),
     Milestone(date(2026, 7, 10), Lane.SGLANG, Kind.DESIGN, State.MERGED,
               "pipeline parallelism with speculative decoding: drafts only on the last stage, and a relay payload "
               "of accept lengths, new sequence lengths, bonus token and next draft tree around the ring",
               (Ref("sgl-project/sglang", 30775),)),
+    Milestone(date(2026, 7, 31), Lane.V2, Kind.FAULT, State.MERGED,
+              "the fix of #46994's two faults: the last rank broadcasts its draft proposals, and the sampled tokens "
+              "go out at one fixed width on every rank (in 0.30.0, not in 0.29.0)", (vllm(50514),)),
     Milestone(date(2026, 8, 14), Lane.V2, Kind.FAULT, State.OPEN,
               "non-last ranks keep stale or zero-initialised draft tokens; the fix carries next-step drafts with "
               "the sampled-token broadcast", (vllm(52295),)),
@@ -149,15 +153,21 @@ DESIGNS: tuple[Design, ...] = (
         "a row of its persistent batch, and a copy of the request (CachedRequestState)",
         "rebuilds or extends its row from the scheduler's output",
         (Message(_LAST, "scheduler", "sampled tokens, next drafts", True),
-         Message("scheduler", _FIRST, "new_token_ids: one token per decode; the drafts", True),
-         Message("scheduler", _MIDDLE, "the same", True)),
+         Message("scheduler", _FIRST, "new_token_ids: one token per decode (without async scheduling); the drafts",
+                 True),
+         Message("scheduler", _MIDDLE, "the same", True),
+         # vLLM 0.30.0 vllm/v1/core/sched/scheduler.py 1633-1636: with async scheduling the
+         # scheduler omits new_token_ids, and the runners take a GPU broadcast instead.
+         Message(_LAST, _FIRST, "with async scheduling (PR #32618): the sampled tokens, broadcast", True),
+         Message(_LAST, _MIDDLE, "the same broadcast", True)),
     ),
     Design(
         "vLLM Model Runner V2", vllm(33960), "the last stage",
         "a slot (req_idx): all_token_ids, last_sampled_tokens, draft_tokens, num_computed_tokens",
         "applies the broadcast to its slots, then builds its input from them",
         (Message(_LAST, "scheduler", "sampled tokens, next drafts", True),
-         Message("scheduler", _FIRST, "counts only: tokens and drafts to run", False),
+         Message("scheduler", _FIRST, "what it reads: counts of tokens and drafts to run (vLLM's scheduler still "
+                 "sends new_token_ids without async scheduling, and the drafts)", False),
          Message("scheduler", _MIDDLE, "the same", False),
          Message(_LAST, _FIRST, "sampled_tokens, num_sampled, num_rejected, next draft_tokens", True),
          Message(_LAST, _MIDDLE, "the same broadcast", True)),

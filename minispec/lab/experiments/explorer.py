@@ -28,8 +28,8 @@ from typing import NamedTuple
 
 from minispec.config import CHECKPOINT_DIR
 from minispec.instruments.invariants import InvariantViolation, Violation
-from minispec.lab.runs import Request, Schedule, build_llm, intra_op_threads, plural, run_recorded
-from minispec.lab.scenarios import PROMPTS
+from minispec.lab.experiments.scenarios import PROMPTS
+from minispec.lab.experiments.schedule import Request, Schedule, build_llm, intra_op_threads, plural, run_recorded
 from minispec.model_executor.models.standin import greedy_continuation
 
 STANDIN = CHECKPOINT_DIR / "standin"
@@ -208,9 +208,8 @@ def run_one(schedule: Schedule, engine_args: dict) -> Counterexample | None:
         return Counterexample(schedule, Failure(violation=e.violation), llm.trace, llm.tokenizer)
     except Exception as e:  # the engine crashing on a schedule is a finding too
         return Counterexample(schedule, Failure(error=f"{type(e).__name__}: {e}"), llm.trace, llm.tokenizer)
-    arch = llm.arch
     for req in sorted(llm.engine.finished, key=lambda r: r.request_id):
-        want = greedy_continuation(req.prompt_token_ids, schedule.max_tokens, arch)
+        want = greedy_continuation(req.prompt_token_ids, schedule.max_tokens, llm.arch)
         got = trace.outputs[req.request_id]
         for i, (w, g) in enumerate(itertools.zip_longest(want, got)):
             if w != g:

@@ -1,7 +1,7 @@
 """Running a learner's fix on one schedule and saying what went wrong: the machinery
-behind ``minispec.lab.exercises``.
+behind ``minispec.lab.exercises.checkers``.
 
-A ``Schedule`` (``minispec.lab.runs``) describes an engine and its requests,
+A ``Schedule`` (``minispec.lab.experiments.schedule``) describes an engine and its requests,
 recording and checking invariants live. ``run_attempt`` plugs the learner's function in through a
 *contract* wrapper that compares each call with what the scheduler knows at that
 moment, runs the engine to the end or to the first broken invariant, and compares
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from minispec.instruments.invariants import InvariantViolation, Violation
-from minispec.lab import scenarios
-from minispec.lab.metrics import first_divergence
-from minispec.lab.runs import Schedule, build_llm, intra_op_threads, plural, schedule_reference
+from minispec.lab.experiments import scenarios
+from minispec.lab.experiments.metrics import first_divergence
+from minispec.lab.experiments.schedule import Schedule, build_llm, intra_op_threads, plural, schedule_reference
 
 THREAD = scenarios.thread_schedule(check_invariants=True)
 
@@ -200,7 +200,7 @@ def run_attempt(schedule: Schedule, make_fixes, fn, contract, model_runner: str 
     attempt.llm = build_llm(schedule, make_fixes(plugged), model_runner)
     try:
         with intra_op_threads():
-            attempt.llm.engine.run()
+            finished = {o.request_id: o for o in attempt.llm.wait_for_completion()}
     except InvariantViolation as exc:
         attempt.violation = exc.violation
         return attempt
@@ -210,9 +210,8 @@ def run_attempt(schedule: Schedule, make_fixes, fn, contract, model_runner: str 
     except Exception as exc:  # the learner's bug, reported, never raised
         attempt.error = exc
         return attempt
-    finished = {r.request_id: r for r in attempt.llm.engine.finished}  # they have left the scheduler
     for req_id, want in schedule_reference(schedule).items():
-        got = finished[req_id].output_token_ids
+        got = finished[req_id].outputs[0].token_ids
         if (i := first_divergence(got, want)) is not None:
             attempt.diverged = (req_id, i, got[i : i + 5], want[i : i + 5])
             break

@@ -22,7 +22,7 @@ import torch
 
 from minispec import LLM, SamplingParams
 from minispec.instruments.timeline import Timeline
-from minispec.lab.runs import intra_op_threads
+from minispec.lab.experiments.schedule import intra_op_threads
 
 HEAVY = dict(vocab_size=2048, hidden_size=640, intermediate_size=1792, num_hidden_layers=10,
              num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=1024,

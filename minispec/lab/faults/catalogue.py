@@ -2,11 +2,12 @@
 documented, and where it bites (``FAULTS``).
 
 ``LLM(..., model_runner="v2", faults="<name>")`` runs one of them. The switches are the
-engine's (``minispec/v1/worker/fault_presets.py``: ``FaultPreset``, ``resolve_faults``,
-the fault functions); this catalogue is the lab's, because each entry carries a lab
-``Schedule`` and the engine never imports the lab (``tests/test_layout.py``), so it is not
-at ``minispec.v1.worker.fault_presets.FAULTS`` as issue 17's plan had it. ``FaultPreset``
-and ``LEFT_OUT`` are importable from here too.
+engine's, next to the code they switch (``minispec/v1/worker/gpu/runner_fixes.py``:
+``FaultPreset``, the switches, the fault functions; checked against ``model_runner=`` by
+``minispec.v1.worker.switchboard``); this catalogue is the lab's, because each entry
+carries a lab ``Schedule`` and the engine never imports the lab (``tests/test_layout.py``).
+``FaultPreset`` and ``LEFT_OUT`` (``minispec/v1/worker/runner_fixes.py``) are importable
+from here too.
 
 Under pipeline parallelism the last stage samples and verifies, and every other stage
 must learn exactly what it decided. Each preset below puts back one way a 2026 runner
@@ -17,28 +18,28 @@ the first thing that goes wrong there: an invariant (``Invariant``, at a step, s
 request), or, for the broadcast-width fault, the transport's own error. The tests
 (``tests/test_fault_presets.py``) assert each, and that the fixed run is clean.
 
-A runner resolves each switch once, when it is built (``pick``), as V1's runner resolves
-``RunnerFixes``: the hot paths call one function and never compare names. The switches,
+A runner resolves each switch once, when it is built (``Switches.pick``), as V1's runner
+resolves its own: the hot paths call one function and never compare names. The switches,
 by preset:
 
-* ``v2-stale-drafts`` (PR #52295; #46994's third fix): non-last stages never apply the
-  drafts the last stage broadcasts (``keep_stale_drafts`` for the runner's
+* ``v2-stale-drafts`` (PR #46994's report, fixed upstream by PR #50514; PR #52295): non-last
+  stages never apply the drafts the last stage broadcasts (``keep_stale_drafts`` for the runner's
   ``apply_drafts``), so a decode embeds the slot's zeroed ``draft_tokens``.
-* ``v2-optimistic-num-computed`` (RFC #44697, PR #44698; vllm-ascend PR #15171): non-last
-  stages keep the ``num_computed_tokens`` they advanced by the whole query at their
-  forward and never take the rejected drafts back (``ignore_rejected`` for
-  ``num_rejected_on_apply``).
+* ``v2-optimistic-num-computed`` (vllm-ascend PR #15171; the same shape in vLLM's V1
+  runner: RFC #44697, PR #44698): non-last stages keep the ``num_computed_tokens`` they
+  advanced by the whole query at their forward and never take the rejected drafts back
+  (``ignore_rejected`` for ``num_rejected_on_apply``). Upstream V2 takes them back by design
+  (vLLM 0.30.0 ``vllm/v1/worker/gpu/model_runner.py`` 1590-1611): only vllm-ascend's V2 had this bug.
 * ``v2-slot-reuse`` (#39833's shape): a broadcast entry for a slot's previous request is
   applied to its new occupant: the slot generation check is dropped
   (``every_row_live`` for ``PPHandler.live_rows``). #39833's own half, the
   ``last_sampled_tokens`` left unset by ``add_request``, cannot bite here: a slot's first
   step in minispec is always a prefill, whose sample writes ``last_sampled_tokens``
   before any decode reads it (vLLM's decode-first slots come from PD disaggregation,
-  which minispec has not). The variant kept is the one the generation counter exists
-  for (vLLM 0.30.0 ``pp_utils.py`` 79-82, 90-91, 130-134) and which a review of PR
-  #50514 (2026-08-05) caught for drafts: "writes the finished request's stale drafts
-  into the new request that now owns the same index".
-* ``v2-broadcast-width`` (PR #46994, its 2026-09-01 comment): the last stage sends the
+  which minispec has not; #39833 is a PD-disaggregation bug, not a stage hand-over one).
+  The variant kept is the one the generation counter exists for (vLLM 0.30.0
+  ``vllm/v1/worker/gpu/pp_utils.py`` 79-82, 90-91, 130-134).
+* ``v2-broadcast-width`` (PR #46994's report, fixed upstream by PR #50514): the last stage sends the
   sampled tokens at their natural width, ``[n, 1]`` for a batch without drafts, into the
   ``[n, k + 1]`` receive every non-last stage posted (``natural_width`` for
   ``PPHandler.sample_width``). NCCL "does not negotiate element counts" and deadlocks;
@@ -47,7 +48,7 @@ by preset:
   names the mismatch (``minispec.distributed.parallel_state.post_checked``).
 
 Left out (``LEFT_OUT``): ``v1-num-tokens-no-spec`` (PR #41133), with the reason.
-``fixes=`` stays V1's two July-2025 switches (``runner_fixes.py``).
+``fixes=`` names the July-2025 presets of V1's switches (``minispec/v1/worker/runner_fixes.py``).
 
 vLLM twin: none (vLLM ships each fix, never a switch back to the fault).
 """
@@ -57,9 +58,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minispec.instruments.invariants import Invariant
-from minispec.lab.runs import Request, Schedule
-from minispec.lab.scenarios import PROMPTS, thread_schedule
-from minispec.v1.worker.fault_presets import LEFT_OUT, FaultPreset
+from minispec.lab.experiments.scenarios import PROMPTS, thread_schedule
+from minispec.lab.experiments.schedule import Request, Schedule
+from minispec.v1.worker.gpu.runner_fixes import FaultPreset
+from minispec.v1.worker.runner_fixes import LEFT_OUT
+from minispec.v1.worker.switches import ModelRunner
 
 __all__ = ["FAULTS", "LEFT_OUT", "Fault", "FaultPreset", "FirstViolation", "TransportError"]
 
@@ -95,9 +98,10 @@ class Fault:
     expected: FirstViolation | TransportError
 
     @property
-    def design(self) -> str:
-        """"v1" | "v2": the runner it belongs to."""
-        return self.preset.design
+    def design(self) -> ModelRunner:
+        """The runner design it belongs to: each fault preset switches one design's code."""
+        (design,) = self.preset.designs
+        return design
 
 
 # One slot (max_num_seqs=1): E waits for A's, and is given it while A's last broadcast is
@@ -111,9 +115,11 @@ SLOT_REUSE_SCHEDULE = Schedule(
 FAULTS: dict[FaultPreset, Fault] = {
     FaultPreset.V2_STALE_DRAFTS: Fault(
         FaultPreset.V2_STALE_DRAFTS,
-        "vLLM PR #52295 (open, 2026-08-14: \"non-last ranks keep stale or zero-initialized draft tokens\"); PR "
-        "#46994's fix #3 (\"draft tokens never reach non-last ranks\", confirmed in its comment of 2026-09-01)",
-        "the fix in vLLM 0.30.0: vllm/v1/worker/gpu/pp_utils.py 163-178 (broadcast_drafts), 145-155 "
+        "vLLM PR #46994 (merged; its comment of 2026-09-01 confirms \"draft tokens never reach non-last ranks\"); "
+        "fixed upstream by PR #50514 (opened 2026-07-31, merged; in 0.30.0, not in 0.29.0: \"broadcast draft "
+        "proposals from the last stage\"); PR #52295 (open, 2026-08-14: \"non-last ranks keep stale or "
+        "zero-initialized draft tokens\")",
+        "the fix in vLLM 0.30.0: vllm/v1/worker/gpu/pp_utils.py 163-178 (broadcast_drafts), 144-154 "
         "(drafts restored with the sampled tokens), model_runner.py 1110-1118",
         "non-last ranks keep stale or zero-initialised draft tokens: the last rank's drafts never reach them",
         "the last rank broadcasts the next drafts with the sampled tokens; non-last ranks write them into the "
@@ -124,10 +130,12 @@ FAULTS: dict[FaultPreset, Fault] = {
     ),
     FaultPreset.V2_OPTIMISTIC_NUM_COMPUTED: Fault(
         FaultPreset.V2_OPTIMISTIC_NUM_COMPUTED,
-        "vLLM RFC #44697 (open, 2026-06-05: \"the non-last PP rank should apply the sampler's broadcast "
-        "per-request valid/accepted count\") and PR #44698 (open); vllm-ascend PR #15171 (open, 2026-08-28)",
-        "the fix in vLLM 0.30.0: vllm/v1/worker/gpu/model_runner.py 2016-2024 (the optimistic advance) and "
-        "1590-1611 (post_update takes num_rejected back)",
+        "vllm-ascend PR #15171 (open, 2026-08-28: V2's non-last ranks build sequence lengths \"from a length that "
+        "was never reverted after a rejected draft token\"); the same shape in vLLM's V1 runner: RFC #44697 (open, "
+        "2026-06-05: \"the non-last PP rank should apply the sampler's broadcast per-request valid/accepted "
+        "count\") and PR #44698 (open)",
+        "upstream V2 takes the rejected drafts back by design, vLLM 0.30.0: vllm/v1/worker/gpu/model_runner.py "
+        "2016-2024 (the optimistic advance) and 1590-1611 (post_update takes num_rejected back)",
         "non-last ranks keep the optimistic num_computed_tokens: rejected drafts are never taken back",
         "non-last ranks apply the broadcast's per-request num_rejected to their own num_computed_tokens",
         thread_schedule(check_invariants=True),
@@ -136,8 +144,9 @@ FAULTS: dict[FaultPreset, Fault] = {
     ),
     FaultPreset.V2_SLOT_REUSE: Fault(
         FaultPreset.V2_SLOT_REUSE,
-        "vLLM PR #39833 (merged; review of 2026-04-20: \"stale values from a previous request that occupied this "
-        "slot would leak\"); PR #50514's review (2026-08-05: the same leak through the broadcast)",
+        "vLLM PR #39833 (merged; 2026-04-14: a PD-disaggregation bug, stale last_sampled_tokens and draft_tokens "
+        "\"leaking between requests when V2 model runner reuses request state slots\", where a slot's first step "
+        "is a decode); this preset is its shape through the broadcast instead",
         "the fix in vLLM 0.30.0: vllm/v1/worker/gpu/pp_utils.py 79-82, 90-91 (a generation per slot), 130-134 "
         "(rows whose slot was freed since are skipped)",
         "a slot's previous request's broadcast lands in its new occupant (the generation check dropped)",
@@ -149,9 +158,10 @@ FAULTS: dict[FaultPreset, Fault] = {
     ),
     FaultPreset.V2_BROADCAST_WIDTH: Fault(
         FaultPreset.V2_BROADCAST_WIDTH,
-        "vLLM PR #46994 (merged; its fix #2, comment of 2026-09-01: \"NCCL does not negotiate element counts\"); "
-        "listed first in RFC #44697's comment of 2026-06-29",
-        "the fix in vLLM 0.30.0: vllm/v1/worker/gpu/pp_utils.py 256-262 (broadcast pads to max_sample_len) "
+        "vLLM PR #46994 (merged; its comment of 2026-09-01: \"NCCL does not negotiate element counts\"); listed "
+        "second, after DeepSeekMTP's missing SupportsPP, in RFC #44697's comment of 2026-06-29; fixed upstream by "
+        "PR #50514 (\"use one fixed sampled-token broadcast width on every rank\"; in 0.30.0, not in 0.29.0)",
+        "the fix in vLLM 0.30.0: vllm/v1/worker/gpu/pp_utils.py 257-260 (broadcast pads to max_sample_len) "
         "against 196-198 (receive posts [num_reqs, max_sample_len]); 0.33.0 has both sides work the width out "
         "alike (_sample_len, 104-106; asserted at 255)",
         "the sampled tokens go out [n, 1] on a step without drafts into a receive posted for [n, k + 1]",

@@ -1,0 +1,55 @@
+"""vLLM releases' Python sources, for reading only: what ``make cite-check`` checks citations against.
+
+A release's sources live where ``environment`` keeps them, ``cache_dir()/vllm-X/vllm/**.py``,
+so the two share one download: a folder ``make vllm-check`` built is read as it is, and one
+fetched here (sources only, stamped ``.minispec-sources``) is rebuilt by ``make vllm-check``
+with the transformers it also needs. Fetching is ``pip download --no-deps`` of the release's
+wheel (the sdist cannot be downloaded without building vLLM), of which only
+``vllm/**/*.py`` is kept; the wheel is deleted once read.
+
+vLLM twin: none (minispec's own tooling).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from minispec.lab.vllm_reference.environment import _extract_sources, cache_dir, release_dir
+
+STAMP = ".minispec-sources"
+RELEASE = re.compile(r"^0\.\d+\.\d+$")
+
+
+def _check_release(release: str) -> None:
+    if not RELEASE.match(release):
+        raise ValueError(f"release={release!r}: expected a vLLM release number such as '0.30.0'")
+
+
+def cached_sources(release: str) -> Path | None:
+    """The folder holding release's ``vllm/`` package, if it is cached here; builds nothing."""
+    _check_release(release)
+    folder = release_dir(release)
+    return folder if (folder / "vllm" / "__init__.py").is_file() else None
+
+
+def release_sources(release: str, python: str = sys.executable) -> Path:
+    """The folder holding release's ``vllm/`` package, fetched first if it is not cached."""
+    cached = cached_sources(release)
+    if cached is not None:
+        return cached
+    folder = release_dir(release)
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as download:
+        done = subprocess.run([python, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+                               f"vllm=={release}", "-d", download], capture_output=True, text=True)
+        wheels = sorted(Path(download).glob("vllm-*.whl"))
+        if done.returncode != 0 or not wheels:
+            raise RuntimeError(f"could not download vLLM {release}'s wheel ({done.returncode}):\n{done.stderr[-2000:]}")
+        folder.mkdir(parents=True, exist_ok=True)
+        _extract_sources(wheels[0], folder)
+    (folder / STAMP).write_text(release)
+    return folder

@@ -1,0 +1,84 @@
+"""Model Runner V2's switches: its 2026 faults, their presets, and the workshop's plug
+point in V2's runner (vLLM 0.30.0: ``vllm/v1/worker/gpu/pp_utils.py``, the file most of
+them switch; minispec's own idea: vLLM ships each fix, never a switch). Every switch
+here belongs to ``ModelRunner.V2``; what a switch, a preset and a learner's settings
+are, and how they are checked against ``model_runner=``: ``minispec.v1.worker.switches``
+and ``minispec.v1.worker.switchboard``. V1's switches: ``minispec/v1/worker/runner_fixes.py``.
+
+The switches, each resolved once when the runner is built; the fix is the runner's own
+code (``model_runner.py``, ``pp_utils.py``), the fault is below:
+
+* ``APPLY_DRAFTS`` (``GPUModelRunner.apply_drafts``): the broadcast's drafts are written
+  into the slots; fault ``keep_stale_drafts``.
+* ``NUM_REJECTED_ON_APPLY`` (``GPUModelRunner.num_rejected_on_apply``): the rejected
+  part of the optimistic ``num_computed_tokens`` is taken back; fault ``ignore_rejected``.
+* ``LIVE_ROWS`` (``PPHandler.live_rows``): only rows whose slot still holds the request
+  they were received for are applied; fault ``every_row_live``.
+* ``SAMPLE_WIDTH`` (``PPHandler.sample_width``): the sampled tokens travel at the width
+  every receive was posted for; fault ``natural_width``.
+* ``APPLY_BROADCAST``: a plug point for notebook 08's last exercise, a non-last stage's
+  whole post-processing of one batch's broadcast,
+  ``apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
+  -> None`` in place of ``GPUModelRunner._apply_broadcast``, on the stage's
+  ``RequestState`` slots. The runner's own runs ``apply_drafts`` and
+  ``num_rejected_on_apply``, so a learner's replaces both (``Switch.within``): a fault
+  preset on either cannot be combined with it.
+
+The presets (``FaultPreset``, ``faults=``) each put one fault back; a learner's settings
+are this design's ``RunnerFixes`` (``fixes=RunnerFixes(apply_broadcast=...)``). What each
+preset reproduces, where it is documented, and where it bites: ``FAULTS`` in
+``minispec/lab/faults/catalogue.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from minispec.v1.worker.switches import ModelRunner, Switch, SwitchPreset, SwitchSettings
+
+
+def keep_stale_drafts(states, sampled) -> None:
+    """v2-stale-drafts: the broadcast's drafts are dropped; the slots keep what they held."""
+
+
+def ignore_rejected(sampled) -> np.ndarray:
+    """v2-optimistic-num-computed: nothing is taken back from the optimistic advance."""
+    return np.zeros_like(sampled.num_rejected)
+
+
+def every_row_live(gen_now: np.ndarray, gen_at_receive: np.ndarray) -> np.ndarray:
+    """v2-slot-reuse: every row is applied, whoever holds its slot now."""
+    return np.ones(len(gen_now), dtype=bool)
+
+
+def natural_width(batch, max_sample_len: int) -> int:
+    """v2-broadcast-width: 1 for a batch without drafts (the plain sampler's), else k + 1."""
+    return max_sample_len if batch.num_draft_tokens_per_req.any() else 1
+
+
+APPLY_BROADCAST = Switch("apply_broadcast", ModelRunner.V2)
+APPLY_DRAFTS = Switch("apply_drafts", ModelRunner.V2, keep_stale_drafts, within=APPLY_BROADCAST)
+NUM_REJECTED_ON_APPLY = Switch("num_rejected_on_apply", ModelRunner.V2, ignore_rejected, within=APPLY_BROADCAST)
+LIVE_ROWS = Switch("live_rows", ModelRunner.V2, every_row_live)
+SAMPLE_WIDTH = Switch("sample_width", ModelRunner.V2, natural_width)
+
+
+class FaultPreset(SwitchPreset):
+    """The ``faults=`` presets: one 2026 fault of Model Runner V2 each."""
+
+    V2_STALE_DRAFTS = "v2-stale-drafts", (APPLY_DRAFTS,)
+    V2_OPTIMISTIC_NUM_COMPUTED = "v2-optimistic-num-computed", (NUM_REJECTED_ON_APPLY,)
+    V2_SLOT_REUSE = "v2-slot-reuse", (LIVE_ROWS,)
+    V2_BROADCAST_WIDTH = "v2-broadcast-width", (SAMPLE_WIDTH,)
+
+
+@dataclass(frozen=True, repr=False)
+class RunnerFixes(SwitchSettings):
+    """A learner's setting of Model Runner V2's plug point (``fixes=RunnerFixes(...)``)."""
+
+    SWITCHES = (APPLY_BROADCAST,)
+
+    apply_broadcast: Callable | None = None

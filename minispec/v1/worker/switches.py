@@ -1,0 +1,138 @@
+"""What a runner switch is: the design it belongs to, the presets that name a setting
+of switches, a learner's settings, and what a runner reads once they are resolved
+(minispec's own idea: vLLM ships each fix and never a switch back to the fault; the
+design enum stands for vLLM's choice of runner, ``VllmConfig.use_v2_model_runner``,
+vLLM 0.30.0: ``vllm/config/vllm.py`` 674-723).
+
+* ``ModelRunner``: a runner design, the values of ``model_runner=``.
+* ``Switch``: one seam in one design's runner where one of three functions runs: the
+  runner's own (the fix), the fault put back, or a learner's function plugged in.
+  A switch without a fault is a plug point only. Each declares its design.
+* ``SwitchPreset``: the one preset type. Every named preset, the July-2025 ones
+  (``fixes=``) and the 2026 ones (``faults=``), is a member of a subclass and names
+  the switches it turns to their fault; it applies to the designs those switches
+  belong to, or to every design if it turns none.
+* ``SwitchSettings``: a learner's setting of each switch of one design, one field per
+  switch (each design's ``RunnerFixes``), checked when it is built.
+* ``Switches``: the resolved result (``minispec.v1.worker.switchboard``), held in
+  ``VllmConfig.switches``; a runner asks it once per switch, when it is built, for the
+  one function to call (``pick``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+from typing import ClassVar
+
+
+class ModelRunner(StrEnum):
+    """A runner design (``model_runner=``): V1's ``GPUModelRunner``
+    (``minispec/v1/worker/gpu_model_runner.py``) or Model Runner V2 (``minispec/v1/worker/gpu/``).
+    A ``StrEnum``, so ``"v1"`` and ``ModelRunner.V1`` are the same argument."""
+
+    V1 = "v1"
+    V2 = "v2"
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+@dataclass(frozen=True)
+class Switch:
+    """One seam of one design's runner. ``fault``: what runs there when a preset puts the
+    fault back (None: a plug point, no fault). ``within``: the switch whose built-in
+    function this one runs inside; a learner's function plugged in there replaces both, so
+    the switchboard refuses a fault here together with it."""
+
+    name: str
+    design: ModelRunner
+    fault: Callable | None = None
+    within: Switch | None = None
+
+
+class SwitchPreset(StrEnum):
+    """The one preset type: a named setting of switches. A subclass's members are written
+    ``NAME = "its-name", (switches it turns to their fault)``; every other switch runs its
+    fix. A ``StrEnum``, so a preset compares equal to its name and prints (and reprs) as it:
+    lists of presets in argparse's choices, error messages and notebooks read as names."""
+
+    def __new__(cls, name: str, faults: tuple[Switch, ...] = ()):
+        preset = str.__new__(cls, name)
+        preset._value_ = name
+        preset.faults = faults
+        return preset
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    @property
+    def designs(self) -> tuple[ModelRunner, ...]:
+        """The designs of the switches it turns, or every design if it turns none."""
+        return tuple(d for d in ModelRunner if any(s.design == d for s in self.faults)) or tuple(ModelRunner)
+
+    def settings(self) -> dict[Switch, Callable]:
+        """Each switch it turns, with its fault."""
+        return {switch: switch.fault for switch in self.faults}
+
+
+@dataclass(frozen=True, repr=False)
+class SwitchSettings:
+    """A learner's setting of each switch of one design, one field per switch in
+    ``SWITCHES`` (a field is named as its switch). A switch with a fault takes True (the
+    fix), False (the fault) or a function; a plug point None (the runner's own) or a
+    function. Checked when it is built."""
+
+    SWITCHES: ClassVar[tuple[Switch, ...]] = ()
+
+    def __post_init__(self):
+        for switch in self.SWITCHES:
+            value = getattr(self, switch.name)
+            if callable(value):
+                continue
+            if switch.fault is not None and not isinstance(value, bool):
+                raise ValueError(f"{switch.name}={value!r}: expected True (the fix), False (the fault) or a function")
+            if switch.fault is None and value is not None:
+                raise ValueError(f"{switch.name}={value!r}: expected None (the runner's own) or a function")
+
+    @property
+    def designs(self) -> tuple[ModelRunner, ...]:
+        return tuple(dict.fromkeys(s.design for s in self.SWITCHES))
+
+    def settings(self) -> dict[Switch, Callable]:
+        """Each switch set away from its fix, with the fault or the learner's function."""
+        chosen = {}
+        for switch in self.SWITCHES:
+            value = getattr(self, switch.name)
+            if callable(value):
+                chosen[switch] = value
+            elif value is False:
+                chosen[switch] = switch.fault
+        return chosen
+
+    def __repr__(self) -> str:
+        """The fields set away from their default, a function by its name: error messages
+        and trace labels read ``RunnerFixes(move_row=my_move_row)``."""
+        changed = [f"{f.name}={_shown(getattr(self, f.name))}" for f in fields(self)
+                   if getattr(self, f.name) is not f.default]
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+
+def _shown(value) -> str:
+    return value.__name__ if callable(value) and hasattr(value, "__name__") else repr(value)
+
+
+@dataclass(frozen=True)
+class Switches:
+    """Every switch moved off its fix, to its fault or a learner's function, for one run's
+    design; any other switch runs its fix."""
+
+    chosen: Mapping[Switch, Callable] = field(default_factory=dict)
+
+    def pick(self, switch: Switch, fix: Callable) -> Callable:
+        """The one function a runner calls at ``switch``: a learner's, the fault, or ``fix``."""
+        return self.chosen.get(switch, fix)
+
+
+EVERY_FIX = Switches()

@@ -1,0 +1,107 @@
+"""What every runner design offers its executor and the trace recorder (vLLM 0.30.0:
+``vllm/v1/worker/worker_base.py``, ``WorkerBase``).
+
+One pipeline stage of either design (V1's ``GPUModelRunner`` in ``gpu_model_runner.py``,
+Model Runner V2's in ``gpu/model_runner.py``) is a ``WorkerBase``: the executors build
+it with ``gpu_worker.make_runner`` and use nothing but what is declared here, so a new
+design plugs in by implementing these four methods (``docs/adding_a_runner.md``):
+
+* ``execute_model``: run one scheduled batch through this stage;
+* ``drop_all_requests``: forget every request (after the engine aborted them all);
+* ``bind_pp_group``: take the group this stage talks to the other stages on;
+* ``describe_rows``: this step's rows as ``RowRecord`` data, for the trace recorder.
+
+Why this name: in vLLM the executor talks to a stage through its worker (``WorkerBase``,
+0.30.0 ``worker_base.py`` 44-208, whose ``execute_model`` the executors call), and the
+worker holds the model runner. v1 has no model-runner base class: V1's and V2's
+``GPUModelRunner`` share only mixins (0.30.0 ``gpu_model_runner.py`` 498-500,
+``gpu/model_runner.py`` 187), and the worker types V2's as V1's with a "temporary fix"
+comment (``gpu_worker.py`` 479-482); v0's ``ModelRunnerBase`` (``vllm/worker/
+model_runner_base.py``, an ``ABC``) is gone from 0.30.0. minispec leaves the worker out
+and its executors drive the runners directly, so the runner takes the worker's place
+and the worker's base class name. It is an ``ABC`` where vLLM's methods raise
+``NotImplementedError`` when called: a design that forgets one cannot be built at all,
+and ``TypeError`` names the missing method (all from reading the code).
+
+What vLLM's ``WorkerBase`` does not have: ``bind_pp_group`` (vLLM's runners reach the
+pipeline group through the global ``get_pp_group()``; minispec builds several pipelines
+in one process, so each stage is handed its own) and ``describe_rows`` with the two
+``_record_*`` helpers (minispec's trace: vLLM has no recorder). Left out: device
+initialisation, memory profiling, KV-cache sizing, LoRA, sleep mode, ``sample_tokens``
+(vLLM's split of ``execute_model`` for structured output).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+import torch
+
+from minispec.config import VllmConfig
+from minispec.instruments.trace import RowRecord
+from minispec.sequence import IntermediateTensors
+from minispec.v1.core.sched.output import SchedulerOutput
+from minispec.v1.outputs import ModelRunnerOutput
+
+if TYPE_CHECKING:
+    from minispec.instruments.trace import TraceRecorder
+
+InputsT = TypeVar("InputsT")  # what a design's input preparation returns (V1: PreparedInputs, V2: InputBatch)
+
+
+class WorkerBase(ABC, Generic[InputsT]):
+    """One pipeline stage of a runner design."""
+
+    def __init__(self, vllm_config: VllmConfig, rank: int, device: torch.device,
+                 recorder: TraceRecorder | None = None):
+        """Stage ``rank`` of ``vllm_config``'s pipeline, on ``device``, recording into
+        ``recorder`` when the engine records (``record``/``check_invariants``)."""
+        sched = vllm_config.scheduler_config
+        self.vllm_config, self.recorder, self.device = vllm_config, recorder, device
+        self.pp_rank, self.pp_size = rank, vllm_config.pipeline_parallel_size
+        self.is_first_rank, self.is_last_rank = rank == 0, rank == self.pp_size - 1
+        self.seed, self.dtype = vllm_config.seed, vllm_config.dtype or torch.float32
+        self.block_size, self.max_model_len = vllm_config.cache_config.block_size, sched.max_model_len
+
+    @abstractmethod
+    def execute_model(self, scheduler_output: SchedulerOutput,
+                      intermediate_tensors: IntermediateTensors | None = None
+                      ) -> IntermediateTensors | ModelRunnerOutput:
+        """Run this stage's part of one batch. A non-last stage returns the hidden states
+        for the next stage; the last stage samples and returns what it sampled and drafted.
+        When recording, call ``_record_stage`` once the inputs are gathered (before the
+        forward) and, on the last stage, ``_record_sampled`` once it has sampled."""
+
+    @abstractmethod
+    def drop_all_requests(self) -> None:
+        """Forget every request and everything pending for them: the engine aborted them all,
+        possibly half-way through a step. The next batch starts from an empty stage."""
+
+    @abstractmethod
+    def bind_pp_group(self, group) -> None:
+        """Take the group this stage messages the other stages on (``StageGroup`` across
+        processes, an ``InProcStageGroup`` rank in one), before the first step. A design
+        whose stages learn everything from the scheduler (V1) has nothing to bind."""
+
+    @abstractmethod
+    def describe_rows(self, scheduler_output: SchedulerOutput, inputs: InputsT) -> list[RowRecord]:
+        """This step's rows as the stage holds them after gathering ``inputs``, before its
+        forward: one ``RowRecord`` per scheduled request, in input order, from this design's
+        own buffers. Leave ``prev_req_id``/``prev_token_ids`` unset (the recorder remembers
+        who held each buffer index) and set ``slot`` only for a slot table (V2)."""
+
+    def _record_stage(self, scheduler_output: SchedulerOutput, inputs: InputsT, input_ids: list[int],
+                      verified_drafts: list[list[int]]) -> None:
+        """Hand ``self.recorder`` this step's rows and inputs (``verified_drafts``: per input
+        row, what the last stage's rejection sampler will read back out of ``input_ids``).
+        Only when recording: the caller checks, and so builds its arguments only then."""
+        rows = self.describe_rows(scheduler_output, inputs)
+        self.recorder.on_stage(scheduler_output.step, self.pp_rank, self.is_last_rank, rows, input_ids,
+                               {row.req_id: d for row, d in zip(rows, verified_drafts) if d})
+
+    def _record_sampled(self, scheduler_output: SchedulerOutput, output: ModelRunnerOutput) -> None:
+        """Hand the recorder what the last stage emitted for each request."""
+        if self.recorder is not None:
+            self.recorder.on_sampled(scheduler_output.step, self.pp_rank,
+                                     {r: output.sampled_token_ids[i] for r, i in output.req_id_to_index.items()})

@@ -1,0 +1,176 @@
+"""The switchboard (``minispec/v1/worker/switchboard.py``): every switch, preset and plug on
+every design, accepted where it applies and refused, with the argument, the value and the
+design, where it does not; nothing given is ever ignored."""
+
+import multiprocessing
+import re
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from minispec import LLM
+from minispec.engine.arg_utils import EngineArgs
+from minispec.v1.worker import runner_fixes as v1
+from minispec.v1.worker.gpu import runner_fixes as v2
+from minispec.v1.worker.switchboard import ARGUMENTS
+from minispec.v1.worker.switches import ModelRunner, Switch, Switches
+
+V1, V2 = ModelRunner.V1, ModelRunner.V2
+
+
+def mine(*args):
+    """A learner's function: its name is what the messages show."""
+
+
+# (argument, value, what it resolves to where it applies, the refusal on the other design or None)
+CASES = [
+    ("fixes", "vllm-0.9.2", {v1.READD_SPEC_TOKENS: v1.skip_spec_tokens, v1.SYNC_ACCEPTED_TOKENS: v1.slice_relayed_tokens},
+     "fixes='vllm-0.9.2' applies to model_runner='v1'; got model_runner='v2'"),
+    ("fixes", "vllm-0.14", {v1.SYNC_ACCEPTED_TOKENS: v1.slice_relayed_tokens},
+     "fixes='vllm-0.14' applies to model_runner='v1'; got model_runner='v2'"),
+    ("fixes", "all", {}, None),
+    ("faults", "v2-stale-drafts", {v2.APPLY_DRAFTS: v2.keep_stale_drafts},
+     "faults='v2-stale-drafts' applies to model_runner='v2'; got model_runner='v1'"),
+    ("faults", "v2-optimistic-num-computed", {v2.NUM_REJECTED_ON_APPLY: v2.ignore_rejected},
+     "faults='v2-optimistic-num-computed' applies to model_runner='v2'; got model_runner='v1'"),
+    ("faults", "v2-slot-reuse", {v2.LIVE_ROWS: v2.every_row_live},
+     "faults='v2-slot-reuse' applies to model_runner='v2'; got model_runner='v1'"),
+    ("faults", "v2-broadcast-width", {v2.SAMPLE_WIDTH: v2.natural_width},
+     "faults='v2-broadcast-width' applies to model_runner='v2'; got model_runner='v1'"),
+    ("fixes", v1.RunnerFixes(readd_spec_tokens=mine), {v1.READD_SPEC_TOKENS: mine},
+     "fixes=RunnerFixes(readd_spec_tokens=mine) applies to model_runner='v1'; got model_runner='v2'"),
+    ("fixes", v1.RunnerFixes(readd_spec_tokens=False), {v1.READD_SPEC_TOKENS: v1.skip_spec_tokens},
+     "fixes=RunnerFixes(readd_spec_tokens=False) applies to model_runner='v1'; got model_runner='v2'"),
+    ("fixes", v1.RunnerFixes(sync_accepted_tokens=mine), {v1.SYNC_ACCEPTED_TOKENS: mine},
+     "fixes=RunnerFixes(sync_accepted_tokens=mine) applies to model_runner='v1'; got model_runner='v2'"),
+    ("fixes", v1.RunnerFixes(sync_accepted_tokens=False), {v1.SYNC_ACCEPTED_TOKENS: v1.slice_relayed_tokens},
+     "fixes=RunnerFixes(sync_accepted_tokens=False) applies to model_runner='v1'; got model_runner='v2'"),
+    ("fixes", v1.RunnerFixes(move_row=mine), {v1.MOVE_ROW: mine},
+     "fixes=RunnerFixes(move_row=mine) applies to model_runner='v1'; got model_runner='v2'"),
+    ("fixes", v1.RunnerFixes(), {}, "fixes=RunnerFixes() applies to model_runner='v1'; got model_runner='v2'"),
+    ("fixes", v2.RunnerFixes(apply_broadcast=mine), {v2.APPLY_BROADCAST: mine},
+     "fixes=RunnerFixes(apply_broadcast=mine) applies to model_runner='v2'; got model_runner='v1'"),
+    ("fixes", v2.RunnerFixes(), {}, "fixes=RunnerFixes() applies to model_runner='v2'; got model_runner='v1'"),
+]
+
+
+def config(**kwargs):
+    return EngineArgs(max_model_len=64, **kwargs).create_engine_config()
+
+
+@pytest.mark.parametrize("design", list(ModelRunner))
+@pytest.mark.parametrize("argument,value,chosen,refusal", CASES, ids=[f"{a}={v!r}" for a, v, _, _ in CASES])
+def test_each_switch_preset_and_plug_on_each_design(argument, value, chosen, refusal, design):
+    """Accepted where it applies, resolved to the functions its runner will call; refused with
+    the exact message where it does not. Only "all" (no fault) applies to both designs."""
+    applies = refusal is None or f"got model_runner={str(design)!r}" not in refusal
+    if applies:
+        assert config(model_runner=design, **{argument: value}).switches == Switches(chosen)
+    else:
+        with pytest.raises(ValueError) as refused:
+            config(model_runner=design, **{argument: value})
+        assert str(refused.value) == refusal
+
+
+def test_the_cases_cover_every_preset_and_every_switch_a_learner_can_set():
+    assert {v for _, v, _, _ in CASES if isinstance(v, str)} == {str(p) for a in ARGUMENTS.values() for p in a.presets}
+    set_by_cases = {s for _, v, _, _ in CASES if not isinstance(v, str) for s in v.settings()}
+    assert set_by_cases == {s for a in ARGUMENTS.values() for cls in a.settings for s in cls.SWITCHES}
+
+
+def test_a_preset_by_its_enum_is_the_preset_by_its_name():
+    assert config(fixes=v1.Preset.VLLM_0_14) == config(fixes="vllm-0.14")
+    assert config(model_runner=V2, faults=v2.FaultPreset.V2_SLOT_REUSE) == config(model_runner="v2",
+                                                                                   faults="v2-slot-reuse")
+    assert config(model_runner="v2").model_runner is V2
+
+
+def test_a_preset_or_plug_given_to_the_other_argument_is_refused():
+    with pytest.raises(ValueError, match=r"^fixes='v2-stale-drafts': expected one of \['all', 'vllm-0.14', "
+                                         r"'vllm-0.9.2'\] or a RunnerFixes$"):
+        config(model_runner="v2", fixes=v2.FaultPreset.V2_STALE_DRAFTS)
+    with pytest.raises(ValueError, match=r"^faults=RunnerFixes\(apply_broadcast=mine\): expected None or one of "
+                                         r"\['v2-broadcast-width', "):
+        config(model_runner="v2", faults=v2.RunnerFixes(apply_broadcast=mine))
+    with pytest.raises(ValueError, match=r"^faults='vllm-0.9.2': expected None or one of"):
+        config(faults="vllm-0.9.2")
+
+
+@pytest.mark.parametrize("preset,inner", [("v2-stale-drafts", "apply_drafts"),
+                                          ("v2-optimistic-num-computed", "num_rejected_on_apply")])
+def test_a_fault_inside_a_replaced_function_is_refused(preset, inner):
+    """The runner's own apply_broadcast is where these two faults run: a learner's replaces it,
+    so the fault would never run."""
+    with pytest.raises(ValueError) as refused:
+        config(model_runner="v2", fixes=v2.RunnerFixes(apply_broadcast=mine), faults=preset)
+    assert str(refused.value) == (f"faults='{preset}' switches {inner}, a part of the runner's own apply_broadcast, "
+                                  "which fixes=RunnerFixes(apply_broadcast=mine) replaces: expected one of the two")
+
+
+def test_a_fault_outside_a_plug_goes_with_it():
+    switches = config(model_runner="v2", fixes=v2.RunnerFixes(apply_broadcast=mine), faults="v2-slot-reuse").switches
+    assert switches == Switches({v2.APPLY_BROADCAST: mine, v2.LIVE_ROWS: v2.every_row_live})
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda: v1.RunnerFixes(move_row=False), r"^move_row=False: expected None \(the runner's own\) or a function$"),
+    (lambda: v1.RunnerFixes(readd_spec_tokens=None),
+     r"^readd_spec_tokens=None: expected True \(the fix\), False \(the fault\) or a function$"),
+    (lambda: v1.RunnerFixes(sync_accepted_tokens=1), r"^sync_accepted_tokens=1: expected True \(the fix\)"),
+    (lambda: v2.RunnerFixes(apply_broadcast="mine"), r"^apply_broadcast='mine': expected None \(the runner's own\)"),
+])
+def test_a_learner_s_settings_are_checked_when_built(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_a_refused_call_leaves_nothing_behind():
+    """Refused before anything is built: no worker process, and the same settings work with
+    the design they belong to."""
+    plug = v1.RunnerFixes(move_row=mine)
+    with pytest.raises(ValueError, match="applies to model_runner='v1'"):
+        LLM(model_runner="v2", fixes=plug, distributed_executor_backend="mp", pipeline_parallel_size=2)
+    assert multiprocessing.active_children() == []
+    assert plug == v1.RunnerFixes(move_row=mine) and v1.Preset.VLLM_0_14.faults == (v1.SYNC_ACCEPTED_TOKENS,)
+    assert config(fixes=plug).switches == Switches({v1.MOVE_ROW: mine})
+
+
+def declared() -> set[Switch]:
+    return {v for module in (v1, v2) for v in vars(module).values() if isinstance(v, Switch)}
+
+
+def test_each_design_s_settings_name_its_switches_and_every_switch_can_be_set():
+    for cls in (v1.RunnerFixes, v2.RunnerFixes):
+        assert [f.name for f in fields(cls)] == [s.name for s in cls.SWITCHES]
+    reachable = {s for a in ARGUMENTS.values() for p in a.presets for s in p.faults}
+    reachable |= {s for a in ARGUMENTS.values() for cls in a.settings for s in cls.SWITCHES}
+    assert reachable == declared()
+    assert {s.design for s in vars(v1).values() if isinstance(s, Switch)} == {V1}
+    assert {s.design for s in vars(v2).values() if isinstance(s, Switch)} == {V2}
+
+
+@pytest.mark.parametrize("design", list(ModelRunner))
+def test_each_design_s_runners_read_every_switch_of_their_design_and_no_other(monkeypatch, design):
+    """What makes "accepted" mean "used": a switch no runner asks for would be ignored."""
+    asked = set()
+    pick = Switches.pick
+
+    def recording(self, switch, fix):
+        asked.add(switch)
+        return pick(self, switch, fix)
+
+    monkeypatch.setattr(Switches, "pick", recording)
+    LLM(pipeline_parallel_size=2, model_runner=design, max_model_len=64)
+    assert asked == {s for s in declared() if s.design == design}
+
+
+def test_the_readme_s_switch_table_lists_every_switch_with_its_design_and_module():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    rows = [line for line in readme.splitlines() if re.match(r"\| `\w+` \| V[12] \| ", line)]
+    assert len(rows) == len(declared())
+    for module in (v1, v2):
+        path = Path(module.__file__).relative_to(Path(__file__).resolve().parents[1])
+        for switch in (v for v in vars(module).values() if isinstance(v, Switch)):
+            row = f"| `{switch.name}` | {switch.design.name} | "
+            assert any(r.startswith(row) and r.endswith(f"| `{path}` |") for r in rows), row

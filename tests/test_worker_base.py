@@ -1,0 +1,103 @@
+"""The runner contract (``minispec/v1/worker/worker_base.py``): every design is a
+``WorkerBase``, the recorder is handed rows as data, and both designs describe the
+same run the same way."""
+
+from dataclasses import fields
+from types import SimpleNamespace
+
+import pytest
+
+from minispec.config import DEFAULT_DRAFT
+from minispec.engine.arg_utils import EngineArgs
+from minispec.instruments.invariants import check_trace
+from minispec.instruments.trace import RowPath, RowRecord, TraceRecorder
+from minispec.lab.experiments.scenarios import forum_thread
+from minispec.v1.worker.gpu import ENV_VAR
+from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
+from minispec.v1.worker.gpu_model_runner import GPUModelRunner as GPUModelRunnerV1
+from minispec.v1.worker.gpu_worker import make_runner
+from minispec.v1.worker.worker_base import WorkerBase
+
+
+@pytest.mark.parametrize("model_runner,cls", [("v1", GPUModelRunnerV1), ("v2", GPUModelRunnerV2)])
+def test_make_runner_builds_each_design_as_a_worker_base(model_runner, cls):
+    config = EngineArgs(pipeline_parallel_size=2, max_model_len=64, model_runner=model_runner,
+                        speculative_config={"method": "draft_model", "num_speculative_tokens": 2,
+                                            "model": str(DEFAULT_DRAFT)}).create_engine_config()
+    first, last = (make_runner(config, rank) for rank in range(2))
+    assert type(first) is cls and isinstance(first, WorkerBase)
+    assert (first.pp_rank, first.is_last_rank, last.pp_rank, last.is_last_rank) == (0, False, 1, True)
+
+
+def test_a_design_that_leaves_out_a_method_cannot_be_built():
+    class Incomplete(WorkerBase):  # a new design that forgot to describe its rows and bind its group
+        def execute_model(self, scheduler_output, intermediate_tensors=None): ...
+        def drop_all_requests(self): ...
+
+    config = EngineArgs(max_model_len=64).create_engine_config()
+    with pytest.raises(TypeError, match="bind_pp_group.*describe_rows|describe_rows.*bind_pp_group"):
+        Incomplete(config, 0, "cpu")
+
+
+def _recorder(steps: int) -> TraceRecorder:
+    """A recorder that has seen ``steps`` schedules of one request, ``A``."""
+    recorder = TraceRecorder("all", 1)
+    request = SimpleNamespace(num_computed_tokens=2, all_token_ids=[5, 6], prompt_token_ids=[5, 6])
+    scheduler = SimpleNamespace(requests={"A": request},
+                                kv_cache_manager=SimpleNamespace(get_block_ids=lambda req_id: [0]))
+    for step in range(steps):
+        out = SimpleNamespace(step=step, num_scheduled_tokens={"A": 2}, scheduled_spec_decode_tokens={},
+                              scheduled_cached_reqs=SimpleNamespace(req_ids=[], new_token_ids=[]),
+                              scheduled_new_reqs=[])
+        recorder.on_schedule(out, scheduler)
+    return recorder
+
+
+def _row(req_id: str, row: int, slot: int | None, tokens: list[int]) -> RowRecord:
+    return RowRecord(row=row, req_id=req_id, path=RowPath.NEW, token_ids=tokens, num_tokens=len(tokens),
+                     num_tokens_no_spec=len(tokens), num_computed_tokens=0, num_scheduled_tokens=2, num_drafts=0,
+                     block_ids=[0], slot=slot)
+
+
+@pytest.mark.parametrize("slot_of", [lambda row: None, lambda row: 3 - row], ids=["persistent batch", "slots"])
+def test_the_recorder_keeps_copies_and_names_each_buffer_index_s_previous_occupant(slot_of):
+    recorder = _recorder(2)
+    given = [_row("A", 0, slot_of(0), [5, 6]), _row("B", 1, slot_of(1), [7, 8])]
+    assert recorder.on_stage(0, 0, True, given, [5, 6, 7, 8], {}) is None  # nothing handed back
+    # the next step: the two requests swap rows, so each index has a previous occupant
+    swapped = [_row("B", 0, slot_of(0), [7, 8, 9]), _row("A", 1, slot_of(1), [5, 6, 4])]
+    recorder.on_stage(1, 0, True, swapped, [9, 4], {"A": [4]})
+    recorder.on_sampled(1, 0, {"A": [1, 2]})
+    assert [(r.prev_req_id, r.prev_token_ids) for r in given] == [(None, [])] * 2  # the caller's rows untouched
+    first, second = recorder.trace.step(0).stages[0], recorder.trace.step(1).stages[0]
+    assert [r.prev_req_id for r in first.rows] == [None, None]
+    assert [(r.prev_req_id, r.prev_token_ids) for r in second.rows] == [("A", [5, 6]), ("B", [7, 8])]
+    assert second.verified_drafts == {"A": [4]} and second.sampled == {"A": [1, 2]} and first.sampled == {}
+    given[0].token_ids.append(99)  # the caller's list is not the record's
+    assert first.rows[0].token_ids == [5, 6]
+
+
+def test_both_designs_describe_the_same_rows(monkeypatch):
+    """The forum thread with every fix: V1's persistent batch and V2's slots hold the same
+    history, drafts, counts and blocks for every request on every stage, and the checker
+    finds both clean. Only how a request got its row differs: V1 re-adds a request the
+    other batch displaced, V2 keeps its slot."""
+    traces = {}
+    for value in ("0", "1"):
+        monkeypatch.setenv(ENV_VAR, value)
+        traces[value] = forum_thread("all")
+    v1, v2 = traces["0"], traces["1"]
+    assert v1.outputs == v2.outputs and check_trace(v1) == [] == check_trace(v2)
+    same = [f.name for f in fields(RowRecord) if f.name not in ("row", "path", "prev_req_id", "prev_token_ids", "slot")]
+    paths = set()
+    for s1, s2 in zip(v1.steps, v2.steps, strict=True):
+        for st1, st2 in zip(s1.stages, s2.stages, strict=True):
+            rows1, rows2 = ({r.req_id: r for r in st.rows} for st in (st1, st2))
+            assert rows1.keys() == rows2.keys()
+            for req_id, r1 in rows1.items():
+                r2 = rows2[req_id]
+                assert {f: getattr(r1, f) for f in same} == {f: getattr(r2, f) for f in same}, (s1.step, req_id)
+                paths.add((r1.path, r2.path))
+                assert r1.slot is None and r2.slot is not None
+            assert (st1.verified_drafts, st1.sampled) == (st2.verified_drafts, st2.sampled)
+    assert (RowPath.READDED, RowPath.STAYED) in paths
