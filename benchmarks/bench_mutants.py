@@ -85,7 +85,7 @@ def caught(result) -> str:
         return f"no ({result.schedules_run} schedules)"
     s = result.counterexample.schedule
     size = f"{len(s.requests)} req, {max(s.arrival_steps) + s.max_tokens} steps"
-    return f"yes: {size}, #{result.schedules_run}, {result.seconds:.1f} s"
+    return f"yes: {size}, schedule {result.schedules_run}, {result.seconds:.1f} s"
 
 
 def acceptance_rule(switches: dict) -> str:
