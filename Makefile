@@ -25,7 +25,7 @@ LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # website build, no vLLM, and not the long tests; one pytest worker per core (pytest-xdist).
 FAST := -n auto -m "not browser and not torchrun and not slow and not docs and not vllm"
 
-.PHONY: venv demo check lint test test-fast lab workshop bench train clean notebooks cite-check
+.PHONY: venv demo check lint test test-fast lab workshop bench mutants train clean notebooks cite-check
 
 venv: $(DEV_STAMP)
 
@@ -74,6 +74,11 @@ bench: $(LAB_STAMP)
 	$(BIN)/python benchmarks/bench_spec_decode.py
 	$(BIN)/python benchmarks/bench_messages.py
 	$(BIN)/python benchmarks/bench_pipeline.py
+
+# which kind of test catches which runner slip (the explorer's invariants, greedy equality,
+# vLLM's acceptance rule); about 20 minutes on 2 cores
+mutants: $(LAB_STAMP)
+	$(BIN)/python benchmarks/bench_mutants.py
 
 train: $(LAB_STAMP)
 	$(BIN)/python -m minispec.training.train --out minispec/checkpoints

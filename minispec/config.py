@@ -48,6 +48,9 @@ class LlamaArchitecture:
     attention_bias: bool
     mlp_bias: bool
     eos_token_id: int | None
+    # config.json's "architectures": which class builds it (vLLM's model registry); the
+    # explorer's stand-in (model_executor/models/standin.py) is the one other than Llama
+    architecture: str = "LlamaForCausalLM"
 
     @classmethod
     def from_pretrained(cls, path: str | Path, param: str = "model") -> "LlamaArchitecture":
@@ -83,6 +86,7 @@ class LlamaArchitecture:
             attention_bias=cfg.get("attention_bias", False),
             mlp_bias=cfg.get("mlp_bias", False),
             eos_token_id=eos[0] if isinstance(eos, list) else eos,
+            architecture=(cfg.get("architectures") or ["LlamaForCausalLM"])[0],
         )
 
 
@@ -180,8 +184,11 @@ class SpeculativeConfig:
     # The draft's config.json, read once by create_engine_config (vLLM:
     # draft_model_config); None for n-gram or no drafts.
     draft_arch: LlamaArchitecture | None = None
+    # Method "scripted" (minispec's, for the explorer's stand-in model): per request id, how
+    # many of the k drafts of its 1st, 2nd, ... proposal are right; k once the list runs out.
+    script: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
-    METHODS = ("draft_model", "ngram")
+    METHODS = ("draft_model", "ngram", "scripted")
 
     def __post_init__(self):
         require(self.method in self.METHODS, "speculative_config['method']", self.method, f"one of {self.METHODS}")
@@ -194,19 +201,26 @@ class SpeculativeConfig:
             is_int(lo) and is_int(hi) and 1 <= lo <= hi,
             "speculative_config['prompt_lookup_min'/'prompt_lookup_max']", (lo, hi), "integers with 1 <= min <= max",
         )
+        require(not self.script or self.method == "scripted", "speculative_config['script']", dict(self.script),
+                "no script unless method is 'scripted'")
+        for req_id, counts in self.script:
+            require(all(is_int(c) and 0 <= c <= k for c in counts), f"speculative_config['script'][{req_id!r}]",
+                    counts, f"right drafts per proposal, integers from 0 to k={k}")
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "SpeculativeConfig":
         if not d:
             return cls()
         require(isinstance(d, dict), "speculative_config", d, "None or a dict")
-        known = {"method", "num_speculative_tokens", "model", "prompt_lookup_min", "prompt_lookup_max"}
+        known = {"method", "num_speculative_tokens", "model", "prompt_lookup_min", "prompt_lookup_max", "script"}
         unknown = set(d) - known
         require(not unknown, "speculative_config", sorted(unknown), f"keys among {sorted(known)}")
         # vLLM refuses a speculative config without it rather than guess k.
         require("num_speculative_tokens" in d, "speculative_config", d,
                 "a 'num_speculative_tokens' key (drafts per step)")
-        return cls(**d)
+        script = d.get("script") or {}
+        require(isinstance(script, dict), "speculative_config['script']", script, "a dict: request id -> counts")
+        return cls(**{**d, "script": tuple((str(r), tuple(c)) for r, c in sorted(script.items()))})
 
     @property
     def enabled(self) -> bool:

@@ -110,6 +110,9 @@ def _check_sizes(arch: LlamaArchitecture, scheduler: SchedulerConfig, cache: Cac
 
 def _with_draft(spec: SpeculativeConfig, arch: LlamaArchitecture, target: str | Path) -> SpeculativeConfig:
     """The draft model's architecture, read once, checked against the target's."""
+    if spec.enabled and spec.method == "scripted" and arch.architecture != "StandInForCausalLM":
+        raise ValueError(f"speculative_config['method']='scripted': drafts from the stand-in model's own "
+                         f"function; expected model=<a StandInForCausalLM checkpoint>, got {arch.architecture}")
     if not (spec.enabled and spec.method == "draft_model"):
         return spec
     draft = LlamaArchitecture.from_pretrained(spec.model, "speculative_config['model']")

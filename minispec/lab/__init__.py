@@ -21,7 +21,7 @@ Runs and scenarios (``experiments``)
     ``forum_thread_reference``, ``thread_schedule``, ``random_config``, ``Schedule``,
     ``build_llm``, ``run_schedule``; measured: ``acceptance_summary``, ``alpha_by_position``,
     ``chi_square``, ``first_divergence``, ``first_batches``, ``measure_overlap``;
-    Model Runner V2 watched: ``run_watched``.
+    Model Runner V2 watched: ``run_watched``; the explorer: ``explore``, ``search``, ``Scope``.
 
 The workshop's exercises (``exercises``)
     ``check_draft_slots``, ``check_acceptance``, ``check_fix1``, ``check_fault2``,
@@ -59,6 +59,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "experiments.metrics": ("acceptance_summary", "alpha_by_position", "chi_square", "first_divergence"),
     "experiments.overlap": ("first_batches", "measure_overlap"),
     "experiments.v2_watch": ("run_watched",),
+    "experiments.explorer": ("explore", "search", "Scope"),
     "exercises.checkers": ("check_draft_slots", "check_acceptance", "check_fix1", "check_fault2", "check_fix2",
                            "check_condense", "check_recovered", "check_broadcast", "condense_trace", "thread_trace",
                            "decoder", "show_solution"),

@@ -17,6 +17,7 @@ from safetensors import safe_open
 
 from minispec.config import LlamaArchitecture
 from minispec.model_executor.models.llama import LlamaForCausalLM, RotaryEmbedding
+from minispec.model_executor.models.standin import StandInForCausalLM
 
 
 def _tensor_files(path: Path) -> dict[str, Path]:
@@ -40,9 +41,14 @@ def get_model(
     dtype: torch.dtype = torch.float32,
     arch: LlamaArchitecture | None = None,
 ) -> LlamaForCausalLM:
-    """``arch``: the checkpoint's config.json if it was already read (the engine reads it once)."""
+    """``arch``: the checkpoint's config.json if it was already read (the engine reads it once).
+    A config naming ``StandInForCausalLM`` builds the explorer's stand-in, which has no weights."""
     path = Path(path)
     arch = arch or LlamaArchitecture.from_pretrained(path)
+    if arch.architecture == StandInForCausalLM.__name__:
+        if dtype != torch.float32:
+            raise ValueError(f"dtype={dtype}: the stand-in model {str(path)!r} computes exactly in float32 only")
+        return StandInForCausalLM(arch, pp_rank, pp_size).to(device).eval()
     with torch.device("meta"):
         model = LlamaForCausalLM(arch, pp_rank, pp_size)
     files = _tensor_files(path)

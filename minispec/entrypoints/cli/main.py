@@ -1,10 +1,12 @@
-"""Command line: ``python -m minispec {check,demo,generate,gpu-check,replay}`` (vLLM 0.30.0:
+"""Command line: ``python -m minispec {check,demo,explore,generate,gpu-check,replay}`` (vLLM 0.30.0:
 ``vllm/entrypoints/cli/main.py``; vLLM's is the ``vllm`` command, and only ``generate`` has a
 counterpart there, as offline ``LLM.generate``).
 
 * ``check``: the set-up check a learner runs before a workshop; it prints no exercise answer.
 * ``demo``: the forum thread's scenario before and after the fixes, its figures, and the
   shipped target with and without the shipped draft model.
+* ``explore``: the smallest schedule that breaks a runner design (the explorer), or
+  "nothing breaks" with the scope and the number of schedules run.
 * ``generate``: one or more prompts with any engine option.
 * ``gpu-check``: the first run on a GPU (``make gpu-check``): both runner designs, both
   executors, on ``cuda`` against the CPU. Without CUDA it prints one line and exits 0.
@@ -22,9 +24,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from minispec.entrypoints.cli import check, demo, generate, gpu_check, replay
+from minispec.entrypoints.cli import check, demo, explore, generate, gpu_check, replay
 
-CMD_MODULES = (check, demo, generate, gpu_check, replay)
+CMD_MODULES = (check, demo, explore, generate, gpu_check, replay)
 
 
 class _Parser(argparse.ArgumentParser):

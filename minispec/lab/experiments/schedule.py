@@ -24,7 +24,7 @@ from minispec.sampling_params import SamplingParams
 
 @dataclass(frozen=True)
 class Request:
-    prompt: str
+    prompt: str | tuple[int, ...]  # text, or token ids
     arrival_step: int = 0
     req_id: str | None = None  # None: the engine numbers it
 
@@ -48,6 +48,9 @@ class Schedule:
     block_size: int = 16
     num_gpu_blocks: int | None = None  # None: enough for every request
     details: str = ""  # e.g. "PP 2, ngram drafts"
+    model: str | None = None  # None: the shipped target; the explorer's runs name the stand-in
+    script: tuple[tuple[str, tuple[int, ...]], ...] = ()  # method "scripted": right drafts per proposal
+    max_concurrent_batches: int | None = None  # None: one per stage
 
     @property
     def prompts(self) -> tuple[str, ...]:
@@ -74,10 +77,13 @@ def build_llm(schedule: Schedule, fixes="all", model_runner: str | None = None, 
     from minispec.entrypoints.llm import LLM
 
     s = schedule
+    spec = {"method": s.method, "num_speculative_tokens": s.num_speculative_tokens}
+    model = {} if s.model is None else {"model": s.model}
     llm = LLM(
-        pipeline_parallel_size=s.pipeline_parallel_size,
-        speculative_config={"method": s.method, "num_speculative_tokens": s.num_speculative_tokens},
-        fixes=fixes, record=True, check_invariants=s.check_invariants, max_num_seqs=s.max_num_seqs,
+        **model, pipeline_parallel_size=s.pipeline_parallel_size,
+        speculative_config=spec | ({"script": dict(s.script)} if s.script else {}),
+        max_concurrent_batches=s.max_concurrent_batches, fixes=fixes, record=True,
+        check_invariants=s.check_invariants, max_num_seqs=s.max_num_seqs,
         max_num_batched_tokens=s.max_num_batched_tokens, max_model_len=s.max_model_len, block_size=s.block_size,
         num_gpu_blocks=s.num_gpu_blocks, seed=0 if s.seed is None else s.seed, model_runner=model_runner,
         faults=faults,

@@ -6,7 +6,8 @@ vLLM 0.9.2's V1 runner makes that choice inline in ``GPUModelRunner.__init__``
 kept beside its own speculators in ``vllm/v1/worker/gpu/spec_decode/__init__.py`` (8-58),
 which offers EAGLE, MTP, DFlash and other learned drafters and raises
 ``NotImplementedError`` for anything else. minispec's two designs run the same two
-proposers (``ngram_proposer.py``, ``draft_model.py``), so the choice lives here, beside
+proposers (``ngram_proposer.py``, ``draft_model.py``; and the explorer's ``scripted_proposer.py``,
+which has no vLLM twin), so the choice lives here, beside
 them, as V2's does beside its own, and neither runner imports the other.
 """
 
@@ -17,15 +18,18 @@ import torch
 from minispec.config import VllmConfig
 from minispec.v1.spec_decode.draft_model import DraftModelProposer
 from minispec.v1.spec_decode.ngram_proposer import NgramProposer
+from minispec.v1.spec_decode.scripted_proposer import ScriptedProposer
 
 
 def make_drafter(vllm_config: VllmConfig, device: torch.device, dtype: torch.dtype
-                 ) -> NgramProposer | DraftModelProposer | None:
+                 ) -> NgramProposer | DraftModelProposer | ScriptedProposer | None:
     """The last stage's proposer, by method; ``None`` without speculative decoding."""
     spec, sched = vllm_config.speculative_config, vllm_config.scheduler_config
     if not spec.enabled:
         return None
     if spec.method == "ngram":
         return NgramProposer(spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens)
+    if spec.method == "scripted":
+        return ScriptedProposer(dict(spec.script), spec.num_speculative_tokens, vllm_config.arch)
     return DraftModelProposer(spec.model, spec.num_speculative_tokens, sched.max_model_len, sched.max_num_seqs,
                               vllm_config.cache_config.block_size, device, dtype, arch=spec.draft_arch)

@@ -1,0 +1,49 @@
+"""``python -m minispec explore``: the smallest schedule that breaks a runner design (vLLM 0.30.0:
+``vllm/entrypoints/cli``, which has no such subcommand; the explorer is minispec's,
+``minispec.lab.experiments.explorer``).
+
+Under ``--fixes``, ``--faults`` and ``--model-runner`` (any switch ``LLM`` takes), it runs every
+schedule of the default scope (cut by ``--max-requests``, ``--pp``, ``-k``) smallest first and
+prints the first that breaks, as a step table, or "nothing breaks" with the scope and the
+number of schedules. ``--search N`` draws N random schedules from a wider scope instead
+(hypothesis) and shrinks the first failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from minispec.entrypoints.cli.types import int_from
+
+NAME = "explore"
+
+
+def cmd(args: argparse.Namespace) -> None:
+    from minispec.lab.experiments.explorer import WIDE, Scope, explore, search
+
+    design = {"fixes": args.fixes, "faults": args.faults, "model_runner": args.model_runner}
+    design = {k: v for k, v in design.items() if v is not None}
+    if args.search:
+        result = search(design, WIDE, max_examples=args.search)
+    else:
+        scope = Scope(max_requests=args.max_requests, pipeline_parallel_size=tuple(args.pp),
+                      num_speculative_tokens=tuple(args.k))
+        result = explore(design, scope, limit=args.limit, workers=args.workers)
+    print(result.report())
+
+
+def subparser_init(subparsers) -> argparse.ArgumentParser:
+    from minispec.v1.worker.runner_fixes import Preset
+
+    p = subparsers.add_parser(NAME, help="find the smallest schedule that breaks a runner design (the explorer)")
+    p.add_argument("--fixes", choices=sorted(Preset), default=None, help="V1's preset (default: all)")
+    p.add_argument("--faults", default=None, help="a 2026 fault preset (Model Runner V2's)")
+    p.add_argument("--model-runner", choices=["v1", "v2"], default=None)
+    p.add_argument("--max-requests", type=int_from(1), default=3)
+    p.add_argument("--pp", type=int_from(1), nargs="+", default=[2], help="pipeline sizes to run")
+    p.add_argument("-k", type=int_from(1), nargs="+", default=[3], help="drafts per step, each value run")
+    p.add_argument("--workers", type=int_from(1), default=1, help="processes sharing the runs")
+    p.add_argument("--limit", type=int_from(1), default=None, help="stop after this many schedules")
+    p.add_argument("--search", type=int_from(1), default=None, metavar="N",
+                   help="instead: N random schedules from a wider scope (hypothesis), the failure shrunk")
+    return p

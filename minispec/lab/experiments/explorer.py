@@ -1,0 +1,309 @@
+"""Find the smallest schedule that breaks a runner design: the small-scope explorer.
+
+vLLM twin: none. vLLM's tests for pipeline-parallel drafting replay schedules someone wrote
+(``tests/v1/e2e/spec_decode/eagle/test_eagle3_pp.py`` checks acceptance, not equality); this
+asks the question the other way round. ``explore(engine_args, scope)`` runs every schedule
+within ``scope`` (plain data) in order of size, requests first, then steps, then the rest,
+on the stand-in model (``minispec/checkpoints/standin``: exact, fast, reading its context
+through the real KV cache) with the scripted proposer, under the design and switches in
+``engine_args`` (any of ``LLM``'s ``fixes``, ``faults``, ``model_runner``). Each run has the
+invariant checker on, and its outputs are compared with the stand-in's own greedy
+continuation (what the same model at PP = 1 without drafts generates; a test holds the two
+equal). The first failure is the minimal counterexample: a ``Schedule`` (replay it with
+``run_schedule``, open it in the stepper with ``build_llm``) and a short step table.
+``search`` goes beyond the exhaustive scope with hypothesis: random schedules, the first
+failing one shrunk to a small one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import multiprocessing
+import random
+import time
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
+
+from minispec.config import CHECKPOINT_DIR
+from minispec.instruments.invariants import InvariantViolation, Violation
+from minispec.lab.experiments.scenarios import PROMPTS
+from minispec.lab.experiments.schedule import Request, Schedule, build_llm, intra_op_threads, plural, run_recorded
+from minispec.model_executor.models.standin import greedy_continuation
+
+STANDIN = CHECKPOINT_DIR / "standin"
+MAX_MODEL_LEN = 64  # every scope's longest request fits; a KV cache of fewer blocks caps it lower
+DESIGN_KEYS = ("fixes", "faults", "model_runner")  # what engine_args may set: the design and its switches
+
+
+class Shape(NamedTuple):
+    """The engine's side of one schedule."""
+
+    pp: int
+    k: int
+    in_flight: int | None
+    blocks: int | None
+    budget: int
+    seqs: int
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Every schedule the explorer runs: each request picks a prompt length, an arrival step
+    and, for its first ``scripted_proposals`` proposals, how many of the k drafts are right
+    (``right_drafts``; later proposals are all right); the engine's shape picks one value
+    of each tuple below. Requests are A, B, C, ..., their prompts the thread's, cut short."""
+
+    max_requests: int = 3
+    prompt_lengths: tuple[int, ...] = (2, 5)
+    max_tokens: tuple[int, ...] = (2, 4)
+    arrival_steps: tuple[int, ...] = (0, 1, 2)
+    right_drafts: tuple[int, ...] = (0, 1, 3)
+    scripted_proposals: int = 1
+    pipeline_parallel_size: tuple[int, ...] = (2,)
+    num_speculative_tokens: tuple[int, ...] = (3,)
+    max_concurrent_batches: tuple[int | None, ...] = (None,)
+    num_gpu_blocks: tuple[int | None, ...] = (None,)  # a small number makes requests preempt
+    max_num_batched_tokens: tuple[int, ...] = (512,)  # a small budget chunks prefills
+    max_num_seqs: tuple[int, ...] = (4, 1)  # one: requests wait for the one row (slot), and reuse it
+    block_size: int = 4
+
+    def __post_init__(self):
+        if not 1 <= self.max_requests <= len(PROMPTS):
+            raise ValueError(f"max_requests={self.max_requests!r}: expected 1 to {len(PROMPTS)}")
+        if not self.prompt_lengths or max(self.prompt_lengths) > min(len(p) for p in PROMPTS.values()):
+            raise ValueError(f"prompt_lengths={self.prompt_lengths!r}: expected lengths from 1 to "
+                             f"{min(len(p) for p in PROMPTS.values())}")
+        for name in ("max_tokens", "arrival_steps", "right_drafts", "pipeline_parallel_size",
+                     "num_speculative_tokens", "max_concurrent_batches", "num_gpu_blocks",
+                     "max_num_batched_tokens", "max_num_seqs"):
+            if not getattr(self, name):
+                raise ValueError(f"{name}={getattr(self, name)!r}: expected at least one value")
+        if max(self.right_drafts) > min(self.num_speculative_tokens):
+            raise ValueError(f"right_drafts={self.right_drafts!r}: expected at most k = "
+                             f"{min(self.num_speculative_tokens)}")
+
+    def shapes(self) -> list[Shape]:
+        return [Shape(*s) for s in itertools.product(
+            self.pipeline_parallel_size, self.num_speculative_tokens, self.max_concurrent_batches,
+            self.num_gpu_blocks, self.max_num_batched_tokens, self.max_num_seqs)]
+
+    def request_choices(self) -> list[tuple[int, int, tuple[int, ...]]]:
+        scripts = itertools.product(self.right_drafts, repeat=self.scripted_proposals)
+        return sorted(itertools.product(sorted(self.arrival_steps), sorted(self.prompt_lengths), scripts))
+
+
+def schedules(scope: Scope):
+    """Every distinct schedule in ``scope``, smallest first. Requests are interchangeable, so
+    each multiset of requests is run once (in arrival order), and the first arrives at step 0
+    (a schedule shifted later is the same schedule)."""
+    for n in range(1, scope.max_requests + 1):
+        batch = []
+        for reqs in itertools.combinations_with_replacement(scope.request_choices(), n):
+            if reqs[0][0] != 0:
+                continue
+            for max_tokens, shape in itertools.product(sorted(scope.max_tokens), scope.shapes()):
+                batch.append((_size(reqs, max_tokens, shape), reqs, max_tokens, shape))
+        batch.sort(key=lambda b: b[0])
+        for _, reqs, max_tokens, shape in batch:
+            yield _schedule(reqs, max_tokens, shape, scope.block_size)
+
+
+def _size(reqs, max_tokens, shape) -> tuple:
+    """Requests, then steps (the last arrival plus the tokens to generate), then the rest."""
+    return (len(reqs), reqs[-1][0] + max_tokens, sum(r[1] for r in reqs), sum(sum(r[2]) for r in reqs), shape.pp,
+            shape.k, shape.in_flight or 0, -(shape.blocks or 10**6), -shape.budget, -shape.seqs)
+
+
+def _schedule(reqs, max_tokens: int, shape: Shape, block_size: int) -> Schedule:
+    blocks = shape.blocks
+    names = list(PROMPTS)
+    requests = tuple(Request(PROMPTS[names[i]][:length], arrival, names[i])
+                     for i, (arrival, length, _) in enumerate(reqs))
+    script = tuple((names[i], script) for i, (_, _, script) in enumerate(reqs) if script)
+    return Schedule("explorer", requests, shape.pp, "scripted", shape.k, max_tokens, check_invariants=True,
+                    max_num_seqs=shape.seqs, max_num_batched_tokens=shape.budget, block_size=block_size,
+                    num_gpu_blocks=blocks, max_model_len=MAX_MODEL_LEN if blocks is None else blocks * block_size,
+                    model=str(STANDIN), script=script, max_concurrent_batches=shape.in_flight,
+                    details=_details(requests, script, shape, max_tokens))
+
+
+def _details(requests, script, shape: Shape, max_tokens) -> str:
+    reqs = ", ".join(f"{r.req_id}: {plural(len(r.prompt), 'token')} at step {r.arrival_step}"
+                     + (f", right drafts {list(dict(script)[r.req_id])}" if r.req_id in dict(script) else "")
+                     for r in requests)
+    engine = [f"PP {shape.pp}", f"k {shape.k}", f"max_tokens {max_tokens}"]
+    engine += [f"{shape.in_flight} batches in flight"] * (shape.in_flight is not None)
+    engine += [f"{shape.blocks} KV blocks"] * (shape.blocks is not None)
+    engine += [f"budget {shape.budget}"] * (shape.budget != 512) + [f"{shape.seqs} rows"] * (shape.seqs < 4)
+    return f"{', '.join(engine)}; {reqs}"
+
+
+@dataclass
+class Failure:
+    """What broke: an invariant (with its step, stage, request, expected and found), an output
+    that is not the stand-in's greedy continuation, or an exception from the engine."""
+
+    violation: Violation | None = None
+    divergence: tuple[str, int, int, int] | None = None  # request, output index, expected, found
+    error: str | None = None
+
+    def __str__(self) -> str:
+        if self.violation is not None:
+            return str(self.violation)
+        if self.divergence is not None:
+            req, i, want, got = self.divergence
+            return f"request {req}'s output differs from PP 1 without drafts at token {i}: expected {want}, got {got}"
+        return f"the engine raised {self.error}"
+
+    @property
+    def step(self) -> int | None:
+        return self.violation.step if self.violation is not None else None
+
+
+@dataclass
+class Counterexample:
+    schedule: Schedule
+    failure: Failure
+    trace: object = field(repr=False)  # the run's Trace, up to the failure
+    tokenizer: object = field(default=None, repr=False)
+
+    def table(self) -> str:
+        """The schedule, the failure, and the steps up to it as the workshop's step table."""
+        from minispec.lab.viz.text import char_decoder, render_trace
+
+        steps = None if self.failure.step is None else self.failure.step + 1
+        decode = char_decoder(self.tokenizer) if self.tokenizer is not None else None
+        return (f"{self.schedule.details}\n{self.failure}\n\n"
+                + render_trace(self.trace, decode, max_steps=steps))
+
+
+@dataclass
+class ExploreResult:
+    engine_args: dict
+    scope: Scope
+    schedules_run: int
+    seconds: float
+    counterexample: Counterexample | None = None
+    exhausted: bool = field(default=False)
+
+    def report(self) -> str:
+        design = ", ".join(f"{k}={v!r}" for k, v in self.engine_args.items()) or "the defaults"
+        rate = f"{self.schedules_run} schedules in {self.seconds:.1f} s ({self.schedules_run / self.seconds:.0f}/s)"
+        if self.counterexample is None:
+            done = "every schedule in the scope" if self.exhausted else "the schedules asked for"
+            return f"{design}: nothing breaks: {done}, {rate}.\nscope: {self.scope}"
+        return (f"{design}: minimal counterexample, schedule {self.schedules_run} ({rate}):\n"
+                + self.counterexample.table())
+
+
+def run_one(schedule: Schedule, engine_args: dict) -> Counterexample | None:
+    """Run ``schedule`` under ``engine_args``; what broke, or None when it ran clean and
+    every output equals the stand-in's greedy continuation."""
+    llm = build_llm(schedule, **engine_args)
+    try:
+        trace = run_recorded(llm)
+    except InvariantViolation as e:
+        return Counterexample(schedule, Failure(violation=e.violation), llm.trace, llm.tokenizer)
+    except Exception as e:  # the engine crashing on a schedule is a finding too
+        return Counterexample(schedule, Failure(error=f"{type(e).__name__}: {e}"), llm.trace, llm.tokenizer)
+    for req in sorted(llm.engine.finished, key=lambda r: r.request_id):
+        want = greedy_continuation(req.prompt_token_ids, schedule.max_tokens, llm.arch)
+        got = trace.outputs[req.request_id]
+        for i, (w, g) in enumerate(itertools.zip_longest(want, got)):
+            if w != g:
+                return Counterexample(schedule, Failure(divergence=(req.request_id, i, w, g)), trace, llm.tokenizer)
+    return None
+
+
+def explore(engine_args: dict | None = None, scope: Scope | None = None, limit: int | None = None,
+            workers: int = 1, invariants: bool = True) -> ExploreResult:
+    """Run every schedule in ``scope`` (default ``Scope()``), smallest first, under the design and
+    switches in ``engine_args``; stop at the first failure. ``limit``: at most that many.
+    ``workers``: processes sharing the runs (results are taken in order, so the failure found
+    is still the smallest; its trace is recorded again in this process). ``invariants=False``:
+    outputs compared with the greedy reference only (what a test of greedy equality sees)."""
+    engine_args, scope = _check_engine_args(engine_args), scope or Scope()
+    if not (isinstance(workers, int) and workers >= 1):
+        raise ValueError(f"workers={workers!r}: expected an integer >= 1")
+    start, count = time.perf_counter(), 0
+    todo = [replace(s, check_invariants=invariants) for s in itertools.islice(schedules(scope), limit)]
+    with _runs(workers) as run_all:
+        for schedule, failed in zip(todo, run_all(functools.partial(_fails, engine_args=engine_args), todo)):
+            count += 1
+            if failed:
+                with intra_op_threads():
+                    found = run_one(schedule, engine_args)
+                return ExploreResult(engine_args, scope, count, time.perf_counter() - start, found)
+    return ExploreResult(engine_args, scope, count, time.perf_counter() - start,
+                         exhausted=limit is None or count < limit)
+
+
+WIDE = Scope(max_requests=4, prompt_lengths=tuple(range(1, 11)), max_tokens=tuple(range(2, 9)),
+             arrival_steps=tuple(range(5)), right_drafts=(0, 1, 2, 3), scripted_proposals=3,
+             pipeline_parallel_size=(2, 3), num_speculative_tokens=(3,), max_concurrent_batches=(None, 1),
+             num_gpu_blocks=(None, 8, 12), max_num_batched_tokens=(512, 8), max_num_seqs=(4, 2, 1))  # search's default: past exhaustion
+
+
+def search(engine_args: dict | None = None, scope: Scope = WIDE, max_examples: int = 200,
+           seed: int = 0) -> ExploreResult:
+    """Random schedules from ``scope`` (hypothesis), the first failing one shrunk towards the
+    smallest (fewer requests, earlier arrivals, shorter prompts, the first value of each
+    tuple): for scopes too large to run whole. Up to ``max_examples`` schedules before shrinking."""
+    try:
+        import hypothesis
+        from hypothesis import strategies as st
+    except ImportError:
+        raise ImportError("search needs hypothesis (the 'dev' extra: pip install 'minispec[dev]')") from None
+    engine_args, count, start = _check_engine_args(engine_args), 0, time.perf_counter()
+    choices = st.tuples(st.sampled_from(sorted(scope.arrival_steps)), st.sampled_from(sorted(scope.prompt_lengths)),
+                        st.tuples(*[st.sampled_from(sorted(scope.right_drafts))] * scope.scripted_proposals))
+    strategy = st.builds(_canonical, st.lists(choices, min_size=1, max_size=scope.max_requests),
+                         st.sampled_from(sorted(scope.max_tokens)), st.sampled_from(scope.shapes()),
+                         st.just(scope.block_size))
+
+    def fails(schedule: Schedule) -> bool:
+        nonlocal count
+        count += 1
+        return _fails(schedule, engine_args)
+
+    settings = hypothesis.settings(max_examples=max_examples, database=None, deadline=None,
+                                   suppress_health_check=list(hypothesis.HealthCheck))
+    try:
+        schedule = hypothesis.find(strategy, fails, settings=settings, random=random.Random(seed))
+    except hypothesis.errors.NoSuchExample:
+        return ExploreResult(engine_args, scope, count, time.perf_counter() - start)
+    with intra_op_threads():
+        found = run_one(schedule, engine_args)
+    return ExploreResult(engine_args, scope, count, time.perf_counter() - start, found)
+
+
+def _canonical(reqs, max_tokens, shape, block_size) -> Schedule:
+    """Requests in arrival order, the first arriving at step 0."""
+    first = min(r[0] for r in reqs)
+    return _schedule(sorted((a - first, n, script) for a, n, script in reqs), max_tokens, shape, block_size)
+
+
+def _fails(schedule: Schedule, engine_args: dict) -> bool:
+    with intra_op_threads():  # one thread per process: these models are too small to share a core
+        return run_one(schedule, engine_args) is not None
+
+
+@contextlib.contextmanager
+def _runs(workers: int):
+    """``map`` in this process, or an ordered, lazy ``imap`` over a pool of ``workers`` processes."""
+    if workers == 1:
+        yield map
+        return
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    with context.Pool(workers) as pool:
+        yield lambda fn, items: pool.imap(fn, items, chunksize=4)
+
+
+def _check_engine_args(engine_args: dict | None) -> dict:
+    engine_args = dict(engine_args or {})
+    unknown = set(engine_args) - set(DESIGN_KEYS)
+    if unknown:
+        raise ValueError(f"engine_args={engine_args!r}: expected keys among {DESIGN_KEYS}, got {sorted(unknown)}")
+    return engine_args

@@ -1,0 +1,45 @@
+"""Drafts whose quality a schedule sets, for the explorer's stand-in model.
+
+No vLLM twin (vLLM's proposers are `ngram_proposer.py`, `eagle.py`, `medusa.py`, ... in its
+`v1/spec_decode/`; this one takes their place in ``propose``'s interface only). The explorer
+(``minispec.lab.experiments.explorer``) must choose how many drafts the rejection sampler accepts, step by
+step, to reach every path a runner takes (all accepted, some, none). With the stand-in model
+as the target the right continuation is known exactly (``greedy_continuation``), so the
+proposer drafts it and spoils the tail: for the n-th proposal of a request whose script says
+``a``, the first ``a`` drafts are right and the rest are not (the right token plus one). A
+request without a script, or past its end, gets k right drafts. Left out: draft
+probabilities (the rejection sampler treats these drafts as one-hot, as n-gram drafts).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from minispec.config import LlamaArchitecture
+from minispec.model_executor.models.standin import greedy_continuation
+
+
+class ScriptedProposer:
+    def __init__(self, script: dict[str, tuple[int, ...]], k: int, arch: LlamaArchitecture):
+        self.script, self.k, self.arch = script, k, arch
+        self.proposals: Counter[str] = Counter()  # per request: proposals made so far
+
+    def _right_count(self, req_id: str) -> int:
+        counts, n = self.script.get(req_id, ()), self.proposals[req_id]
+        self.proposals[req_id] += 1
+        return counts[n] if n < len(counts) else self.k
+
+    def propose(self, contexts, params=None, generators=None, req_ids=None):
+        """One list of k drafts per context; no draft probabilities."""
+        drafts = []
+        for context, req_id in zip(contexts, req_ids):
+            right, vocab = self._right_count(req_id), self.arch.vocab_size
+            truth = greedy_continuation([int(t) for t in context], self.k, self.arch)
+            drafts.append(truth[:right] + [(t + 1) % vocab for t in truth[right:]])
+        return drafts, [None] * len(contexts)
+
+    def remove(self, req_id: str) -> None:
+        """Keeps its count: a finished request is not proposed for again."""
+
+    def reset(self) -> None:
+        self.proposals.clear()
