@@ -43,7 +43,7 @@ autodoc_member_order = "bysource"
 # subclass (minispec.lab.viz.figure.DescribedFigure); no minispec class defines one.
 autodoc_default_options = {"members": True, "show-inheritance": True, "exclude-members": "set"}
 autodoc_typehints = "description"
-# A name that a module re-exports (minispec.lab.fault_presets re-exports FaultPreset) links
+# A name that a module re-exports (minispec.lab.faults.catalogue re-exports FaultPreset) links
 # to its own module's [source] only where that module documents it; following it mixed the
 # two pages' anchors.
 viewcode_follow_imported_members = False

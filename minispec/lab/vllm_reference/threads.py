@@ -3,7 +3,7 @@
 Each ``Thread`` holds what the repository relies on: its number and repository, its title,
 the date of the post cited, its state when it was last checked (``CHECKED``), the
 sentence quoted from it, and how that was verified. Notebooks, the README, the fault
-presets (``minispec.lab.fault_presets``) and the timeline (``minispec.lab.pp_sync``) cite
+presets (``minispec.lab.faults.catalogue``) and the timeline (``minispec.lab.faults.pp_sync``) cite
 these numbers; ``tests/test_threads.py`` fails on a reference anywhere in the repository
 that is not here, on an entry nothing cites, and on a timeline milestone whose date or
 state disagrees with its thread here.

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from minispec.distributed.parallel_state import MessageMismatch
-from minispec.lab.runs import run_schedule
-from minispec.lab.scenarios import thread_schedule
+from minispec.lab.experiments.schedule import run_schedule
+from minispec.lab.experiments.scenarios import thread_schedule
 from minispec.lab.vllm_reference.compare import Comparison, compare_until_stopped
 from minispec.lab.vllm_reference.run import Verdict, run_jobs
 from minispec.lab.vllm_reference.scenarios import reference_schedule

@@ -64,7 +64,7 @@ OWN_FUNCTIONS = {"compute_need_sampled_mask": "v1/worker/gpu/pp_utils.py", "post
 STAND_INS = {
     "sampler, rejection sampler": "minispec's sampled tokens, counts and rejections, recorded per batch; the "
                                   "width vLLM's sampler returns: 1 without drafts in the batch, else k + 1 "
-                                  "(0.30.0 model_runner.py 1552; sample/sampler.py 200, view(-1, 1))",
+                                  "(vLLM 0.30.0 vllm/v1/worker/gpu/model_runner.py 1552; vllm/v1/worker/gpu/sample/sampler.py 200, view(-1, 1))",
     "speculator.propose": "minispec's drafts for the batch's slots, written as vLLM writes the speculator's "
                           "output (req_states.draft_tokens[idx_mapping] = draft_tokens): vLLM's V2 drafters "
                           "need a model and a GPU",
