@@ -87,8 +87,9 @@ def output_text(output) -> str:
     data = output.get("data", {})
     if "application/vnd.jupyter.widget-view+json" in data:
         return ""  # a widget: its text/plain is the widget's repr, not what the room sees
-    text = data.get("text/markdown") or data.get("text/plain", "")
-    return "" if text.startswith("<Figure") else text
+    if "image/png" in data:
+        return ""  # a figure: its text/plain is the figure's repr (Figure, DescribedFigure), not what the room sees
+    return data.get("text/markdown") or data.get("text/plain", "")
 
 
 def page_prose(path: Path, sections: tuple[str, ...] | None = None) -> str:
