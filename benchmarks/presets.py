@@ -18,7 +18,7 @@ from minispec.lab.experiments.scenarios import PROMPTS, forum_thread
 from minispec.lab.experiments.schedule import greedy_reference
 from minispec.lab.viz.text import render_comparison
 from minispec.training.corpus import split_text
-from minispec.v1.worker.runner_fixes import PRESETS
+from minispec.v1.worker.runner_fixes import Preset
 
 
 def main() -> None:
@@ -36,7 +36,7 @@ def main() -> None:
 
     print(f"{args.method}, k={args.k}, {args.max_tokens} tokens per request, 2 stages, greedy\n")
     thread_runs, wave_runs = [], []
-    for preset in PRESETS:
+    for preset in Preset:
         trace = forum_thread(preset, method=args.method, num_speculative_tokens=args.k, max_tokens=args.max_tokens)
         thread_runs.append((f"thread, {preset}", trace.stats, trace.outputs))
         llm = LLM(pipeline_parallel_size=2, fixes=preset,

@@ -46,3 +46,13 @@ def test_bench_pipeline_reports_ratio_idle_fractions_and_gantt_files(tmp_path, c
                      r"per run [\d.]+, [\d.]+ \(spread [\d.]+, median [\d.]+\)", out)
     assert re.search(r"idle fraction, 2 in flight \(last run\): stage 0 \d+%, stage 1 \d+%", out)
     assert len(paths) == 4 and all(p.stat().st_size > 10_000 for p in paths)
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "benchmarks").glob("*.py")))
+def test_every_benchmark_imports(script):
+    """Each benchmark's imports still resolve: a renamed engine or lab name breaks a script no
+    other test runs (benchmarks/presets.py once imported a removed PRESETS)."""
+    path = ROOT / "benchmarks" / script
+    done = subprocess.run([sys.executable, "-c", f"import runpy; runpy.run_path({str(path)!r}, run_name='imported')"],
+                          capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stderr[-2000:]
