@@ -84,7 +84,7 @@ def measure(params, stages: int = 1, device: str | None = "cpu", backend: str = 
 
 def gpu_verdict(got: list[list[int]], cpu: list[list[int]], gpu_plain: list[list[int]]) -> Outcome:
     """Equal to the CPU reference; or different only where the GPU without drafts differs too."""
-    from minispec.lab.viz.text import first_divergence
+    from minispec.lab.experiments.metrics import first_divergence
 
     for i, (tokens, reference, plain) in enumerate(zip(got, cpu, gpu_plain)):
         if (position := first_divergence(tokens, reference)) is None:
