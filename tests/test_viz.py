@@ -16,6 +16,7 @@ from minispec.lab.experiments.metrics import (
     expected_tokens_per_forward,
     first_divergence,
 )
+from minispec.lab.viz.legible import SMALL
 from minispec.lab.viz.plots import (
     fit_label,
     plot_acceptance,
@@ -149,14 +150,15 @@ def test_diff_marks_exactly_the_differing_cells(runs):
 
 
 def test_labels_fit_their_cells(runs):
-    assert fit_label("<unk>") == ("unk", 7.5) and fit_label(" ")[0] == "␣" and fit_label("\n")[0] == "⏎"
+    assert fit_label("<unk>") == ("unk", SMALL) and fit_label(" ")[0] == "␣" and fit_label("\n")[0] == "⏎"
     assert fit_label("statement")[0] == "sta…"
-    fig = plot_stage_rows(runs["vllm-0.9.2"].trace.step(2), 0, decode=lambda t: "<unk>")
-    fig.canvas.draw()
-    ax = fig.axes[0]
-    cell_px = ax.transData.transform((0.92, 0))[0] - ax.transData.transform((0, 0))[0]
-    labels = [t for t in ax.texts if t.get_text() == "unk"]
-    assert labels and all(t.get_window_extent().width < cell_px for t in labels)
+    for token, shown in (("<unk>", "unk"), ("statement", "sta…")):  # four characters are the widest
+        fig = plot_stage_rows(runs["vllm-0.9.2"].trace.step(2), 0, decode=lambda t, token=token: token)
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        cell_px = ax.transData.transform((0.92, 0))[0] - ax.transData.transform((0, 0))[0]
+        labels = [t for t in ax.texts if t.get_text() == shown]
+        assert labels and all(t.get_window_extent().width < cell_px for t in labels)
 
 
 def test_row_strip_figure(runs, visible_decode):

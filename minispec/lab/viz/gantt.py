@@ -16,6 +16,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from minispec.instruments.timeline import StageSpan, Timeline
 from minispec.lab.viz.figure import DescribedFigure
+from minispec.lab.viz.legible import BODY, MAX_WIDTH_IN, SMALL, legible_axes
 from minispec.lab.viz.palette import EDGE, EDGE_LIGHT, FILL_IDLE, SERIES
 
 HATCHES = ["", "//"]
@@ -23,42 +24,43 @@ IDLE = FILL_IDLE
 
 
 def span_label(span: StageSpan, width: float, per_char: float) -> str:
-    """As much of "step N · A,B" as fits in a bar ``width`` wide."""
-    for text in (f"step {span.step} · {','.join(span.req_ids)}", f"step {span.step}", str(span.step)):
+    """As much of "step N · A,B" as fits in a bar ``width`` wide (the requests before the word)."""
+    ids = ",".join(span.req_ids)
+    for text in (f"step {span.step} · {ids}", f"{span.step} · {ids}", f"step {span.step}", str(span.step)):
         if len(text) * per_char <= width * 0.9:
             return text
     return ""
 
 
 def plot_gantt(timeline: Timeline, title: str | None = None, highlight: tuple[int, int] | None = None,
-               max_step: int | None = None, width: float = 9.0) -> Figure:
+               max_step: int | None = None, width: float = MAX_WIDTH_IN) -> Figure:
     """``highlight`` = (step, stage) outlines one bar: the event a stepper is on.
     ``max_step`` draws only the batches of steps up to it; the idle shares in the
     title stay those of the whole run, and the title says so when bars are left out."""
     n = timeline.num_stages
-    fig = DescribedFigure(figsize=(width, 1.1 + 0.55 * n))
+    fig = DescribedFigure(figsize=(width, 1.5 + 0.6 * n))
     ax = fig.subplots()
     spans = _spans(timeline, max_step)
     _draw(ax, timeline, spans, _extent(timeline, spans), width, title, highlight)
-    _legend(ax, highlight is not None, any(s.wait for s in spans), -0.35 - 0.1 / n)
-    fig.subplots_adjust(left=0.09, right=0.98, top=0.85, bottom=0.38 if n < 3 else 0.3)
+    _legend(ax, highlight is not None, any(s.wait for s in spans), -0.45 - 0.2 / n)
+    fig.subplots_adjust(left=0.12, right=0.98, top=0.88, bottom=0.45 if n < 3 else 0.36)
     return fig
 
 
-def plot_gantt_compare(runs: dict[str, tuple[Timeline, int | None]], width: float = 9.0) -> Figure:
+def plot_gantt_compare(runs: dict[str, tuple[Timeline, int | None]], width: float = MAX_WIDTH_IN) -> Figure:
     """Runs stacked on one time axis, so equal work shows as equal length:
     ``{title: (timeline, max_step)}``, each drawn as ``plot_gantt`` would."""
-    heights = [0.75 + 0.55 * tl.num_stages for tl, _ in runs.values()]
-    fig = DescribedFigure(figsize=(width, 0.7 + sum(heights)))
+    heights = [0.9 + 0.6 * tl.num_stages for tl, _ in runs.values()]
+    fig = DescribedFigure(figsize=(width, 1.0 + sum(heights)))
     axes = fig.subplots(len(runs), 1, sharex=True, gridspec_kw={"height_ratios": heights})
     axes = list(axes) if len(runs) > 1 else [axes]
     drawn = [(title, tl, _spans(tl, max_step)) for title, (tl, max_step) in runs.items()]
     extent = max(_extent(tl, spans) for _, tl, spans in drawn)
     for ax, (title, tl, spans) in zip(axes, drawn):
         _draw(ax, tl, spans, extent, width, title, None)
-    _legend(axes[-1], False, any(s.wait for _, _, spans in drawn for s in spans), -0.45)
-    fig.subplots_adjust(left=0.09, right=0.98, top=1 - 0.35 / (0.7 + sum(heights)),
-                        bottom=1.0 / (0.7 + sum(heights)), hspace=0.75)
+    _legend(axes[-1], False, any(s.wait for _, _, spans in drawn for s in spans), -0.6)
+    fig.subplots_adjust(left=0.12, right=0.98, top=1 - 0.35 / (1.0 + sum(heights)),
+                        bottom=1.3 / (1.0 + sum(heights)), hspace=0.9)
     return fig
 
 
@@ -83,7 +85,7 @@ def _draw(ax, timeline: Timeline, spans: list[StageSpan], extent: float, width: 
           highlight: tuple[int, int] | None) -> None:
     """``extent`` is the axis's length; the idle track ends where this run's bars do."""
     n, scale, origin, own = timeline.num_stages, _scale(timeline), _origin(spans), _extent(timeline, spans)
-    per_char = extent * 4.8 / (width * 0.89 * 72)  # data units per 7.5-pt character (~4.8 pt wide)
+    per_char = extent * SMALL * 0.62 / (width * 0.86 * 72)  # data units per character (~0.62 em wide)
     for stage in range(n):
         y = n - 1 - stage
         ax.add_patch(Rectangle((0, y + 0.1), own, 0.8, facecolor=IDLE, hatch="..", edgecolor=EDGE_LIGHT,
@@ -96,7 +98,7 @@ def _draw(ax, timeline: Timeline, spans: list[StageSpan], extent: float, width: 
                                hatch=HATCHES[span.step % 2]))
         label = span_label(span, w, per_char)
         if label:
-            ax.text(x + w / 2, y + 0.5, label, ha="center", va="center", fontsize=7.5, color="black",
+            ax.text(x + w / 2, y + 0.5, label, ha="center", va="center", fontsize=SMALL, color="black",
                     bbox=dict(boxstyle="round,pad=0.15", facecolor="white", alpha=0.8, linewidth=0))
         if span.wait:
             ax.plot([x - span.wait * scale, x], [y + 0.5, y + 0.5], color=EDGE, linewidth=1.2)
@@ -110,7 +112,8 @@ def _draw(ax, timeline: Timeline, spans: list[StageSpan], extent: float, width: 
     idle = ", ".join(f"stage {s} idle {timeline.idle_fraction(s):.0%}" for s in range(n))
     if len(spans) < len(timeline.spans):  # a window: its own idle share would differ from the run's
         idle += " (over the whole run)"
-    ax.set_title(f"{title + ': ' if title else ''}{idle}", fontsize=10)
+    ax.set_title(f"{title + ': ' if title else ''}{idle}", fontsize=BODY)
+    legible_axes(ax)
 
 
 def _legend(ax, highlight: bool, waits: bool, below: float) -> None:
@@ -120,5 +123,5 @@ def _legend(ax, highlight: bool, waits: bool, below: float) -> None:
         handles.append(Patch(fill=False, edgecolor="black", linewidth=2.5, label="current event"))
     if waits:
         handles.append(Patch(facecolor=EDGE, label="waiting to receive"))
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, below), ncol=len(handles),
-              fontsize=7.5, frameon=False)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, below), ncol=2,
+              fontsize=SMALL, frameon=False, labelspacing=0.3, columnspacing=1.0)

@@ -20,6 +20,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from minispec.instruments.trace import StepRecord
 from minispec.lab.viz.figure import DescribedFigure
+from minispec.lab.viz.legible import BODY, MAX_WIDTH_IN, SMALL
 from minispec.lab.viz.palette import EDGE_SOFT, OKABE_ITO, PALE_BLUE, TEXT, WHITE
 
 WINDOW = 16  # positions shown, ending with the last gathered one
@@ -126,8 +127,8 @@ def plot_history(step: StepRecord, req_id: str, decode=str, first: int | None = 
     row's ``num_tokens_no_spec`` (where its own history ends)."""
     strips = history_strips(step, req_id, first, window)
     n = len(strips)
-    height = 1.3 + 0.75 * n
-    fig = DescribedFigure(figsize=(10, height))
+    height = 2.2 + 0.8 * n
+    fig = DescribedFigure(figsize=(MAX_WIDTH_IN, height))
     ax = fig.subplots()
     for i, strip in enumerate(strips):
         y = n - 1 - i
@@ -136,10 +137,10 @@ def plot_history(step: StepRecord, req_id: str, decode=str, first: int | None = 
             ax.add_patch(Rectangle((x + 0.04, y + 0.1), 0.92, 0.7, facecolor=face, edgecolor=EDGE_SOFT,
                                    linewidth=0.5, hatch="///" if c.differs and c.token is not None else None))
             box = dict(boxstyle="square,pad=0.1", facecolor="white", linewidth=0) if c.differs else None
-            ax.text(x + 0.5, y + 0.5, _label(c.token, decode), ha="center", va="center", fontsize=10,
+            ax.text(x + 0.5, y + 0.5, _label(c.token, decode), ha="center", va="center", fontsize=BODY,
                     family="monospace", bbox=box)
             if c.differs and strip.label != "scheduler":
-                ax.text(x + 0.5, y + 0.02, "✗", ha="center", va="center", fontsize=8, color="black")
+                ax.text(x + 0.5, y + 0.02, "✗", ha="center", va="center", fontsize=SMALL, color="black")
             if c.gathered:
                 ax.add_patch(Rectangle((x + 0.04, y + 0.1), 0.92, 0.7, fill=False, edgecolor="black",
                                        linewidth=1.8, linestyle="--" if c.draft else "-"))
@@ -148,11 +149,11 @@ def plot_history(step: StepRecord, req_id: str, decode=str, first: int | None = 
             ax.plot([no_spec], [y + 0.92], marker="v", color="black", markersize=6)
         counts = (f"computed={strip.num_computed_tokens}  "
                   + ("all_token_ids" if strip.label == "scheduler" else "no_spec") + f"={strip.num_tokens_no_spec}")
-        ax.text(-0.3, y + 0.55, strip.label, ha="right", va="center", fontsize=9)
-        ax.text(-0.3, y + 0.2, counts, ha="right", va="center", fontsize=7.5, color=TEXT)
-    ax.set_xticks([x + 0.5 for x in range(window)], [str(c.position) for c in strips[0].cells], fontsize=7.5)
+        ax.text(-0.3, y + 0.55, strip.label, ha="right", va="center", fontsize=BODY)
+        ax.text(-0.3, y + 0.2, counts, ha="right", va="center", fontsize=SMALL, color=TEXT)
+    ax.set_xticks([x + 0.5 for x in range(window)], [str(c.position) for c in strips[0].cells], fontsize=SMALL)
     ax.xaxis.tick_top()
-    ax.set_xlabel("position in the request (token_ids_cpu column)", fontsize=8.5)
+    ax.set_xlabel("position in the request (token_ids_cpu column)", fontsize=SMALL)
     ax.xaxis.set_label_position("top")
     ax.tick_params(axis="x", length=0)
     ax.set_yticks([])
@@ -161,7 +162,7 @@ def plot_history(step: StepRecord, req_id: str, decode=str, first: int | None = 
     ax.set_xlim(-0.02, window + 0.02)
     ax.set_ylim(-0.1, n)
     ax.set_title(title or f"step {step.step}, request {req_id}: the scheduler's tokens and each stage's row",
-                 fontsize=10, pad=24)
+                 fontsize=BODY, pad=28)
     handles = [
         Patch(facecolor=AGREES, edgecolor=EDGE_SOFT, label="agrees with the scheduler"),
         Patch(facecolor=DIFFERS, edgecolor=EDGE_SOFT, hatch="///", label="differs ✗"),
@@ -170,6 +171,7 @@ def plot_history(step: StepRecord, req_id: str, decode=str, first: int | None = 
         Patch(fill=False, edgecolor="black", linewidth=1.8, linestyle="--", label="gathered: draft slot"),
         Line2D([], [], marker="v", color="black", linestyle="none", label="end of the row's history (no_spec)"),
     ]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.4, 0.0), ncol=3, fontsize=7.5, frameon=False)
-    fig.subplots_adjust(left=0.26, right=0.99, top=1 - 0.85 / height, bottom=0.5 / height)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.25, 0.0), ncol=2, fontsize=SMALL, frameon=False,
+              labelspacing=0.3, columnspacing=1.0)
+    fig.subplots_adjust(left=0.36, right=0.99, top=1 - 0.95 / height, bottom=1.2 / height)
     return fig

@@ -24,6 +24,7 @@ from matplotlib.patches import Patch, Rectangle
 from minispec.instruments.trace import StepRecord, Trace
 from minispec.lab.experiments.metrics import acceptance_per_step, alpha_estimate, expected_tokens_per_forward
 from minispec.lab.viz.figure import DescribedFigure
+from minispec.lab.viz.legible import BODY, MAX_WIDTH_IN, SMALL, legible_axes
 from minispec.lab.viz.palette import EDGE, FILL_LIGHT, OKABE_ITO, SERIES, TEXT, TEXT_FAINT
 from minispec.lab.viz.strip import ROLES, WINDOW, CellRole, RowView, diff_cells, stage_view
 
@@ -40,7 +41,7 @@ STYLE = {
 MARKERS = ["o", "s", "^", "D", "v", "P"]
 GATHERED = OKABE_ITO["blue"]
 SHOWN = {"\n": "⏎", " ": "␣"}
-CELL_IN = 0.46  # inches per cell, both ways
+CELL_IN = 0.44  # inches per cell, both ways: a 14-cell strip and its labels fit MAX_WIDTH_IN
 LABEL_COLS = 4.6  # cells' worth of room for the row labels on the left
 BLOCK = 2.0  # height of one row in cells: position, token cell, scheduled drafts
 
@@ -52,7 +53,7 @@ def fit_label(text: str) -> tuple[str, float]:
         text = text[1:-1]  # <unk> -> unk
     if len(text) > 4:
         text = text[:3] + "…"
-    return text, {1: 12, 2: 9.5, 3: 7.5}.get(len(text), 6)
+    return text, {1: 13, 2: 12}.get(len(text), SMALL)  # four SMALL monospace characters fill a cell
 
 
 def _draw_cell(ax, x: float, y: float, label: str, role: str, outline: bool = False) -> None:
@@ -71,13 +72,13 @@ def _draw_row(ax, view: RowView, y: float, end: int, ncols: int, decode, differs
     col = {c.pos: ncols - (end - c.pos) for c in view.cells}
     for cell in view.cells:
         x = col[cell.pos]
-        ax.text(x + 0.46, y + 0.18, str(cell.pos), ha="center", va="center", fontsize=6.5, color=TEXT_FAINT)
+        ax.text(x + 0.46, y + 0.18, str(cell.pos), ha="center", va="center", fontsize=SMALL, color=TEXT_FAINT)
         _draw_cell(ax, x, y + 0.35, decode(cell.token), cell.role, (view.req_id, cell.pos) in differs)
         mark = STYLE[cell.role][2]
         if mark:
-            ax.text(x + 0.9, y + 1.25, mark, ha="right", va="bottom", fontsize=8.5, fontweight="bold")
+            ax.text(x + 0.9, y + 1.25, mark, ha="right", va="bottom", fontsize=SMALL, fontweight="bold")
         if cell.left_by:
-            ax.text(x + 0.04, y + 0.36, cell.left_by, ha="left", va="top", fontsize=8, color=TEXT,
+            ax.text(x + 0.04, y + 0.36, cell.left_by, ha="left", va="top", fontsize=SMALL, color=TEXT,
                     style="italic")
     gathered = [col[c.pos] for c in view.cells if c.pos >= view.num_computed]
     if gathered:  # the positions this step feeds the model: computed now and drafts
@@ -91,17 +92,17 @@ def _draw_row(ax, view: RowView, y: float, end: int, ncols: int, decode, differs
     due += [c for c, _ in zip((c for c in view.cells if c.role.is_draft), view.scheduled)]
     for cell in due:
         text, size = fit_label(decode(cell.expected))
-        ax.text(col[cell.pos] + 0.46, y + 1.62, text, ha="center", va="center", fontsize=min(size, 9),
+        ax.text(col[cell.pos] + 0.46, y + 1.62, text, ha="center", va="center", fontsize=min(size, BODY),
                 family="monospace", color=TEXT)
     if due:
         ax.text(col[due[0].pos] - 0.12, y + 1.62, "should be:" if view.wrong_history else "scheduled:",
-                ha="right", va="center", fontsize=7, color=TEXT)
-    ax.text(-LABEL_COLS, y + 0.45, view.label, ha="left", va="center", fontsize=9)
+                ha="right", va="center", fontsize=SMALL, color=TEXT)
+    ax.text(-LABEL_COLS, y + 0.45, view.label, ha="left", va="center", fontsize=BODY)
     if view.prev_req_id:
-        ax.text(-LABEL_COLS, y + 0.95, f"row held {view.prev_req_id} before", ha="left", va="center", fontsize=7,
+        ax.text(-LABEL_COLS, y + 0.95, f"row held {view.prev_req_id} before", ha="left", va="center", fontsize=SMALL,
                 color=TEXT_FAINT)
     bad = view.stale or view.wrong_history  # "ok, no drafts" is a good row too
-    ax.text(-LABEL_COLS, y + 1.4, ("✗ " if bad else "✓ ") + view.status, ha="left", va="center", fontsize=7,
+    ax.text(-LABEL_COLS, y + 1.4, ("✗ " if bad else "✓ ") + view.status, ha="left", va="center", fontsize=SMALL,
             fontweight="bold" if bad else "normal")
 
 
@@ -110,11 +111,11 @@ def _draw_stage(ax, views: list[RowView], decode, ncols: int, n_rows: int, title
     for i, view in enumerate(views):
         _draw_row(ax, view, i * BLOCK, (ends or {}).get(view.req_id, view.end), ncols, decode, differs)
     if not views:
-        ax.text(ncols / 2, 1, "no rows", ha="center", va="center", fontsize=9, color=EDGE)
+        ax.text(ncols / 2, 1, "no rows", ha="center", va="center", fontsize=BODY, color=EDGE)
     ax.set_xlim(-LABEL_COLS - 0.1, ncols + 0.1)
     ax.set_ylim(n_rows * BLOCK, 0)
     ax.axis("off")
-    ax.set_title(title, fontsize=10, loc="left")
+    ax.set_title(title, fontsize=BODY, loc="left")
 
 
 def _legend(fig: Figure, height: float, views: list[RowView], diff_label: str | None = None) -> None:
@@ -126,21 +127,21 @@ def _legend(fig: Figure, height: float, views: list[RowView], diff_label: str | 
     handles.append(Line2D([], [], color=GATHERED, linewidth=2.2, label="gathered this step (input_ids)"))
     if diff_label:
         handles.append(Patch(fill=False, edgecolor="black", linewidth=2.6, label=diff_label))
-    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.22 / height), ncol=3, fontsize=7.5,
-               frameon=False)
-    fig.text(0.5, 0.06 / height, "small number above a cell: its position · grey italic letter in a cell: the "
-             "request that left that token there · …: earlier positions not shown", ha="center", va="bottom",
-             fontsize=7, color=TEXT_FAINT)
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.5 / height), ncol=2, fontsize=SMALL,
+               frameon=False, borderpad=0, handletextpad=0.4, columnspacing=1.0, labelspacing=0.3)
+    fig.text(0.5, 0.04 / height, "small number above a cell: its position · italic letter in a cell: the request\n"
+             "that left that token there · …: earlier positions not shown", ha="center", va="bottom",
+             fontsize=SMALL, color=TEXT_FAINT)
 
 
-PANEL_GAP, TOP, BOTTOM = 0.45, 0.1, 0.95  # inches: title room per panel, top margin, legend room
+PANEL_GAP, TOP, BOTTOM = 0.45, 0.1, 1.9  # inches: title room per panel, top margin, legend room
 
 
-def _figure(ncols: int, n_rows: int, n_panels: int) -> tuple[Figure, list]:
+def _figure(ncols: int, n_rows: int, n_panels: int, legend: bool = True) -> tuple[Figure, list]:
     """A figure of fixed size for ``n_panels`` stacked strips of ``n_rows`` rows, and their axes."""
     width = (ncols + LABEL_COLS + 0.4) * CELL_IN
-    panel = n_rows * BLOCK * CELL_IN * 0.8
-    height = TOP + n_panels * (PANEL_GAP + panel) + BOTTOM
+    panel = n_rows * BLOCK * CELL_IN
+    height = TOP + n_panels * (PANEL_GAP + panel) + (BOTTOM if legend else TOP)
     fig = DescribedFigure(figsize=(width, height))
     axes = [fig.add_axes((0.01, (height - TOP - (i + 1) * (PANEL_GAP + panel)) / height, 0.98, panel / height))
             for i in range(n_panels)]
@@ -153,23 +154,25 @@ def _ncols(views: list[RowView], window: int) -> int:
 
 def plot_step_rows(step: StepRecord, decode=str, stages: list[int] | None = None, selected: int | None = None,
                    max_rows: int | None = None, ncols: int | None = None, window: int = WINDOW,
-                   name: str | None = None) -> Figure:
+                   name: str | None = None, legend: bool = True) -> Figure:
     """The row strip of every stage (or of ``stages``) at ``step``, one panel each,
     ``selected``'s title marked ▶ and prefixed with ``name`` (e.g. the preset).
     ``max_rows`` and ``ncols`` (cells per row) fix the figure's size whatever the
-    step, for steppers."""
+    step, for steppers. ``legend=False`` leaves out the legend and its small print
+    (the projector's stepper: at a legible size they would push it past 720 px)."""
     stages = [s.stage for s in step.stages] if stages is None else stages
     views = {stage: stage_view(step, stage, window) for stage in stages}
     n_rows = max([len(v) for v in views.values()] + [max_rows or 1])
     ncols = max(_ncols([r for v in views.values() for r in v], window), ncols or 0)
-    fig, axes = _figure(ncols, n_rows, len(stages))
+    fig, axes = _figure(ncols, n_rows, len(stages), legend)
     for ax, stage in zip(axes, stages):
         last = " (last)" if any(s.stage == stage and s.is_last for s in step.stages) else ""
         marker = "▶ " if stage == selected else ""
         _draw_stage(ax, views[stage], decode, ncols, n_rows,
                     f"{marker}{name + ': ' if name else ''}step {step.step} · stage {stage}{last}: "
                     "token_ids_cpu around the gathered positions")
-    _legend(fig, fig.get_figheight(), [r for v in views.values() for r in v])
+    if legend:
+        _legend(fig, fig.get_figheight(), [r for v in views.values() for r in v])
     return fig
 
 
@@ -199,7 +202,7 @@ def plot_strip_diff(steps: dict[str, StepRecord], stage: int, decode=str, window
         _draw_stage(ax, views[name], decode, ncols, n_rows, f"{name}: step {step_a.step} · stage {stage}",
                     ends, differs)
     axes[0].text(1.0, 1.0, f"{len(differs)} cells differ (outlined)", transform=axes[0].transAxes, ha="right",
-                 va="bottom", fontsize=9, fontweight="bold")
+                 va="bottom", fontsize=BODY, fontweight="bold")
     _legend(fig, fig.get_figheight(), every, f"differs between {name_a} and {name_b}")
     return fig
 
@@ -213,7 +216,7 @@ def plot_acceptance(traces: dict[str, Trace]) -> Figure:
     requests) against (1 - α^(k+1)) / (1 - α) at the run's α. The legend's mean is
     over the whole run, (accepted + verifications) / verifications, as vLLM's
     "Mean acceptance length" (v0.9.2 ``vllm/v1/spec_decode/metrics.py``)."""
-    fig = DescribedFigure(figsize=(10, 4.6))
+    fig = DescribedFigure(figsize=(MAX_WIDTH_IN, 5.2))
     ax_rate, ax_tpf = fig.subplots(1, 2)
     for i, (name, trace) in enumerate(traces.items()):
         rows = acceptance_per_step(trace)
@@ -232,26 +235,29 @@ def plot_acceptance(traces: dict[str, Trace]) -> Figure:
                     markerfacecolor="white", markevery=(i, 4), linestyle=FORMULA_STYLES[i % len(FORMULA_STYLES)],
                     linewidth=1.4, label=f"{name}: formula {formula:.2f} (α={alpha:.2f}, k={k})")
     ax_rate.set_ylim(-0.05, 1.05)
-    ax_rate.set_title("acceptance per step", fontsize=10)
+    ax_rate.set_title("acceptance per step", fontsize=BODY)
     ax_rate.set_ylabel("accepted drafts / drafted")
-    ax_tpf.set_title(r"acceptance length vs $(1-\alpha^{k+1})\,/\,(1-\alpha)$", fontsize=10)
+    ax_tpf.set_title(r"acceptance length vs $\frac{1-\alpha^{k+1}}{1-\alpha}$", fontsize=BODY)
     ax_tpf.set_ylabel("tokens emitted per verification")
     ax_tpf.set_ylim(0.8, max(4.2, ax_tpf.get_ylim()[1]))
     for ax in (ax_rate, ax_tpf):
         ax.set_xlabel("scheduler step")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1 if ax is ax_tpf else 3,
-                  frameon=False)
-    fig.text(0.5, 0.01, "verification: one request's forward that checks drafts.  α: chance a draft is accepted "
-             "when the ones before it were (accepted / (accepted + rejections)), over the whole run",
-             ha="center", fontsize=7, color=TEXT_FAINT)
-    fig.subplots_adjust(left=0.07, right=0.98, top=0.92, bottom=0.38, wspace=0.25)
+        legible_axes(ax)
+    # one legend under both panels: the runs' colours once, then each run's two lines
+    handles, labels = ax_tpf.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=SMALL, loc="lower center", bbox_to_anchor=(0.5, 0.11), ncol=1,
+               frameon=False, labelspacing=0.25)
+    fig.text(0.5, 0.005, "verification: one request's forward that checks drafts.\nα: chance a draft is accepted "
+             "when the ones before it were\n(accepted / (accepted + rejections)), over the whole run",
+             ha="center", fontsize=SMALL, color=TEXT_FAINT)
+    fig.subplots_adjust(left=0.09, right=0.98, top=0.93, bottom=0.48, wspace=0.35)
     return fig
 
 
 def plot_presets(traces: dict[str, Trace]) -> Figure:
     """Accepted drafts per step, cumulative, one line per preset."""
-    fig = DescribedFigure(figsize=(7, 3.5))
+    fig = DescribedFigure(figsize=(7, 4))
     ax = fig.subplots()
     for i, (name, trace) in enumerate(traces.items()):
         total, xs, ys = 0, [], []
@@ -263,7 +269,8 @@ def plot_presets(traces: dict[str, Trace]) -> Figure:
                 label=f"{name} ({trace.stats.get('target_forwards', len(xs))} forwards)")
     ax.set_xlabel("scheduler step")
     ax.set_ylabel("accepted draft tokens (cumulative)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=SMALL)
+    legible_axes(ax)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from minispec.lab.experiments.metrics import expected_tokens_per_forward
 from minispec.lab.viz.figure import DescribedFigure
+from minispec.lab.viz.legible import BODY, MAX_WIDTH_IN, SMALL, legible_axes
 from minispec.lab.viz.palette import OKABE_ITO
 
 
@@ -35,7 +36,7 @@ def plot_acceptance_vs_k(rows: list[dict]) -> Figure:
     """Left: mean acceptance length (tokens per verification), measured and predicted;
     right: the two acceptance rates."""
     ks = [r["k"] for r in rows]
-    fig = DescribedFigure(figsize=(10, 4))
+    fig = DescribedFigure(figsize=(MAX_WIDTH_IN, 4.6))
     left, right = fig.subplots(1, 2)
     left.plot(ks, [r["mean_acceptance_length"] for r in rows], "o-", color=OKABE_ITO["blue"], lw=2, ms=8,
               label="measured")
@@ -46,8 +47,8 @@ def plot_acceptance_vs_k(rows: list[dict]) -> Figure:
     left.plot(ks, [k + 1 for k in ks], color=OKABE_ITO["grey"], lw=1, label="ceiling k + 1 (all accepted)")
     left.set_xlabel("k (drafts per step)")
     left.set_ylabel("tokens emitted per verification")
-    left.set_title("Mean acceptance length", fontsize=10)
-    left.legend(fontsize=8)
+    left.set_title("Mean acceptance length", fontsize=BODY)
+    left.legend(fontsize=SMALL)
     right.plot(ks, [r["accepted_per_drafted"] for r in rows], "s--", color=OKABE_ITO["vermillion"],
                label="accepted / drafted")
     right.plot(ks, [r["conditional_alpha"] for r in rows], "^:", color=OKABE_ITO["green"],
@@ -55,11 +56,12 @@ def plot_acceptance_vs_k(rows: list[dict]) -> Figure:
     right.set_ylim(0, 1)
     right.set_xlabel("k (drafts per step)")
     right.set_ylabel("acceptance")
-    right.set_title("Two ways to count acceptance", fontsize=10)
-    right.legend(fontsize=8, loc="lower left")
+    right.set_title("Two ways to count acceptance", fontsize=BODY)
+    right.legend(fontsize=SMALL, loc="lower left")
     for ax in (left, right):
         ax.set_xticks(ks)
         ax.grid(alpha=0.3)
+        legible_axes(ax)
     fig.tight_layout()
     return fig
 
@@ -81,28 +83,27 @@ def plot_rejection_example(p, q, labels: list[str], recovered_freq=None) -> Figu
         accept = np.where(q > 0, np.minimum(1.0, p / q), np.nan)
     residual = np.maximum(p - q, 0)
     residual = residual / residual.sum()
-    fig = DescribedFigure(figsize=(11, 3.6))
+    fig = DescribedFigure(figsize=(MAX_WIDTH_IN, 4.2))
     axes = fig.subplots(1, 3)
     _bars(axes[0], x, p, -0.2, 0.4, OKABE_ITO["blue"], "", "p (target)")
     _bars(axes[0], x, q, 0.2, 0.4, OKABE_ITO["orange"], "//", "q (draft)")
-    axes[0].set_title("Target p and draft q", fontsize=10)
+    axes[0].set_title("Target p\nand draft q", fontsize=BODY)
     axes[0].set_ylabel("probability")
     _bars(axes[1], x, np.nan_to_num(accept), 0, 0.6, OKABE_ITO["green"], "..", "min(1, p/q)")
     for xi, a in zip(x, accept):
         axes[1].text(xi, (0 if np.isnan(a) else a) + 0.02, "—" if np.isnan(a) else f"{a:.2f}", ha="center",
-                     fontsize=8)
-    axes[1].set_title("P(accept | this token was drafted)", fontsize=10)
-    axes[1].set_ylabel("probability")
+                     fontsize=SMALL)
+    axes[1].set_title("P(accept | this\ntoken was drafted)", fontsize=BODY)
     _bars(axes[2], x, residual, 0, 0.6, OKABE_ITO["purple"], "xx", "residual")  # not its formula: 08 §6 asks learners for it
     if recovered_freq is not None:
-        axes[2].plot(x, recovered_freq, "D", color="black", ms=6, label="observed recovered tokens")
-    axes[2].set_title("Recovered token after a rejection", fontsize=10)
-    axes[2].set_ylabel("probability")
+        axes[2].plot(x, recovered_freq, "D", color="black", ms=6, label="observed")
+    axes[2].set_title("Recovered token\nafter a rejection", fontsize=BODY)
     for ax in axes:
         ax.set_xticks(x, labels)
         ax.set_xlabel("token")
-        ax.set_ylim(0, 1.12)
-        ax.legend(fontsize=8, loc="upper right")
+        ax.set_ylim(0, 1.3)
+        ax.legend(fontsize=SMALL, loc="upper right", handlelength=1.2, borderaxespad=0.2)
+        legible_axes(ax)
     fig.tight_layout()
     return fig
 
@@ -116,7 +117,7 @@ def plot_sampled_vs_target(counts, probs, labels: list[str], top: int = 16, titl
     x = np.arange(len(order))
     expected = probs[order]
     band = 2 * np.sqrt(expected * (1 - expected) / n)
-    fig = DescribedFigure(figsize=(10, 3.8))
+    fig = DescribedFigure(figsize=(MAX_WIDTH_IN, 4.2))
     ax = fig.subplots()
     _bars(ax, x, counts[order] / n, 0, 0.6, OKABE_ITO["sky"], "//", f"sampled with drafts (n = {int(n)})")
     ax.errorbar(x, expected, yerr=band, fmt="o", color="black", ms=5, capsize=3,
@@ -124,8 +125,9 @@ def plot_sampled_vs_target(counts, probs, labels: list[str], top: int = 16, titl
     ax.set_xticks(x, [labels[i] for i in order], family="monospace")
     ax.set_xlabel("token (the most likely first)")
     ax.set_ylabel("frequency")
-    ax.set_title(title or "Sampled tokens against the target distribution", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.set_title(title or "Sampled tokens against the target distribution", fontsize=BODY)
+    ax.legend(fontsize=SMALL)
+    legible_axes(ax)
     ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     return fig

@@ -5,8 +5,8 @@ The live widget (``widgets.py``) and the site's static stepper
 very frames JupyterLab shows. Every strip of a stepper has the same size (the
 most rows and cells any stop needs), so the page does not jump as the step
 moves. In projector mode the strip shows only the selected stage, at a larger
-scale (``PROJECTOR_DPI``), and there is no Gantt, so the stepper fits a
-1280×720 screen. No vLLM twin: vLLM has no pictures.
+scale (``PROJECTOR_DPI``), and there is no Gantt and no legend (the laptops' stepper
+has it), so the stepper fits a 1280×720 screen. No vLLM twin: vLLM has no pictures.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ class StepperFigures:
     def strip(self, view: StepperView) -> Figure:
         step = self.runs[view.preset].trace.step(view.step)
         stages = [view.stage] if self.projector else None
-        return plot_step_rows(step, self.decode, stages, selected=view.stage, max_rows=self.max_rows, ncols=self.ncols)
+        return plot_step_rows(step, self.decode, stages, selected=view.stage, max_rows=self.max_rows, ncols=self.ncols,
+                              legend=not self.projector)
 
     def gantt(self, view: StepperView) -> Figure | None:
         if not self.has_gantt:
