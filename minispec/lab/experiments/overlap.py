@@ -6,11 +6,12 @@ The shipped target computes a stage in a millisecond or two, about what moving
 a batch between processes costs, so on it overlapping compute saves little.
 ``random_llama`` makes a model where compute dominates: a random-weight Llama
 of a few tens of millions of parameters, written to a directory the caller
-owns (nothing large is committed; transformers is imported only here).
+owns (nothing large is committed).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -30,15 +31,32 @@ HEAVY = dict(vocab_size=2048, hidden_size=640, intermediate_size=1792, num_hidde
 
 
 def random_llama(directory: Path, seed: int = 0, **overrides) -> Path:
-    """Save a random-weight ``LlamaForCausalLM`` (``HEAVY``, 52M parameters, unless overridden), drawn
-    with ``seed``, in ``directory``."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-    from transformers.utils import logging
+    """Save a random-weight Llama checkpoint (``HEAVY``, 52M parameters, unless overridden),
+    drawn with ``seed``, in ``directory``: config.json and model.safetensors as transformers
+    writes them, weights drawn as transformers initialises a Llama (normal, std 0.02; norms
+    one). minispec's own model names the tensors, so ``import transformers`` (over 10 s on a
+    loaded laptop) stays off notebook 04's measured cell."""
+    from safetensors.torch import save_file
 
-    logging.disable_progress_bar()
-    torch.manual_seed(seed)
-    LlamaForCausalLM(LlamaConfig(**{**HEAVY, **overrides})).save_pretrained(directory, safe_serialization=True)
-    return Path(directory)
+    from minispec.config import LlamaArchitecture
+    from minispec.model_executor.models.llama import LlamaForCausalLM
+
+    sizes = {**HEAVY, **overrides}
+    config = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_act": "silu",
+              "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "torch_dtype": "float32", **sizes}
+    directory = Path(directory)
+    (directory / "config.json").write_text(json.dumps(config, indent=2))
+    arch = LlamaArchitecture.from_pretrained(directory)
+    generator = torch.Generator().manual_seed(seed)
+    model = LlamaForCausalLM(arch)  # on the CPU: torch.device("meta") would import torch._dynamo (10 s)
+    params = dict(model.named_parameters())
+    tensors = {}
+    for own, stored in model.wanted_weight_names().items():
+        if stored not in tensors:  # the tied lm_head is the embedding, stored once
+            weight = params[own].detach()
+            tensors[stored] = weight.fill_(1.0) if weight.dim() == 1 else weight.normal_(0.0, 0.02, generator=generator)
+    save_file(tensors, directory / "model.safetensors", metadata={"format": "pt"})
+    return directory
 
 
 def num_params(model_dir: Path) -> int:
