@@ -380,6 +380,23 @@ def test_a_failing_fix_draws_the_failing_step():
     assert "step 2" in titles and "stage 0" in titles
 
 
+@pytest.mark.parametrize("check,wrong", [(ex.check_broadcast, broadcast_no_total_len),
+                                         (ex.check_broadcast, broadcast_one_past),
+                                         (ex.check_fix1, fix1_num_tokens_not_advanced)])
+def test_a_mistake_the_rows_do_not_show_comes_without_a_figure_of_sound_rows(check, wrong):
+    # the call is caught before its mistake reaches token_ids_cpu: the step's strip would show
+    # every row ✓ under "not quite" (the dry run's §8 finding); the first line says what is wrong
+    report = check(wrong)
+    assert report.lines[0] == dict((w, line) for _, w, line in GALLERY)[wrong]
+    assert report.figure is None
+
+
+def test_a_mistake_the_rows_show_keeps_its_figure():
+    report = ex.check_broadcast(broadcast_off_by_one)
+    verdicts = [t.get_text() for ax in report.figure.axes for t in ax.texts if t.get_text().startswith("✗ ")]
+    assert verdicts == ["✗ history wrong", "✗ history wrong"]
+
+
 @pytest.mark.parametrize("check,solution", [
     (ex.check_fix1, solutions.write_spec_tokens), (ex.check_fix2, solutions.take_relayed_tokens),
     (ex.check_recovered, solutions.recovered_distribution), (ex.check_draft_slots, solutions.draft_slots),

@@ -193,7 +193,11 @@ class Attempt:
         return lines
 
     def figure(self, decode):
+        """The failing step's row strip, or None where it would show only sound rows: a call
+        caught before its mistake reached ``token_ids_cpu`` (a count, a V2 slot's state) would
+        put rows all marked ✓ under "not quite"."""
         from minispec.lab.viz.plots import plot_stage_rows
+        from minispec.lab.viz.strip import stage_view
 
         where = self.bad_call or (self.violation and (self.violation.step, self.violation.stage))
         if not where or where[1] is None:
@@ -201,6 +205,8 @@ class Attempt:
         step, stage = where[0], where[1]
         record = self.trace.step(step)
         if not any(st.stage == stage for st in record.stages):
+            return None
+        if not any(row.stale or row.wrong_history for row in stage_view(record, stage)):
             return None
         return plot_stage_rows(record, stage, decode)
 
