@@ -25,7 +25,7 @@ LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # website build, no vLLM, and not the long tests; one pytest worker per core (pytest-xdist).
 FAST := -n auto -m "not browser and not torchrun and not slow and not docs and not vllm"
 
-.PHONY: venv demo check lint test test-fast lab workshop bench mutants train clean notebooks cite-check
+.PHONY: venv demo check lint test test-fast lab workshop rerun bench mutants train clean notebooks cite-check
 
 venv: $(DEV_STAMP)
 
@@ -60,6 +60,11 @@ test: lint
 
 test-fast: lint
 	$(BIN)/python -m pytest tests $(FAST)
+
+# every notebook's cells run twice and after a kernel restart at 3 cells (tools/rerun.py);
+# about 40 minutes on 2 loaded cores, so in the slow tier only
+rerun: $(DEV_STAMP)
+	$(BIN)/python tools/rerun.py notebooks/[0-9][0-9]_*.ipynb --restarts 3
 
 workshop: $(LAB_STAMP)
 	$(BIN)/python tools/workshop.py notebooks/*.ipynb --out $(WORKSHOP)

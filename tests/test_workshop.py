@@ -278,9 +278,9 @@ def test_a_measurement_is_held_to_raising_nothing():
     assert not rerun._same(code("x", text="a"), "a", code("x", text="b"))
 
 
-@pytest.mark.slow
 def test_cells_run_twice_and_after_a_restart_give_the_same_output(tmp_path):
-    """A notebook whose second cell appends to a list the first made: run twice, it prints more."""
+    """A notebook whose second cell appends to a list the first made: run twice, it prints more.
+    The cheap version, in the default suite; every notebook is in the slow tier (`make rerun`)."""
     path = write(tmp_path / "07_x.ipynb", code("# first\nitems = []"), code("items.append(1)\nprint(items)"),
                  code("fresh = [1]\nprint(fresh)"))
     found = rerun.check(path, restarts=2)
