@@ -127,14 +127,15 @@ def _legend(fig: Figure, height: float, views: list[RowView], diff_label: str | 
     handles.append(Line2D([], [], color=GATHERED, linewidth=2.2, label="gathered this step (input_ids)"))
     if diff_label:
         handles.append(Patch(fill=False, edgecolor="black", linewidth=2.6, label=diff_label))
-    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.5 / height), ncol=2, fontsize=SMALL,
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.72 / height), ncol=2, fontsize=SMALL,
                frameon=False, borderpad=0, handletextpad=0.4, columnspacing=1.0, labelspacing=0.3)
-    fig.text(0.5, 0.04 / height, "small number above a cell: its position · italic letter in a cell: the request\n"
-             "that left that token there · …: earlier positions not shown", ha="center", va="bottom",
-             fontsize=SMALL, color=TEXT_FAINT)
+    fig.text(0.5, 0.04 / height, "small number above a cell: its position · …: earlier positions not shown\n"
+             "italic letter in a cell: the request that left that token there\n"
+             "unk: token 0 (the tokenizer's unknown token), a slot no request has written yet",
+             ha="center", va="bottom", fontsize=SMALL, color=TEXT_FAINT)
 
 
-PANEL_GAP, TOP, BOTTOM = 0.45, 0.1, 1.9  # inches: title room per panel, top margin, legend room
+PANEL_GAP, TOP, BOTTOM = 0.45, 0.1, 2.1  # inches: title room per panel, top margin, legend room
 
 
 def _figure(ncols: int, n_rows: int, n_panels: int, legend: bool = True) -> tuple[Figure, list]:
