@@ -35,7 +35,8 @@ def test_the_lab_extra_is_what_the_notebooks_import_and_no_test_tool():
     assert names(EXTRAS["lab"]) == {"jupyterlab", "ipywidgets", "transformers", "scipy"}
     assert "matplotlib" in names(PROJECT["dependencies"])  # `minispec demo` after a bare `pip install`
     assert "minispec[lab]" in EXTRAS["dev"]
-    assert names(EXTRAS["dev"]) - {"minispec"} == {"pytest", "pyyaml", "nbval", "hypothesis", "playwright", "ruff", "pytest-xdist"}
+    assert names(EXTRAS["dev"]) - {"minispec"} == {"pytest", "pyyaml", "nbval", "hypothesis", "playwright",
+                                                    "markdown-it-py", "ruff", "pytest-xdist"}
 
 
 def test_license_is_an_spdx_string_and_the_pythons_are_declared():

@@ -315,3 +315,21 @@ def test_the_guide_and_the_handout_agree_on_when_it_is_handed_out():
     guide, handout = ((ROOT / "docs" / name).read_text() for name in ("workshop.md", "handout.md"))
     assert "handed out at `08_exercises` §3" in handout and "until you have done §5" in handout
     assert "**`08` §3, write fix 1.** Hand out `docs/handout.md` now" in guide and "is for after §5" in guide
+
+
+@pytest.mark.browser
+def test_the_handout_prints_on_one_a4_page():
+    import handout
+    import lab_screenshots
+
+    if why := lab_screenshots.missing_requirements():
+        pytest.skip(why)
+    assert handout.pages(handout.pdf(handout.HANDOUT.read_text())) == 1
+    assert handout.pages(handout.pdf(handout.HANDOUT.read_text() * 2)) == 2  # the count can fail
+
+
+def test_the_handout_is_in_the_spoiler_walk_top_half_at_fix_1_and_faults_at_the_wrap_up():
+    seen = [s for s in spoilers.walk("core") if s.where == "handout.md (page)"]
+    assert len(seen) == 2
+    assert "num_tokens_no_spec" in seen[0].text and "Fault 2" not in seen[0].text
+    assert "Fault 2" in seen[1].text

@@ -126,6 +126,14 @@ def page_text(path: Path, sections: tuple[str, ...] | None = None) -> Seen:
     return Seen(f"{path.name} (page)", workshop.page_prose(path, sections))
 
 
+# The handout (docs/workshop.md, section 1): its top half is handed out as 08 §3 starts, its
+# bottom half ("The two faults") is read at the wrap-up, after §5.
+HANDOUT = "docs/handout.md"
+HANDOUT_TOP = ("", "The four buffers (one row per request, on every pipeline stage)",
+               "The invariants (`minispec/instruments/invariants.py`)")
+HANDOUT_AT = {"08 §3: write fix 1": HANDOUT_TOP, "wrap-up": None}
+
+
 def walk(path_name: str, root: Path = ROOT) -> Iterator[Seen]:
     """Everything the room sees, in the order it sees it, on the agenda's ``path_name`` path."""
     for page, sections in agenda.OPEN_PAGES:
@@ -133,6 +141,8 @@ def walk(path_name: str, root: Path = ROOT) -> Iterator[Seen]:
     for slot in agenda.path(path_name) + agenda.afterwards(path_name, root):
         if slot.page:
             yield page_text(root / slot.page)
+        if slot.label in HANDOUT_AT:
+            yield page_text(root / HANDOUT, HANDOUT_AT[slot.label])
         if slot.notebook is None:
             continue
         source = agenda.notebook_path(slot.notebook, root)
