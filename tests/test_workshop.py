@@ -302,7 +302,8 @@ def test_learner_copies_drop_the_test_markers():
     assert copy.cells[0].source == "print(1)"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", NOTEBOOKS + [ROOT / "notebooks" / "glossary.ipynb"],
+                         ids=[p.stem for p in NOTEBOOKS] + ["glossary"])
 def test_what_learners_see_has_no_internal_references(path):
     learner = workshop.learner_copy(nbformat.read(path, as_version=4))
     for i, cell in enumerate(learner.cells):
