@@ -127,3 +127,21 @@ def test_a_ratio_above_the_ideal_says_it_is_noise():
 def test_the_budget_stops_further_rounds_but_runs_one():
     result = compare_in_flight(DEFAULT_TARGET, random_prompts(4, 64), max_tokens=4, rounds=3, budget_s=0)
     assert [len(r.seconds) for r in result.runs.values()] == [1, 1]
+
+
+def test_the_random_llama_is_made_without_transformers(tmp_path):
+    """04's measured cell makes its model without ``import transformers`` (12 s of the cell at
+    load 15); the checkpoint is a tied Llama of the asked-for sizes, as transformers writes one."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; from minispec.lab.experiments.overlap import random_llama, "
+            "num_params; p = random_llama(Path(sys.argv[1]), num_hidden_layers=2, hidden_size=64, "
+            "intermediate_size=96, num_attention_heads=4, num_key_value_heads=4, vocab_size=101); "
+            "print(num_params(p), 'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    # embeddings 101×64 (lm_head tied: stored once) + per layer 4 attention 64×64, 3 MLP 64×96, 2 norms + final norm
+    assert out.stdout.split() == [str(101 * 64 + 2 * (4 * 64 * 64 + 3 * 64 * 96 + 2 * 64) + 64), "False"]
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["model_type"] == "llama" and config["tie_word_embeddings"] is True
