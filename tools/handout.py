@@ -20,7 +20,7 @@ import lab_screenshots  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 HANDOUT = ROOT / "docs" / "handout.md"
 STYLE = ("@page { size: A4; margin: 12mm } body { font: 10.5pt/1.35 sans-serif }"
-         " table { border-collapse: collapse } td, th { border: 1px solid #999; padding: 1px 4px }"
+         " table { border-collapse: collapse } td, th { border: 1px solid gray; padding: 1px 4px }"
          " h1 { font-size: 15pt } h2 { font-size: 12pt; margin: .6em 0 .3em } hr { margin: .5em 0 }"
          " p, ul, ol { margin: .35em 0 } code { font-size: 9.5pt }")
 
