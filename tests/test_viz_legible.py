@@ -1,5 +1,5 @@
 """Notebook 09's figures read on a laptop: at 1280 x 720 in JupyterLab, with the file browser
-open, the notebook's output column is about 880 pixels wide (measured in a screenshot), and a
+open, the notebook's output column is 848 pixels wide (measured in Chromium), and a
 figure wider than that is scaled down. Every text they draw must then be at least 14 pixels."""
 
 import pytest
@@ -9,7 +9,7 @@ from minispec.lab.faults.pp_sync import DESIGNS, TIMELINE
 from minispec.lab.viz.designs import plot_designs
 from minispec.lab.viz.sync_timeline import plot_timeline
 
-COLUMN_PX = 880  # JupyterLab's output column at 1280 x 720, file browser open
+COLUMN_PX = 848  # JupyterLab 4 output column at 1280 x 720, file browser open (measured: img clientWidth)
 MIN_PX = 14
 DPI = 100  # the inline backend's figure.dpi, the notebooks' (PNG pixels = inches x 100)
 
