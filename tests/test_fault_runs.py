@@ -46,22 +46,30 @@ def test_render_by_hand(stale):
     run = FaultRun(FAULTS[FaultPreset.V2_OPTIMISTIC_NUM_COMPUTED], v, None, False)
     lines = render_fault_run(run).splitlines()
     assert lines[0].startswith("v2-optimistic-num-computed: non-last ranks keep the optimistic")
-    assert lines[2:] == [
+    assert lines[1:] == [
         "  caught: invariant 4 (shared accounting) violated at step 4, stage 0, request A",
         "    expected num_computed_tokens=13",
         "    got      14",
-        "  where FAULTS says it bites: yes",
         "  fixed: NOT clean",
     ]
+    assert "#" not in render_fault_run(run)  # the threads are the catalogue's, not the room's
 
 
 def test_a_broken_history_is_shown_as_the_ends_of_both_histories(stale):
     schedule = stale.trace.step(2).schedule.all_token_ids["A"]
     v = Violation(Invariant.TOKEN_HISTORY, 2, 0, "A", "…", schedule + [7, 8])
     text = render_fault_run(dataclasses.replace(stale, violation=v), decode=lambda t: chr(ord("a") + t % 26))
-    sched_line, stage_line = text.splitlines()[3:5]
+    sched_line, stage_line = text.splitlines()[2:4]
     assert sched_line.startswith("    the scheduler's tokens end …") and stage_line.startswith("    stage 0's end")
     assert stage_line.endswith("hi'") and stage_line[:-3].endswith(sched_line[-7:-1])
+
+
+def test_drafts_that_disagree_are_shown_decoded(stale):
+    decode = {0: "?"}.get
+    lines = render_fault_run(stale, decode=lambda t: decode(t, chr(ord("a") + t % 26))).splitlines()
+    drafts = stale.trace.step(2).schedule.scheduled_spec_decode_tokens["A"]
+    assert lines[2] == "    the scheduler's drafts " + repr("".join(chr(ord("a") + t % 26) for t in drafts))
+    assert lines[3] == "    stage 0's drafts      '???'"  # the zeroed slots the stage embedded
 
 
 def test_an_unknown_preset_is_named():

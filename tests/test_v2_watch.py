@@ -73,7 +73,7 @@ def test_render_slots_by_hand():
                                SlotRow(3, "A", tuple(range(10)), 9, 9, (5, 6))))
     assert render_slots(snap, req_ids=["A"]) == (
         "stage 0's slots at step 4, before its forward:\n"
-        "  slot 3 A: history …'2 3 4 5 6 7 8 9' (10 tokens), num_computed_tokens=9, "
+        "  slot 3 A: history …'2 3 4 5 6 7 8 9' (total_len=10), num_computed_tokens=9, "
         "last_sampled_tokens='9', draft_tokens='5 6'")
     assert render_slots(snap, decode=chr).splitlines()[1].startswith("  slot 1 B: history '\\x00\\x01\\x02'")
 

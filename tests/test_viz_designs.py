@@ -5,7 +5,7 @@ from matplotlib.patches import FancyArrowPatch
 
 from minispec.instruments.invariants import Invariant
 from minispec.lab.faults.pp_sync import DESIGNS, STAGES, THE_INVARIANT, Design, Message
-from minispec.lab.viz.designs import designs_table, message_lines, plot_designs
+from minispec.lab.viz.designs import WRAP, designs_table, message_lines, plot_designs
 
 V1, V2, SGLANG = DESIGNS
 NON_LAST = STAGES[:-1]
@@ -56,7 +56,7 @@ def test_figure_has_a_title_legend_and_fits_the_screen():
 
 def test_the_message_list_wraps_and_ends_with_what_a_stage_does():
     lines = message_lines(V2)
-    assert lines[0].startswith("1. last stage → scheduler") and all(len(line) <= 46 for line in lines)
+    assert lines[0].startswith("1. last stage → scheduler") and all(len(line) <= WRAP for line in lines)
     assert " ".join(lines).endswith(V2.rebuild + ".")
 
 

@@ -23,20 +23,25 @@ from minispec.lab.viz.figure import DescribedFigure
 from minispec.lab.viz.palette import EDGE, FILL_LIGHT, OKABE_ITO, PALE_BLUE, TEXT, WHITE
 from minispec.lab.viz.table import Table
 
-WIDTH, HEIGHT = 12.8, 6.6  # inches at 100 dpi: 1280 x 660 pixels
-BOX_W, BOX_H = 0.24, 0.11
-POSITIONS = {"scheduler": (0.5, 0.9), STAGES[0]: (0.15, 0.63), STAGES[1]: (0.5, 0.63), STAGES[2]: (0.85, 0.63)}
+# Inches at 100 dpi: 880 x 720 pixels, shown unscaled in JupyterLab's notebook column at
+# 1280 x 720 with the file browser open; type of 10.5 points is then 14.6 pixels.
+WIDTH, HEIGHT = 8.8, 7.2
+FONT, TITLE_FONT = 10.5, 12
+BOX_W, BOX_H = 0.2, 0.09  # a stage's box; its name goes on two lines, so arrows fit between boxes
+SCHEDULER_W = 0.34
+POSITIONS = {"scheduler": (0.5, 0.94), STAGES[0]: (0.13, 0.75), STAGES[1]: (0.5, 0.75), STAGES[2]: (0.87, 0.75)}
 VALUES, COUNTS = OKABE_ITO["blue"], OKABE_ITO["vermillion"]
-WRAP = 46  # characters per line of a panel's message list
+WRAP = 33  # characters per line of a panel's message list (a third of the width at FONT)
 
 
 def _box(ax, name: str) -> None:
     x, y = POSITIONS[name]
     last = name == STAGES[-1]
-    ax.add_patch(FancyBboxPatch((x - BOX_W / 2, y - BOX_H / 2), BOX_W, BOX_H, boxstyle="round,pad=0.01",
+    w, h = (SCHEDULER_W, BOX_H * 0.7) if name == "scheduler" else (BOX_W, BOX_H)
+    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.01",
                                 facecolor=PALE_BLUE if last else (FILL_LIGHT if name != "scheduler" else WHITE),
                                 edgecolor=EDGE, hatch="//" if last else None, linewidth=1.2))
-    ax.text(x, y, name, ha="center", va="center", fontsize=10, color=TEXT,
+    ax.text(x, y, name.replace(" ", "\n"), ha="center", va="center", fontsize=FONT, color=TEXT, linespacing=1.0,
             bbox=dict(facecolor=WHITE, edgecolor="none", pad=1) if last else None)
 
 
@@ -50,10 +55,12 @@ def _bend(sender: str, receiver: str) -> float:
 def _arrow(ax, number: int, message, count: int) -> None:
     (x0, y0), (x1, y1) = POSITIONS[message.sender], POSITIONS[message.receiver]
     shift = 0.03 * count  # a second message between the same two parties sits beside the first
-    start = (x0 + shift, y0 - (BOX_H / 2 if y0 > y1 else 0))
-    end = (x1 + shift, y1 + (BOX_H / 2 if y0 > y1 else 0))
+    h0 = BOX_H * (0.7 if message.sender == "scheduler" else 1)
+    h1 = BOX_H * (0.7 if message.receiver == "scheduler" else 1)
+    start = (x0 + shift, y0 - (h0 / 2 if y0 > y1 else 0))
+    end = (x1 + shift, y1 + (h1 / 2 if y0 > y1 else 0))
     if y0 < y1:
-        start, end = (x0 + shift, y0 + BOX_H / 2), (x1 + shift, y1 - BOX_H / 2)
+        start, end = (x0 + shift, y0 + h0 / 2), (x1 + shift, y1 - h1 / 2)
     rad = _bend(message.sender, message.receiver)
     if y0 == y1:
         side = BOX_W / 2 if x1 > x0 else -BOX_W / 2
@@ -63,8 +70,8 @@ def _arrow(ax, number: int, message, count: int) -> None:
     colour = VALUES if message.values else COUNTS
     ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14, linewidth=1.8, color=colour,
                                  linestyle="-" if message.values else "--", connectionstyle=f"arc3,rad={rad}"))
-    mx, my = (start[0] + end[0]) / 2, (start[1] + end[1]) / 2 - (0.1 if rad else 0)
-    ax.text(mx, my, str(number), ha="center", va="center", fontsize=9, color=TEXT,
+    mx, my = (start[0] + end[0]) / 2, (start[1] + end[1]) / 2 - (0.07 if rad else 0)
+    ax.text(mx, my, str(number), ha="center", va="center", fontsize=FONT, color=TEXT,
             bbox=dict(boxstyle="circle,pad=0.2", facecolor=WHITE, edgecolor=colour))
 
 
@@ -82,7 +89,7 @@ def _panel(ax, design: Design) -> None:
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.axis("off")
-    ax.set_title(f"{design.name}\n({design.ref.label})", fontsize=11, color=TEXT)
+    ax.set_title(f"{design.name}\n({design.ref.label})", fontsize=FONT, color=TEXT)
     for name in POSITIONS:
         _box(ax, name)
     pairs: dict[frozenset, int] = {}
@@ -90,8 +97,8 @@ def _panel(ax, design: Design) -> None:
         pair = frozenset((message.sender, message.receiver))
         _arrow(ax, number, message, pairs.get(pair, 0))
         pairs[pair] = pairs.get(pair, 0) + 1
-    ax.text(0.0, 0.42, "\n".join(message_lines(design)), ha="left", va="top", fontsize=8.5, color=TEXT,
-            linespacing=1.35)
+    ax.text(0.0, 0.6, "\n".join(message_lines(design)), ha="left", va="top", fontsize=FONT, color=TEXT,
+            linespacing=1.25)
 
 
 def plot_designs(designs: tuple[Design, ...] | list[Design], title: str) -> Figure:
@@ -105,12 +112,13 @@ def plot_designs(designs: tuple[Design, ...] | list[Design], title: str) -> Figu
     axes = list(axes) if len(designs) > 1 else [axes]
     for ax, design in zip(axes, designs):
         _panel(ax, design)
-    fig.suptitle(title, fontsize=13, color=TEXT)
+    fig.suptitle(title, fontsize=TITLE_FONT, color=TEXT)
     handles = [Line2D([], [], color=VALUES, linewidth=1.8, label="carries token values"),
                Line2D([], [], color=COUNTS, linewidth=1.8, linestyle="--", label="carries counts only"),
                Patch(facecolor=PALE_BLUE, edgecolor=EDGE, hatch="//", label="samples, verifies, drafts")]
-    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.95), ncol=3, fontsize=9, frameon=False)
-    fig.subplots_adjust(left=0.02, right=0.98, top=0.84, bottom=0.01, wspace=0.08)
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.965), ncol=3, fontsize=FONT, frameon=False,
+               columnspacing=1.0, handlelength=1.6)
+    fig.subplots_adjust(left=0.01, right=0.99, top=0.86, bottom=0.0, wspace=0.06)
     return fig
 
 

@@ -1,5 +1,8 @@
 """A fault preset's run, caught, as text: a pure function, ``FaultRun -> str``.
 
+What the room reads: the fault, what caught it, and the fixed run. The threads each preset
+reproduces are ``FAULTS[name].reference`` (notebook 09 lists them under "Going deeper").
+
 No vLLM twin.
 """
 
@@ -28,15 +31,27 @@ def _history_lines(run: FaultRun, decode) -> list[str]:
             f"    stage {v.stage}'s end        …{''.join(map(decode, v.actual[start:]))!r}"]
 
 
+def _draft_lines(run: FaultRun, decode) -> list[str]:
+    """Drafts that disagree: the scheduler's and the stage's, decoded."""
+    v = run.violation
+    scheduler = run.trace.step(v.step).schedule.scheduled_spec_decode_tokens.get(v.req_id, [])
+    return [f"    the scheduler's drafts {''.join(map(decode, scheduler))!r}",
+            f"    stage {v.stage}'s drafts      {''.join(map(decode, v.actual))!r}"]
+
+
 def render_fault_run(run: FaultRun, decode=None) -> str:
-    """``decode`` (token id -> text) shows a broken token history as text; without it, as ids."""
+    """``decode`` (token id -> text) shows a broken token history or drafts as text; without
+    it, as ids."""
     f = run.fault
-    lines = [f"{f.preset}: {f.summary}", f"  reference: {f.reference}"]
+    lines = [f"{f.preset}: {f.summary}"]
     if run.violation is not None:
         v = run.violation
         lines.append(f"  caught: {v.headline}")
-        if v.invariant is Invariant.TOKEN_HISTORY and decode is not None and run.trace is not None:
+        as_text = decode is not None and run.trace is not None
+        if v.invariant is Invariant.TOKEN_HISTORY and as_text:
             lines.extend(_history_lines(run, decode))
+        elif v.invariant is Invariant.DRAFT_AGREEMENT and as_text:
+            lines.extend(_draft_lines(run, decode))
         else:
             lines.append(f"    expected {_short(v.expected, WIDTH - 13)}")
             lines.append(f"    got      {_short(v.actual, WIDTH - 13)}")
@@ -45,7 +60,8 @@ def render_fault_run(run: FaultRun, decode=None) -> str:
                                    initial_indent="  ", subsequent_indent="    "))
     else:
         lines.append("  nothing caught: the faulty run finished clean")
-    lines.append(f"  where FAULTS says it bites: {'yes' if run.as_expected else 'NO'}")
+    if not run.as_expected:  # a maintainer's warning: the catalogue is out of date
+        lines.append("  where FAULTS says it bites: NO")
     lines.append("  fixed: " + ("clean, every output equals plain greedy decoding" if run.fixed_clean
                                 else "NOT clean"))
     return "\n".join(lines)

@@ -19,13 +19,14 @@ def _tokens(ids, decode) -> str:
 
 
 def render_slots(snapshot: SlotSnapshot, decode=None, req_ids=None) -> str:
-    """One line per occupied slot (or only ``req_ids``'): history, counts, last sampled, drafts."""
+    """One line per occupied slot (or only ``req_ids``'): history, counts, last sampled, drafts.
+    The history's length is printed as ``total_len``, vLLM's name for it (``states.py``)."""
     rows = [r for r in snapshot.rows if req_ids is None or r.req_id in req_ids]
     lines = [f"stage {snapshot.stage}'s slots at step {snapshot.step}, before its forward:"]
     for r in rows:
         cut = "…" if len(r.token_ids) > TAIL else ""
         lines.append(f"  slot {r.slot} {r.req_id}: history {cut}{_tokens(r.token_ids[-TAIL:], decode)!r} "
-                     f"({len(r.token_ids)} tokens), num_computed_tokens={r.num_computed_tokens}, "
+                     f"(total_len={len(r.token_ids)}), num_computed_tokens={r.num_computed_tokens}, "
                      f"last_sampled_tokens={_tokens([r.last_sampled_token], decode)!r}, "
                      f"draft_tokens={_tokens(r.draft_tokens, decode)!r}")
     return "\n".join(lines)
