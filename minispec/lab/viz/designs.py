@@ -23,8 +23,8 @@ from minispec.lab.viz.figure import DescribedFigure
 from minispec.lab.viz.palette import EDGE, FILL_LIGHT, OKABE_ITO, PALE_BLUE, TEXT, WHITE
 from minispec.lab.viz.table import Table
 
-# Inches at 100 dpi: 880 x 720 pixels, shown unscaled in JupyterLab's notebook column at
-# 1280 x 720 with the file browser open; type of 10.5 points is then 14.6 pixels.
+# Inches at 100 dpi: 880 x 720 pixels, shown at 848 (legible.SCREEN_PX) in JupyterLab at
+# 1280 x 720 with the file browser open; type of 10.5 points is then 14.05 pixels.
 WIDTH, HEIGHT = 8.8, 7.2
 FONT, TITLE_FONT = 10.5, 12
 BOX_W, BOX_H = 0.2, 0.09  # a stage's box; its name goes on two lines, so arrows fit between boxes

@@ -25,8 +25,8 @@ from minispec.lab.viz.table import Table
 
 MARKERS = {Kind.DESIGN: "s", Kind.FAULT: "^"}
 SIZE = 11
-# Inches at 100 dpi: 880 x 540 pixels, shown unscaled in JupyterLab's notebook column at
-# 1280 x 720 with the file browser open; type of 10.5 points is then 14.6 pixels.
+# Inches at 100 dpi: 880 x 540 pixels, shown at 848 (legible.SCREEN_PX) in JupyterLab at
+# 1280 x 720 with the file browser open; type of 10.5 points is then 14.05 pixels.
 WIDTH, HEIGHT = 8.8, 5.4
 FONT, TITLE_FONT = 10.5, 12
 
