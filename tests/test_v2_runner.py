@@ -117,7 +117,7 @@ def test_chunked_prefill_and_preemption(v2, reference):
 
 
 def test_a_preempted_requests_slot_is_freed_in_the_step_that_preempts_it(v2, reference):
-    """As vLLM 0.30.0's ``finish_requests`` (model_runner.py 1091-1103): every stage frees it
+    """As vLLM 0.30.0's ``finish_requests`` (``vllm/v1/worker/gpu/model_runner.py`` 1091-1103): every stage frees it
     with the finished ones, and when it resumes it is added again from the tokens the
     scheduler sends (``CachedRequestData.all_token_ids``)."""
     seen, original = [], GPUModelRunnerV2.finish_requests

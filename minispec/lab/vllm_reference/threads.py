@@ -183,7 +183,7 @@ THREADS: tuple[Thread, ...] = (
           "TPOT improvement", MERGED,
           (Post(REVIEW, date(2026, 1, 19), ("use token ids broadcast from the last PP stage",)),),
           note="the quote is a comment in the diff its review of 2026-01-19 discusses; the broadcast itself is "
-               "read in 0.30.0 vllm/v1/core/sched/scheduler.py 1633-1636"),
+               "read in 0.30.0 vllm/v1/core/sched/scheduler.py 1633-1636, from reading the code"),
     _vllm(33960, P, "[Core] Pipeline Parallel support for Model Runner V2", MERGED,
           (Post(DESCRIPTION, date(2026, 2, 6), ("This introduces a modular `PPHandler` class that encapsulates all "
                                                 "PP logic",)),)),
