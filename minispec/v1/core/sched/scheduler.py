@@ -34,6 +34,10 @@ Deliberate differences from v0.9.2:
   only the status and ``num_computed_tokens`` and kept them. The clearing is
   absent from 0.13.0 and present in 0.14.0, the release that brought fix 1
   (PR #31944).
+* For Model Runner V2, which frees a preempted request's slot at once, it lists the
+  requests each step preempted (``preempted_req_ids``, vLLM 0.30.0's field, output.py
+  265) and sends a resumed request's every token (``CachedRequestData.all_token_ids``).
+  0.9.2 has neither; V1's runner ignores both.
 
 ``make vllm-check`` runs vLLM 0.9.2's own ``Scheduler`` beside this one on the
 same requests and model outputs (``minispec.lab.vllm_reference.scheduler_check``):
