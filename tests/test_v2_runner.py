@@ -116,6 +116,26 @@ def test_chunked_prefill_and_preemption(v2, reference):
     assert llm.stats()["preemptions"] > 0
 
 
+def test_a_preempted_requests_slot_is_freed_in_the_step_that_preempts_it(v2, reference):
+    """As vLLM 0.30.0's ``finish_requests`` (``vllm/v1/worker/gpu/model_runner.py`` 1091-1103): every stage frees it
+    with the finished ones, and when it resumes it is added again from the tokens the
+    scheduler sends (``CachedRequestData.all_token_ids``)."""
+    seen, original = [], GPUModelRunnerV2.finish_requests
+
+    def finish(runner, out):
+        original(runner, out)
+        seen.append((runner.pp_rank, set(out.preempted_req_ids), set(runner.req_states.req_id_to_index),
+                     set(runner.preempted)))
+
+    with mock.patch.object(GPUModelRunnerV2, "finish_requests", finish):
+        llm = engine(2, 3, "draft_model", max_num_batched_tokens=24, num_gpu_blocks=24, max_model_len=128)
+        assert generate(llm) == reference
+    preempted = [(rank, ids, live, kept) for rank, ids, live, kept in seen if ids]
+    assert {rank for rank, *_ in preempted} == {0, 1}, "the small KV pool was meant to preempt"
+    assert all(not (ids & live) and ids <= kept for _, ids, live, kept in preempted)
+    assert all(not runner.preempted for runner in llm.stage_runners())
+
+
 # -- random sampling: the same tokens as V1 ------------------------------------------
 @pytest.mark.parametrize("pp,method", [(2, "draft_model"), (3, "ngram")])
 def test_random_sampling_equals_v1_token_for_token(monkeypatch, pp, method):

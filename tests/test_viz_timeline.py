@@ -5,8 +5,9 @@ import re
 import pytest
 from matplotlib.lines import Line2D
 
-from minispec.lab.faults.pp_sync import TIMELINE, Kind, Lane, Milestone, Ref, State, vllm
+from minispec.lab.faults.pp_sync import TIMELINE, Kind, Lane, Milestone, State, vllm
 from minispec.lab.viz.sync_timeline import MARKERS, plot_timeline, refs_label, timeline_table
+from minispec.lab.vllm_reference.threads import thread
 
 URL = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(pull|issues)/\d+$")
 
@@ -14,10 +15,10 @@ URL = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(pull|issues)/\d+$")
 def test_every_milestone_links_to_its_thread():
     for m in TIMELINE:
         assert m.refs and all(URL.match(r.url) for r in m.refs), m
-    assert vllm(44697, "issues").url == "https://github.com/vllm-project/vllm/issues/44697"
-    assert Ref("sgl-project/sglang", 30775).label == "sglang #30775"
-    with pytest.raises(ValueError, match="kind='pr'"):
-        Ref("vllm-project/vllm", 1, "pr")
+    assert vllm(44697).url == "https://github.com/vllm-project/vllm/issues/44697"
+    assert thread("sgl-project/sglang", 30775).label == "sglang #30775"
+    with pytest.raises(KeyError, match="is cited but not in"):
+        vllm(1)  # a milestone can only cite a thread of the table
 
 
 def test_the_timeline_is_in_order_and_spans_each_lane():
@@ -69,7 +70,7 @@ def test_figure_has_title_axis_labels_legend_and_fits_the_screen():
 
 
 def test_lanes_without_milestones_are_left_out_and_empty_input_is_refused():
-    one = (Milestone(TIMELINE[0].when, Lane.SGLANG, Kind.DESIGN, State.MERGED, "x", (vllm(1),)),)
+    one = (Milestone(TIMELINE[0].when, Lane.SGLANG, Kind.DESIGN, "x", (vllm(13339),)),)
     assert [t.get_text() for t in plot_timeline(one, "t").axes[0].get_yticklabels()] == [Lane.SGLANG.value]
     with pytest.raises(ValueError, match="at least one milestone"):
         plot_timeline([], "t")

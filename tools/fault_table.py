@@ -17,7 +17,10 @@ from generated import ROOT, between, command
 
 sys.path.insert(0, str(ROOT))
 
+from datetime import date  # noqa: E402
+
 from minispec.lab.faults.catalogue import FAULTS, LEFT_OUT, FirstViolation  # noqa: E402
+from minispec.lab.vllm_reference.threads import VLLM, Citation, thread  # noqa: E402
 
 README = ROOT / "README.md"
 BEGIN = "<!-- fault presets: tools/fault_table.py writes it from FAULTS; edit minispec/lab/faults/catalogue.py -->"
@@ -38,8 +41,9 @@ def render_table() -> str:
     for name, fault in FAULTS.items():
         lines.append(f"| `{name}` | {fault.reference} | {fault.source} | {first_broken(fault.expected)} "
                      f"| {FIXED} |")
+    left_out = Citation(thread(VLLM, 41133), date(2026, 4, 28)).render()  # LEFT_OUT's one entry
     for name in LEFT_OUT:
-        lines.append(f"| `{name}` (not a preset) | vLLM PR #41133 | see `LEFT_OUT` in `minispec/v1/worker/runner_fixes.py` "
+        lines.append(f"| `{name}` (not a preset) | {left_out} | see `LEFT_OUT` in `minispec/v1/worker/runner_fixes.py` "
                      "| does not bite in minispec | — |")
     return "\n".join(lines) + "\n"
 

@@ -42,7 +42,7 @@ by preset:
 * ``v2-broadcast-width`` (PR #46994's report, fixed upstream by PR #50514): the last stage sends the
   sampled tokens at their natural width, ``[n, 1]`` for a batch without drafts, into the
   ``[n, k + 1]`` receive every non-last stage posted (``natural_width`` for
-  ``PPHandler.sample_width``). NCCL "does not negotiate element counts" and deadlocks;
+  ``PPHandler.sample_width``). NCCL deadlocks (PR #46994's comment: "NCCL does not negotiate element counts");
   raw gloo packs the narrow rows into the front of the buffer and says nothing (a wider
   message aborts the process); minispec's transport checks each message's shape and
   names the mismatch (``minispec.distributed.parallel_state.post_checked``).
@@ -56,10 +56,12 @@ vLLM twin: none (vLLM ships each fix, never a switch back to the fault).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 from minispec.instruments.invariants import Invariant
 from minispec.lab.experiments.scenarios import PROMPTS, thread_schedule
 from minispec.lab.experiments.schedule import Request, Schedule
+from minispec.lab.vllm_reference.threads import VLLM, Citation, thread
 from minispec.v1.worker.gpu.runner_fixes import FaultPreset
 from minispec.v1.worker.runner_fixes import LEFT_OUT
 from minispec.v1.worker.switches import ModelRunner
@@ -90,12 +92,17 @@ class TransportError:
 @dataclass(frozen=True)
 class Fault:
     preset: FaultPreset
-    reference: str  # the thread(s)
+    citations: tuple[Citation, ...]  # the threads, their posts and quotes drawn from the one table
     source: str  # the release lines of the fix, from reading the code, or why there are none
     summary: str
     fix: str  # what cures it (the runner's default)
     scenario: Schedule
     expected: FirstViolation | TransportError
+
+    @property
+    def reference(self) -> str:
+        """The threads, as prose: each rendered from the table (``Citation.render``)."""
+        return "; ".join(c.render() for c in self.citations)
 
     @property
     def design(self) -> ModelRunner:
@@ -112,13 +119,18 @@ SLOT_REUSE_SCHEDULE = Schedule(
     2, "draft_model", 3, 16, check_invariants=True, max_num_seqs=1,
 )
 
+def _cite(number: int, posted: date | None = None, quote: str = "", role: str = "") -> Citation:
+    return Citation(thread(VLLM, number), posted, quote, role)
+
+
 FAULTS: dict[FaultPreset, Fault] = {
     FaultPreset.V2_STALE_DRAFTS: Fault(
         FaultPreset.V2_STALE_DRAFTS,
-        "vLLM PR #46994 (merged; its comment of 2026-09-01 confirms \"draft tokens never reach non-last ranks\"); "
-        "fixed upstream by PR #50514 (opened 2026-07-31, merged; in 0.30.0, not in 0.29.0: \"broadcast draft "
-        "proposals from the last stage\"); PR #52295 (open, 2026-08-14: \"non-last ranks keep stale or "
-        "zero-initialized draft tokens\")",
+        (_cite(46994, date(2026, 9, 1), "draft tokens never reach non-last ranks", "reported and confirmed there"),
+         _cite(50514, role="fixed upstream: the last rank broadcasts its draft proposals (in 0.30.0, not in "
+                           "0.29.0, from reading the code)"),
+         _cite(52295, date(2026, 8, 14), "the non-last ranks keep stale or zero-initialized draft tokens",
+               "the same fault in its own words, with its own fix")),
         "the fix in vLLM 0.30.0: vllm/v1/worker/gpu/pp_utils.py 163-178 (broadcast_drafts), 144-154 "
         "(drafts restored with the sampled tokens), model_runner.py 1110-1118",
         "non-last ranks keep stale or zero-initialised draft tokens: the last rank's drafts never reach them",
@@ -130,10 +142,12 @@ FAULTS: dict[FaultPreset, Fault] = {
     ),
     FaultPreset.V2_OPTIMISTIC_NUM_COMPUTED: Fault(
         FaultPreset.V2_OPTIMISTIC_NUM_COMPUTED,
-        "vllm-ascend PR #15171 (open, 2026-08-28: V2's non-last ranks build sequence lengths \"from a length that "
-        "was never reverted after a rejected draft token\"); the same shape in vLLM's V1 runner: RFC #44697 (open, "
-        "2026-06-05: \"the non-last PP rank should apply the sampler's broadcast per-request valid/accepted "
-        "count\") and PR #44698 (open)",
+        (Citation(thread("vllm-project/vllm-ascend", 15171), date(2026, 8, 28),
+                  "a length that was never reverted after a rejected draft token",
+                  "V2's non-last ranks build their sequence lengths from it"),
+         _cite(44697, date(2026, 6, 5), "the non-last PP rank should apply the sampler's broadcast per-request "
+               "valid/accepted count", "the same shape in vLLM's V1 runner"),
+         _cite(44698, date(2026, 6, 5), role="its implementation, for V1")),
         "upstream V2 takes the rejected drafts back by design, vLLM 0.30.0: vllm/v1/worker/gpu/model_runner.py "
         "2016-2024 (the optimistic advance) and 1590-1611 (post_update takes num_rejected back)",
         "non-last ranks keep the optimistic num_computed_tokens: rejected drafts are never taken back",
@@ -144,9 +158,9 @@ FAULTS: dict[FaultPreset, Fault] = {
     ),
     FaultPreset.V2_SLOT_REUSE: Fault(
         FaultPreset.V2_SLOT_REUSE,
-        "vLLM PR #39833 (merged; 2026-04-14: a PD-disaggregation bug, stale last_sampled_tokens and draft_tokens "
-        "\"leaking between requests when V2 model runner reuses request state slots\", where a slot's first step "
-        "is a decode); this preset is its shape through the broadcast instead",
+        (_cite(39833, date(2026, 4, 14), "leaking between requests when V2 model runner reuses request state slots",
+               "a PD-disaggregation bug, where a slot's first step is a decode; this preset is its shape through "
+               "the broadcast instead"),),
         "the fix in vLLM 0.30.0: vllm/v1/worker/gpu/pp_utils.py 79-82, 90-91 (a generation per slot), 130-134 "
         "(rows whose slot was freed since are skipped)",
         "a slot's previous request's broadcast lands in its new occupant (the generation check dropped)",
@@ -158,9 +172,10 @@ FAULTS: dict[FaultPreset, Fault] = {
     ),
     FaultPreset.V2_BROADCAST_WIDTH: Fault(
         FaultPreset.V2_BROADCAST_WIDTH,
-        "vLLM PR #46994 (merged; its comment of 2026-09-01: \"NCCL does not negotiate element counts\"); listed "
-        "second, after DeepSeekMTP's missing SupportsPP, in RFC #44697's comment of 2026-06-29; fixed upstream by "
-        "PR #50514 (\"use one fixed sampled-token broadcast width on every rank\"; in 0.30.0, not in 0.29.0)",
+        (_cite(46994, date(2026, 9, 1), "NCCL does not negotiate element counts", "reported and confirmed there"),
+         _cite(44697, date(2026, 6, 29), role="listed second, after DeepSeekMTP's missing SupportsPP"),
+         _cite(50514, role="fixed upstream: one sampled-token broadcast width on every rank (in 0.30.0, not in "
+                           "0.29.0, from reading the code)")),
         "the fix in vLLM 0.30.0: vllm/v1/worker/gpu/pp_utils.py 257-260 (broadcast pads to max_sample_len) "
         "against 196-198 (receive posts [num_reqs, max_sample_len]); 0.33.0 has both sides work the width out "
         "alike (_sample_len, 104-106; asserted at 255)",

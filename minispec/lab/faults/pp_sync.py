@@ -22,34 +22,12 @@ from datetime import date
 from enum import StrEnum
 
 from minispec.instruments.invariants import Invariant
-
-GITHUB = "https://github.com"
-
-
-@dataclass(frozen=True)
-class Ref:
-    """One GitHub pull request or issue."""
-
-    repo: str  # "owner/name"
-    number: int
-    kind: str = "pull"  # "pull" or "issues", as GitHub's URL spells it
-
-    def __post_init__(self):
-        if self.kind not in ("pull", "issues"):
-            raise ValueError(f"Ref({self.repo}#{self.number}): kind={self.kind!r}, expected 'pull' or 'issues'")
-
-    @property
-    def label(self) -> str:
-        prefix = "" if self.repo == "vllm-project/vllm" else self.repo.split("/")[1] + " "
-        return f"{prefix}#{self.number}"
-
-    @property
-    def url(self) -> str:
-        return f"{GITHUB}/{self.repo}/{self.kind}/{self.number}"
+from minispec.lab.vllm_reference.threads import VLLM, Thread, ThreadState, thread
 
 
-def vllm(number: int, kind: str = "pull") -> Ref:
-    return Ref("vllm-project/vllm", number, kind)
+def vllm(number: int) -> Thread:
+    """vLLM's thread ``number``, from the one table of threads."""
+    return thread(VLLM, number)
 
 
 class Lane(StrEnum):
@@ -73,52 +51,57 @@ class State(StrEnum):
 
 @dataclass(frozen=True)
 class Milestone:
-    when: date  # the earliest post of the thread the search index holds; only the month is shown
+    when: date  # the month shown: its thread's first post cited, or an earlier one that dates the finding
     lane: Lane
     kind: Kind
-    state: State
     what: str
-    refs: tuple[Ref, ...]
+    refs: tuple[Thread, ...]  # from the table (minispec.lab.vllm_reference.threads), first the one that dates it
+
+    @property
+    def state(self) -> State:
+        """Its first thread's state in the table."""
+        return State.MERGED if self.refs[0].state is ThreadState.MERGED else State.OPEN
 
 
 TIMELINE: tuple[Milestone, ...] = (
-    Milestone(date(2025, 2, 15), Lane.V1, Kind.DESIGN, State.MERGED,
+    Milestone(date(2025, 2, 15), Lane.V1, Kind.DESIGN,
               "the scheduler relays `new_token_ids` to the runners, so non-last ranks get their input tokens: "
               "one token per decode, the relay of fault 2", (vllm(13339),)),
-    Milestone(date(2026, 2, 6), Lane.V2, Kind.DESIGN, State.MERGED,
+    Milestone(date(2026, 2, 6), Lane.V2, Kind.DESIGN,
               "pipeline parallelism for Model Runner V2: a `PPHandler`; the last rank broadcasts "
               "`sampled_token_ids`, `num_sampled`, `num_rejected`, the others receive and post-process",
               (vllm(33960),)),
-    Milestone(date(2026, 4, 14), Lane.V2, Kind.FAULT, State.MERGED,
+    Milestone(date(2026, 4, 14), Lane.V2, Kind.FAULT,
               "under PD disaggregation (a slot whose first step is a decode, not a stage hand-over), a slot's "
               "previous request leaks stale `last_sampled_tokens` and `draft_tokens` into a new request's first "
               "decode: fault 1's shape, in slots", (vllm(39833),)),
-    Milestone(date(2026, 4, 28), Lane.V1, Kind.FAULT, State.MERGED,
+    Milestone(date(2026, 4, 28), Lane.V1, Kind.FAULT,
               "non-last ranks write relayed tokens at the wrong offset: the fix writes at `num_tokens_no_spec`",
               (vllm(41133),)),
-    Milestone(date(2026, 5, 9), Lane.V2, Kind.DESIGN, State.MERGED,
+    Milestone(date(2026, 5, 9), Lane.V2, Kind.DESIGN,
               "avoiding pipeline bubbles; an automated reviewer flags a possible off-by-one in which requests "
               "get their sampled tokens broadcast", (vllm(42187),)),
-    Milestone(date(2026, 6, 5), Lane.V1, Kind.FAULT, State.OPEN,
+    Milestone(date(2026, 6, 5), Lane.V1, Kind.FAULT,
               "non-last ranks advance `num_computed_tokens` optimistically and never take the rejected drafts "
-              "back: \"one invariant behind all of it\"", (vllm(44697, "issues"), vllm(44698))),
-    Milestone(date(2026, 6, 29), Lane.V2, Kind.FAULT, State.MERGED,
+              "back: \"one invariant behind all of it\"", (vllm(44697), vllm(44698))),
+    # Dated by RFC #44697's comment of 2026-06-29, which lists the width fault: the PR was open by then.
+    Milestone(date(2026, 6, 29), Lane.V2, Kind.FAULT,
               "a sampled-token broadcast of `[n, 1]` into a receive posted for `[n, max_sample_len]` deadlocks "
               "under NCCL, and drafts never reach non-last ranks (reported and confirmed there)", (vllm(46994),)),
-    Milestone(date(2026, 7, 10), Lane.SGLANG, Kind.DESIGN, State.MERGED,
+    Milestone(date(2026, 7, 10), Lane.SGLANG, Kind.DESIGN,
               "pipeline parallelism with speculative decoding: drafts only on the last stage, and a relay payload "
               "of accept lengths, new sequence lengths, bonus token and next draft tree around the ring",
-              (Ref("sgl-project/sglang", 30775),)),
-    Milestone(date(2026, 7, 31), Lane.V2, Kind.FAULT, State.MERGED,
+              (thread("sgl-project/sglang", 30775),)),
+    Milestone(date(2026, 8, 4), Lane.V2, Kind.FAULT,
               "the fix of #46994's two faults: the last rank broadcasts its draft proposals, and the sampled tokens "
               "go out at one fixed width on every rank (in 0.30.0, not in 0.29.0)", (vllm(50514),)),
-    Milestone(date(2026, 8, 14), Lane.V2, Kind.FAULT, State.OPEN,
+    Milestone(date(2026, 8, 14), Lane.V2, Kind.FAULT,
               "non-last ranks keep stale or zero-initialised draft tokens; the fix carries next-step drafts with "
               "the sampled-token broadcast", (vllm(52295),)),
-    Milestone(date(2026, 8, 28), Lane.ASCEND, Kind.FAULT, State.OPEN,
+    Milestone(date(2026, 8, 28), Lane.ASCEND, Kind.FAULT,
               "non-last ranks build sequence lengths from a `num_computed_tokens` never reverted after a "
-              "rejection", (Ref("vllm-project/vllm-ascend", 15171),)),
-    Milestone(date(2026, 8, 30), Lane.V2, Kind.FAULT, State.MERGED,
+              "rejection", (thread("vllm-project/vllm-ascend", 15171),)),
+    Milestone(date(2026, 8, 30), Lane.V2, Kind.FAULT,
               "#42187's flagged concern was real in another form: a decoding request dropped from the broadcast "
               "froze earlier stages' slots", (vllm(54436),)),
 )
@@ -137,7 +120,7 @@ class Message:
 @dataclass(frozen=True)
 class Design:
     name: str
-    ref: Ref
+    ref: Thread
     drafts_on: str  # which stage proposes the next drafts
     state: str  # where a non-last stage keeps what it knows of a request
     rebuild: str  # what a non-last stage does with what it is told
@@ -173,7 +156,7 @@ DESIGNS: tuple[Design, ...] = (
          Message(_LAST, _MIDDLE, "the same broadcast", True)),
     ),
     Design(
-        "SGLang (PP x spec)", Ref("sgl-project/sglang", 30775), "the last stage",
+        "SGLang (PP x spec)", thread("sgl-project/sglang", 30775), "the last stage",
         "its own request state, advanced from the relay",
         "applies the relay payload, forwards it to the next stage",
         (Message(_LAST, _FIRST, "relay: accept_lens, new_seq_lens, bonus_token, next draft tree", True),

@@ -1,17 +1,21 @@
 """Every GitHub pull request and issue the repository cites, once: ``THREADS``.
 
 Each ``Thread`` holds what the repository relies on: its number and repository, its title,
-the date of the post cited, its state when it was last checked (``CHECKED``), the
-sentence quoted from it, and how that was verified. Notebooks, the README, the fault
-presets (``minispec.lab.faults.catalogue``) and the timeline (``minispec.lab.faults.pp_sync``) cite
-these numbers; ``tests/test_threads.py`` fails on a reference anywhere in the repository
-that is not here, on an entry nothing cites, and on a timeline milestone whose date or
-state disagrees with its thread here.
+its state when it was last checked (``CHECKED``), the posts cited (``Post``: its kind, its
+date, the sentences quoted from it), how that was verified (``Verified``, with a note where
+the check could not settle everything). The fault presets (``minispec.lab.faults.catalogue``)
+and the timeline (``minispec.lab.faults.pp_sync``) take their references from here, as
+``Thread`` and ``Citation`` objects looked up by number (``thread``): a post or a quote
+the table does not hold cannot be cited. Prose (docstrings, comments, notebooks, the
+README, docs) cites by number; ``tests/test_threads.py`` fails on a reference anywhere
+that is not here, on an entry nothing cites, and on a date or a quoted sentence next to
+a reference in prose that the table does not hold for that thread.
 
 The threads were read in a stored index of GitHub threads (pull requests and issues of
 vLLM, SGLang, vllm-ascend and others), which holds each thread's posts as excerpts with
-their dates; where the index does not hold a thread, the entry says so and quotes
-nothing, and what the repository says of it rests on the release source.
+their dates, and found again on ``CHECKED`` with the search tool over that index, which
+returns one excerpt of a thread per hit. Where the index does not hold a thread, the entry
+says so and quotes nothing, and what the repository says of it rests on the release source.
 
 vLLM twin: none (references, not code).
 """
@@ -23,8 +27,10 @@ from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
 
-CHECKED = date(2026, 12, 2)  # when every state below was read
+CHECKED = date(2026, 12, 2)  # when every state below was read, and every post found again
 VLLM = "vllm-project/vllm"
+_PROJECTS = {VLLM: "vLLM", "sgl-project/sglang": "SGLang", "vllm-project/vllm-ascend": "vllm-ascend",
+             "jupyterlab/jupyterlab": "JupyterLab"}
 
 
 class ThreadKind(StrEnum):
@@ -40,11 +46,28 @@ class ThreadState(StrEnum):
 
 
 class Verified(StrEnum):
-    INDEX = "read in the stored index of GitHub threads"
+    SEARCHED = "every post listed found again with the search tool (corpus issues) on CHECKED"
+    PARTLY = ("its title and state found again with the search tool on CHECKED, not every post listed (the tool "
+              "returns excerpts): see the entry's note")
     TITLE = "its title and state read in the stored index; no post of it is quoted"
-    SOURCE = "not in the stored index; what it changed was read in vLLM's release source"
+    SOURCE = "not in the stored index (searched again on CHECKED); what it changed was read in vLLM's release source"
     CITED_IN_SOURCE = "not read; cited in vLLM's own source"
     NOT_READ = "not read: not a vLLM thread, cited for a JupyterLab behaviour seen in use"
+
+
+class PostKind(StrEnum):
+    DESCRIPTION = "description"
+    COMMENT = "comment"
+    REVIEW = "review"
+
+
+@dataclass(frozen=True)
+class Post:
+    """One post of a thread the repository cites: when, and the sentences it quotes from it."""
+
+    kind: PostKind
+    posted: date
+    quotes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,16 +76,20 @@ class Thread:
     number: int
     kind: ThreadKind
     title: str  # "" where the index does not hold the thread
-    posted: date | None  # the date of the post cited (its description unless said otherwise)
     state: ThreadState
-    quote: str  # the sentence the repository quotes or paraphrases; "" if none
     verified: Verified
+    posts: tuple[Post, ...] = ()  # the posts cited, earliest first
+    note: str = ""  # what the verification could not settle, or where the code it changed was read
 
     def __post_init__(self):
         if not re.fullmatch(r"[\w.-]+/[\w.-]+", self.repo) or self.number <= 0:
             raise ValueError(f"Thread({self.repo!r}, {self.number}): expected 'owner/name' and a positive number")
-        if self.verified is Verified.INDEX and not (self.title and self.posted):
-            raise ValueError(f"{self.label}: read in the index, so its title and date are expected")
+        if self.verified in (Verified.SEARCHED, Verified.PARTLY) and not (self.title and self.posts):
+            raise ValueError(f"{self.label}: found with the search tool, so its title and a post are expected")
+        if self.posts and not self.title:
+            raise ValueError(f"{self.label}: a post is listed, so the thread was read: its title is expected")
+        if [p.posted for p in self.posts] != sorted(p.posted for p in self.posts):
+            raise ValueError(f"{self.label}: posts are listed earliest first")
 
     @property
     def label(self) -> str:
@@ -70,74 +97,164 @@ class Thread:
         return f"{prefix}#{self.number}"
 
     @property
+    def name(self) -> str:
+        """How prose names it: "vLLM PR #50514", "vLLM RFC #44697", "vllm-ascend PR #15171"."""
+        kind = "RFC" if self.title.startswith("[RFC]") else "PR" if self.kind is ThreadKind.PULL else "issue"
+        return f"{_PROJECTS.get(self.repo, self.repo)} {kind} #{self.number}"
+
+    @property
     def url(self) -> str:
         return f"https://github.com/{self.repo}/{self.kind}/{self.number}"
 
+    @property
+    def posted(self) -> date | None:
+        """The date of its earliest post cited."""
+        return self.posts[0].posted if self.posts else None
 
-def _vllm(number, kind, title, posted, state, quote, verified=Verified.INDEX) -> Thread:
-    return Thread(VLLM, number, kind, title, posted, state, quote, verified)
+    @property
+    def quotes(self) -> tuple[str, ...]:
+        return tuple(q for p in self.posts for q in p.quotes)
+
+    def post(self, posted: date) -> Post:
+        for p in self.posts:
+            if p.posted == posted:
+                return p
+        raise KeyError(f"{self.label} has no post of {posted} in THREADS (it lists {[str(p.posted) for p in self.posts]})")
+
+
+@dataclass(frozen=True)
+class Citation:
+    """What the repository says of a thread, drawn from the table: the thread, the post
+    cited (by its date; ``None``: the thread as a whole), a sentence quoted from that post
+    (the whole of one of its quotes, or a part), and what it is cited for, in the
+    repository's own words. A post or quote the table does not hold is a ``KeyError``."""
+
+    thread: Thread
+    posted: date | None = None
+    quote: str = ""
+    role: str = ""
+
+    def __post_init__(self):
+        if self.posted is None and self.quote:
+            raise ValueError(f"Citation of {self.thread.label}: a quote needs the post it is from (posted=)")
+        if self.posted is not None:
+            post = self.thread.post(self.posted)
+            if self.quote and not any(self.quote in q for q in post.quotes):
+                raise KeyError(f"{self.thread.label}'s {post.kind} of {post.posted} has no quote containing "
+                               f"{self.quote!r} in THREADS")
+
+    def render(self) -> str:
+        said = f"{self.thread.name} ({self.thread.state}"
+        if self.posted is not None:
+            post = self.thread.post(self.posted)
+            said += f"; its {post.kind} of {post.posted}" + (f": \"{self.quote}\"" if self.quote else "")
+        return said + ")" + (f": {self.role}" if self.role else "")
+
+
+def _vllm(number, kind, title, state, posts=(), verified=Verified.SEARCHED, note="") -> Thread:
+    return Thread(VLLM, number, kind, title, state, verified, posts, note)
 
 
 P, I = ThreadKind.PULL, ThreadKind.ISSUE
 MERGED, OPEN = ThreadState.MERGED, ThreadState.OPEN
+DESCRIPTION, COMMENT, REVIEW = PostKind.DESCRIPTION, PostKind.COMMENT, PostKind.REVIEW
 
 THREADS: tuple[Thread, ...] = (
-    _vllm(13339, P, "[V1] Get input tokens from scheduler", date(2025, 2, 15), MERGED,
-          "This change is especially useful when the token IDs are not generated by the model runner "
-          "(e.g., non-last ranks in PP)."),
-    _vllm(18019, I, "", None, ThreadState.NOT_READ, "", Verified.CITED_IN_SOURCE),  # 0.9.2 gpu_model_runner.py 1394
+    _vllm(13339, P, "[V1] Get input tokens from scheduler", MERGED,
+          (Post(DESCRIPTION, date(2025, 2, 15), (
+              "This change is especially useful when the token IDs are not generated by the model runner "
+              "(e.g., non-last ranks in PP).",)),)),
+    _vllm(18019, I, "", ThreadState.NOT_READ, verified=Verified.CITED_IN_SOURCE,
+          note="0.9.2 vllm/v1/worker/gpu_model_runner.py 1394 cites it"),
     _vllm(20247, I, "[Bug]: Scheduler and GPUModelRunner have inconsistent output_token_ids when speculative "
-          "decoding is enabled", None, OPEN, "", Verified.TITLE),
-    _vllm(20291, P, "[Optimization] Cache sampled token ids in model runner", date(2025, 7, 1), MERGED,
-          "As a result, the scheduler no longer needs to send new token IDs unless PP is being used."),
-    _vllm(20530, P, "[BugFix][Spec Decode] Fix spec token ids in model runner", date(2025, 7, 6), MERGED,
-          "Fixes a bug in spec decoding introduced in #20291, where `token_ids_cpu` wasn't properly updated "
-          "because draft token IDs were incorrectly gated by `if not last_rank`."),
-    _vllm(24322, P, "feat: spec decode with draft models", None, MERGED, "", Verified.TITLE),
-    _vllm(31944, P, "", None, MERGED, "", Verified.SOURCE),  # 0.14.0 gpu_model_runner.py 1061-1063
+          "decoding is enabled", OPEN, verified=Verified.TITLE),
+    _vllm(20291, P, "[Optimization] Cache sampled token ids in model runner", MERGED,
+          (Post(DESCRIPTION, date(2025, 7, 1), (
+              "As a result, the scheduler no longer needs to send new token IDs unless PP is being used.",)),)),
+    _vllm(20530, P, "[BugFix][Spec Decode] Fix spec token ids in model runner", MERGED,
+          (Post(DESCRIPTION, date(2025, 7, 6), (
+              "Fixes a bug in spec decoding introduced in #20291, where `token_ids_cpu` wasn't properly updated "
+              "because draft token IDs were incorrectly gated by `if not last_rank`.",)),)),
+    _vllm(24322, P, "feat: spec decode with draft models", MERGED, verified=Verified.TITLE),
+    _vllm(31944, P, "", MERGED, verified=Verified.SOURCE,
+          note="what it is credited with (fix 1) is read in 0.14.0 vllm/v1/worker/gpu_model_runner.py 1061-1063; "
+               "no description of it is quoted"),
     _vllm(32618, P, "[Feature] Fully support for async scheduling + PP, 30.8% E2E throughput improvement, 31.8% "
-          "TPOT improvement", date(2026, 1, 19), MERGED,
-          "We do a broadcast from last PP stage because current new_token_ids through scheduler won't work for "
-          "async scheduling"),
-    _vllm(33960, P, "[Core] Pipeline Parallel support for Model Runner V2", date(2026, 2, 6), MERGED,
-          "This introduces a modular `PPHandler` class that encapsulates all PP logic"),
+          "TPOT improvement", MERGED,
+          (Post(REVIEW, date(2026, 1, 19), ("use token ids broadcast from the last PP stage",)),),
+          note="the quote is a comment in the diff its review of 2026-01-19 discusses; the broadcast itself is "
+               "read in 0.30.0 vllm/v1/core/sched/scheduler.py 1633-1636, from reading the code"),
+    _vllm(33960, P, "[Core] Pipeline Parallel support for Model Runner V2", MERGED,
+          (Post(DESCRIPTION, date(2026, 2, 6), ("This introduces a modular `PPHandler` class that encapsulates all "
+                                                "PP logic",)),)),
     _vllm(39833, P, "[MRv2]fix: model accuracy regression caused by reusing the stale last_sampled_tokens and "
-          "draft_tokens", date(2026, 4, 14), MERGED,
-          "Fix ~13% GSM8K accuracy regression in PD disaggregation caused by stale `last_sampled_tokens` and "
-          "`draft_tokens` leaking between requests when V2 model runner reuses request state slots"),
-    _vllm(41133, P, "[Bugfix] Fix token loss in PP mode which causes degraded accuracy", date(2026, 4, 28), MERGED,
-          "The current PP mode causes degraded accuracy with concurrent requests."),
-    _vllm(42187, P, "[ModelRunnerV2] Avoid pipeline parallel bubbles", date(2026, 5, 9), MERGED,
-          "Reorganize PP scheduling and broadcast of sampled tokens so that pipelining works properly for decode "
-          "and (chunked) prefill."),
-    _vllm(44697, I, "[RFC]: MTP speculative decoding under pipeline parallelism (PP>1)", date(2026, 6, 5), OPEN,
-          "There's one invariant behind all of it: the non-last PP rank should apply the sampler's broadcast "
-          "per-request valid/accepted count to its own"),
-    _vllm(44698, P, "[Spec][PP] Support MTP speculative decoding under pipeline parallelism (PP>1)",
-          date(2026, 6, 5), OPEN, "Implements the design in #44697"),
-    _vllm(46994, P, "[Spec][V2] Support MTP speculative decoding under pipeline parallelism", date(2026, 9, 1),
-          MERGED, "NCCL does not negotiate element counts"),  # a comment of 2026-09-01
-    _vllm(50514, P, "[Core][MRV2] Support eagle3 spec decode with pipeline parallel", date(2026, 7, 31), MERGED,
-          "broadcast draft proposals from the last stage so earlier stages embed the correct token IDs on the "
-          "next step"),
+          "draft_tokens", MERGED,
+          (Post(DESCRIPTION, date(2026, 4, 14), (
+              "Fix ~13% GSM8K accuracy regression in PD disaggregation caused by stale `last_sampled_tokens` and "
+              "`draft_tokens` leaking between requests when V2 model runner reuses request state slots",)),)),
+    _vllm(41133, P, "[Bugfix] Fix token loss in PP mode which causes degraded accuracy", MERGED,
+          (Post(DESCRIPTION, date(2026, 4, 28), (
+              "The current PP mode causes degraded accuracy with concurrent requests.",
+              "However, in `_update_states` with PP mode, the above code incorrectly updates it to "
+              "`num_computed_tokens`.")),),
+          note="its description's gsm8k table (Qwen3-8B, strict-match): TP 0.8741; PP 2 0.8324; "
+               "PP 2 + no-async-scheduling 0.8757"),
+    _vllm(42187, P, "[ModelRunnerV2] Avoid pipeline parallel bubbles", MERGED,
+          (Post(DESCRIPTION, date(2026, 5, 9), (
+              "Reorganize PP scheduling and broadcast of sampled tokens so that pipelining works properly for decode "
+              "and (chunked) prefill.",)),
+           Post(REVIEW, date(2026, 5, 9), ("The `not_finishing` condition is off-by-one.",))),
+          note="the review of 2026-05-09 is an automated reviewer's"),
+    _vllm(44697, I, "[RFC]: MTP speculative decoding under pipeline parallelism (PP>1)", OPEN,
+          (Post(DESCRIPTION, date(2026, 6, 5), (
+              "There's one invariant behind all of it: the non-last PP rank should apply the sampler's broadcast "
+              "per-request valid/accepted count to its own",)),
+           Post(COMMENT, date(2026, 6, 29))),
+          verified=Verified.PARTLY,
+          note="the comment of 2026-06-29 (it lists the sampled-token broadcast width second, after DeepSeekMTP's "
+               "missing SupportsPP) was read in the index by an earlier check; the search did not return it again"),
+    _vllm(44698, P, "[Spec][PP] Support MTP speculative decoding under pipeline parallelism (PP>1)", OPEN,
+          (Post(DESCRIPTION, date(2026, 6, 5), ("Implements the design in #44697",)),)),
+    _vllm(46994, P, "[Spec][V2] Support MTP speculative decoding under pipeline parallelism", MERGED,
+          (Post(COMMENT, date(2026, 7, 7)),
+           Post(COMMENT, date(2026, 9, 1), ("NCCL does not negotiate element counts",
+                                            "draft tokens never reach non-last ranks",
+                                            "Padding the source to `max_sample_len` with `-1` fixed it for us"))),
+          note="its description is not among the excerpts the search returns; the comment of 2026-09-01 numbers "
+               "the faults as its fixes #2 and #3"),
+    _vllm(50514, P, "[Core][MRV2] Support eagle3 spec decode with pipeline parallel", MERGED,
+          (Post(COMMENT, date(2026, 8, 4)),
+           Post(REVIEW, date(2026, 8, 5), ("I think we should use the filtered idex_mapping instead of this "
+                                           "unfiltered one.",))),
+          note="its description is not among the excerpts the search returns; what it changed (the draft broadcast "
+               "and one fixed sampled-token width) is read in 0.30.0 vllm/v1/worker/gpu/pp_utils.py (absent in "
+               "0.29.0); the review of 2026-08-05 asks that the draft restore skip rows whose slot was freed"),
     _vllm(52071, I, "[Bug]: speculative decoding under pipeline parallelism produces wrong output with "
-          "--no-async-scheduling", date(2026, 8, 12), OPEN,
-          "With `--no-async-scheduling`, speculative decoding under pipeline parallelism produces wrong output"),
-    _vllm(52179, P, "[Bugfix] Fix PP speculative decode cadence with sync scheduling", date(2026, 8, 13), OPEN,
-          "the base `Scheduler` can schedule a request again before the sampled token from the previous PP step "
-          "has been relayed back"),
-    _vllm(52295, P, "[MRv2][Bugfix] Sync speculative draft tokens across PP ranks", date(2026, 8, 14), OPEN,
-          "the non-last ranks keep stale or zero-initialized draft tokens"),
-    _vllm(54436, P, "[Bugfix][PP] Never drop a decoding request from the sampled-token broadcast",
-          date(2026, 8, 30), MERGED, ""),
+          "--no-async-scheduling", OPEN,
+          (Post(DESCRIPTION, date(2026, 8, 12), (
+              "With `--no-async-scheduling`, speculative decoding under pipeline parallelism produces wrong "
+              "output — or a CUDA fault — instead of being rejected or working.",)),)),
+    _vllm(52179, P, "[Bugfix] Fix PP speculative decode cadence with sync scheduling", OPEN,
+          (Post(DESCRIPTION, date(2026, 8, 13), (
+              "When using the V2 model runner with pipeline parallelism and speculative decoding, the base "
+              "`Scheduler` can schedule a request again before the sampled token from the previous PP step has been "
+              "relayed back.",)),)),
+    _vllm(52295, P, "[MRv2][Bugfix] Sync speculative draft tokens across PP ranks", OPEN,
+          (Post(DESCRIPTION, date(2026, 8, 14), (
+              "In Model Runner V2, speculative proposal runs only on the last pipeline rank. The resulting next-step "
+              "draft tokens are written to that rank's request state, but the non-last ranks keep stale or "
+              "zero-initialized draft tokens.",)),)),
+    _vllm(54436, P, "[Bugfix][PP] Never drop a decoding request from the sampled-token broadcast", MERGED,
+          (Post(DESCRIPTION, date(2026, 8, 30)),)),
     Thread("sgl-project/sglang", 30775, P, "Pipeline parallelism x speculative decoding (EAGLE/MTP) compatibility",
-           date(2026, 7, 10), MERGED,
-           "Spec decoding is structurally identical — the relay payload just grows to `{accept_lens, new_seq_lens, "
-           "bonus_token, next draft tree}`.", Verified.INDEX),
+           MERGED, Verified.SEARCHED,
+           (Post(DESCRIPTION, date(2026, 7, 10), (
+               "Spec decoding is structurally identical — the relay payload just grows to `{accept_lens, "
+               "new_seq_lens, bonus_token, next draft tree}`.",)),)),
     Thread("vllm-project/vllm-ascend", 15171, P, "[BugFix][MRV2] Sync num_computed_tokens on non-last PP ranks "
-           "with MTP", date(2026, 8, 28), OPEN,
-           "a length that was never reverted after a rejected draft token", Verified.INDEX),
-    Thread("jupyterlab/jupyterlab", 15207, I, "", None, ThreadState.NOT_READ, "", Verified.NOT_READ),
+           "with MTP", OPEN, Verified.SEARCHED,
+           (Post(DESCRIPTION, date(2026, 8, 28), ("a length that was never reverted after a rejected draft token",)),)),
+    Thread("jupyterlab/jupyterlab", 15207, I, "", ThreadState.NOT_READ, Verified.NOT_READ),
 )
 
 # A reference in prose: "owner/name#N", "sglang #N" / "vllm-ascend PR #N" / "JupyterLab issue #N", a

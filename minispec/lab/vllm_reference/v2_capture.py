@@ -116,10 +116,11 @@ class V2CapturingRecorder(TraceRecorder):
     def on_schedule(self, out, scheduler) -> None:
         super().on_schedule(out, scheduler)
         data = scheduler_output_data(out, scheduler)
-        # a resumed request is sent to vLLM's runner with every token it has (v2_worker.scheduler_output)
+        # a resumed request is sent to vLLM's runner with every token it has, and a preempted
+        # one's slot is freed at once (v2_worker.scheduler_output)
         cached = out.scheduled_cached_reqs
-        data["cached"]["all_token_ids"] = [list(scheduler.requests[r].all_token_ids) if resumed else []
-                                           for r, resumed in zip(cached.req_ids, cached.resumed_from_preemption)]
+        data["cached"]["all_token_ids"] = [cached.all_token_ids.get(r, []) for r in cached.req_ids]
+        data["preempted_req_ids"] = sorted(out.preempted_req_ids)
         self.capture.schedules[out.step] = data
         for new in data["new"]:
             self.capture.prompts.setdefault(new["req_id"], {k: new[k] for k in ("prompt_token_ids", "sampling_params")})

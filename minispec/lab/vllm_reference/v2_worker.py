@@ -242,10 +242,9 @@ def scheduler_output(o: dict, prompts: dict):
     the runner methods run here read, as plain namespaces: importing the module
     itself pulls in vLLM's configs, tokenizers and entrypoints. A request resumed
     after preemption is sent as vLLM 0.30.0's scheduler sends it: as a new
-    request carrying every token, listed in ``preempted_req_ids`` so its slot is
-    freed first (``v1/core/sched/scheduler.py`` 1323-1333); in reverse order of
-    id, so that vLLM's stack of free slots gives each the slot minispec's runner
-    gives it."""
+    request carrying every token, after the step's new requests
+    (``v1/core/sched/scheduler.py`` 1323-1333); the step that preempted it lists it
+    in ``preempted_req_ids`` (1416, 1518), so its slot is freed then."""
     ns = types.SimpleNamespace
 
     def new(req_id, token_ids, block_ids, num_computed):
@@ -258,15 +257,15 @@ def scheduler_output(o: dict, prompts: dict):
     c = o["cached"]
     resumed = [i for i, flag in enumerate(c["resumed_from_preemption"]) if flag]
     kept = [i for i in range(len(c["req_ids"])) if i not in resumed]
-    new_reqs = [new(c["req_ids"][i], c["all_token_ids"][i], c["new_block_ids"][i], c["num_computed_tokens"][i])
-                for i in sorted(resumed, key=lambda i: c["req_ids"][i], reverse=True)]
-    new_reqs += [new(n["req_id"], n["prompt_token_ids"], n["block_ids"], n["num_computed_tokens"]) for n in o["new"]]
+    new_reqs = [new(n["req_id"], n["prompt_token_ids"], n["block_ids"], n["num_computed_tokens"]) for n in o["new"]]
+    new_reqs += [new(c["req_ids"][i], c["all_token_ids"][i], c["new_block_ids"][i], c["num_computed_tokens"][i])
+                 for i in resumed]
     cached = ns(req_ids=[c["req_ids"][i] for i in kept], new_block_ids=[(c["new_block_ids"][i],) for i in kept],
                 num_computed_tokens=[c["num_computed_tokens"][i] for i in kept])
     return ns(scheduled_new_reqs=new_reqs, scheduled_cached_reqs=cached, num_scheduled_tokens=o["num_scheduled_tokens"],
               total_num_scheduled_tokens=sum(o["num_scheduled_tokens"].values()),
               scheduled_spec_decode_tokens=o["scheduled_spec_decode_tokens"],
-              finished_req_ids=set(o["finished_req_ids"]), preempted_req_ids={c["req_ids"][i] for i in resumed},
+              finished_req_ids=set(o["finished_req_ids"]), preempted_req_ids=set(o["preempted_req_ids"]),
               free_encoder_mm_hashes=[], block_table_updates=None, new_block_ids_to_zero=None,
               kv_cache_block_copies=None)
 

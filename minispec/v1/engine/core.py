@@ -117,10 +117,11 @@ class EngineCore:
                 self.batch_queue.append(self.executor.execute_model(out))
                 yield Event(EventKind.SCHEDULE, out.step)
             else:
-                # Never executed, so no stage would hear of these finishes: the next
-                # schedule carries them (vLLM 0.9.2's batch queue drops them, core.py
-                # 266; 0.14.0 executes empty schedules too, core.py 437-440).
+                # Never executed, so no stage would hear of these finishes (or preemptions):
+                # the next schedule carries them (vLLM 0.9.2's batch queue drops them,
+                # core.py 266; 0.14.0 executes empty schedules too, core.py 437-440).
                 self.scheduler.finished_req_ids |= out.finished_req_ids
+                self.scheduler.preempted_req_ids |= out.preempted_req_ids
         if self.batch_queue and (not scheduled or self.max_concurrent_batches == 1):
             batch = self.batch_queue[0]
             yield from self.executor.wait(batch)

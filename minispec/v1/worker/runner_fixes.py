@@ -112,7 +112,7 @@ class RunnerFixes(SwitchSettings):
 
 LEFT_OUT = {
     "v1-num-tokens-no-spec": (
-        "vLLM PR #41133 (merged; review 2026-04-30) moved the write offset of a non-last rank's relayed tokens "
+        "vLLM PR #41133 (merged; its description of 2026-04-28) moved the write offset of a non-last rank's relayed tokens "
         "from num_computed_tokens (0.17.0 vllm/v1/worker/gpu_model_runner.py 1153-1160) to num_tokens_no_spec "
         "(0.30.0 1496-1518, whose comment names the two cases where they differ: a chunked prefill, and async "
         "scheduling under PP, which relays no new_token_ids). minispec's V1 runner writes at num_computed_tokens, "

@@ -33,6 +33,11 @@ class CachedRequestData:
     new_token_ids: list[list[int]] = field(default_factory=list)
     new_block_ids: list[list[int]] = field(default_factory=list)
     num_computed_tokens: list[int] = field(default_factory=list)
+    # minispec: every token of a request resumed after preemption, by id. vLLM 0.30.0's
+    # scheduler sends Model Runner V2 a resumed request as a new one carrying them
+    # (``NewRequestData.prefill_token_ids``, v1/core/sched/scheduler.py 1323-1333): V2
+    # freed its slot when it was preempted. minispec keeps V1's resumed flag and sends them here.
+    all_token_ids: dict[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -45,3 +50,6 @@ class SchedulerOutput:
     finished_req_ids: set[str]
     # minispec: the engine step that produced it, for traces
     step: int = 0
+    # The requests this step preempted (vLLM 0.30.0 output.py 265, scheduler.py 1416 and
+    # 1518): Model Runner V2 frees their slots at once; V1's runner (0.9.2's) ignores it.
+    preempted_req_ids: set[str] = field(default_factory=set)

@@ -34,6 +34,10 @@ Deliberate differences from v0.9.2:
   only the status and ``num_computed_tokens`` and kept them. The clearing is
   absent from 0.13.0 and present in 0.14.0, the release that brought fix 1
   (PR #31944).
+* For Model Runner V2, which frees a preempted request's slot at once, it lists the
+  requests each step preempted (``preempted_req_ids``, vLLM 0.30.0's field, output.py
+  265) and sends a resumed request's every token (``CachedRequestData.all_token_ids``).
+  0.9.2 has neither; V1's runner ignores both.
 
 ``make vllm-check`` runs vLLM 0.9.2's own ``Scheduler`` beside this one on the
 same requests and model outputs (``minispec.lab.vllm_reference.scheduler_check``):
@@ -78,6 +82,8 @@ class Scheduler:
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
         self.finished_req_ids: set[str] = set()
+        # preempted since the last schedule sent (vLLM 0.30.0: reset_preempted_req_ids, scheduler.py 214)
+        self.preempted_req_ids: set[str] = set()
         self.finished_totals = RequestTotals()  # of the requests that have left self.requests
         self.num_preemptions = 0
         self.step_counter = 0
@@ -204,6 +210,7 @@ class Scheduler:
             scheduled_spec_decode_tokens=spec_tokens,
             finished_req_ids=self.finished_req_ids,
             step=self.step_counter,
+            preempted_req_ids=self.preempted_req_ids,
         )
         self.step_counter += 1
         # Advance at schedule time, drafts included (vLLM: _update_after_schedule).
@@ -212,7 +219,7 @@ class Scheduler:
             request.num_computed_tokens += n
             request.num_inflight_batches += 1
         # A new set, not clear(): the output just built carries the old one.
-        self.finished_req_ids = set()
+        self.finished_req_ids, self.preempted_req_ids = set(), set()
         return output
 
     def _allocate_or_preempt(self, request, n, preempted, num_scheduled) -> list[int] | None:
@@ -240,6 +247,7 @@ class Scheduler:
         request.spec_token_ids.clear()
         request.num_preemptions += 1
         self.num_preemptions += 1
+        self.preempted_req_ids.add(request.request_id)
         self.waiting.appendleft(request)
 
     def _make_cached_request_data(self, running_reqs, resumed_reqs, num_scheduled, spec_tokens, new_blocks):
@@ -248,6 +256,8 @@ class Scheduler:
             req_id = request.request_id
             data.req_ids.append(req_id)
             data.resumed_from_preemption.append(request in resumed_reqs)
+            if request in resumed_reqs:
+                data.all_token_ids[req_id] = list(request.all_token_ids)
             if self.use_pp:
                 # v0.9.2: the scheduled tokens minus the drafts, read from
                 # all_token_ids at num_computed_tokens. For a decode step that

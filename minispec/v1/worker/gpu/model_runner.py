@@ -38,14 +38,18 @@ V2's own state. It shares with V1's runner the proposer choice
 (``minispec.v1.spec_decode.make_drafter``), request seeding, weight loading and KV-cache
 binding (``minispec.v1.worker.utils``), and imports nothing of V1's runner.
 
-Two departures, both because minispec's scheduler is V1's: vLLM 0.30.0's scheduler
-sends a request resumed after preemption as a new one carrying every token
-(``v1/core/sched/scheduler.py`` 1323-1333) and lists preempted requests so their slots are freed
-(``finish_requests``, 1091-1103). minispec's sends the resumed request as cached with
-``resumed_from_preemption``; this runner then frees its slot and adds it again from the
-slot's own tokens, which is the same request state. A preempted request keeps its
-slot until then; minispec's scheduler resumes preempted requests before it admits
-new ones, so slots never run short.
+Preemption, as vLLM 0.30.0 (and 0.29.0) does it: the scheduler lists the requests a step
+preempted (``SchedulerOutput.preempted_req_ids``), and ``finish_requests`` frees their
+slots with the finished ones, in one sorted pass (1091-1103), so a preempted request's
+slot may go to a request admitted before it resumes. When it resumes, it is added
+again, after the step's new requests, from every token it has, which the scheduler
+sends (vLLM: as a new request, ``prefill_token_ids``, ``v1/core/sched/scheduler.py``
+1323-1333). One departure, because minispec's scheduler is V1's: it sends the resumed
+request as cached with ``resumed_from_preemption`` and its tokens in
+``CachedRequestData.all_token_ids``, and does not send the prompt length and
+``max_tokens`` again, so this runner keeps those of a preempted request (``preempted``),
+with the last stage's sampling state, whose random generator goes on where it stopped,
+as V1's runner's does.
 
 Left out: CUDA graphs, Triton kernels (numpy loops stand in), async scheduling and
 async output copies, streams, structured output, logprobs, penalties, LoRA,
@@ -130,6 +134,8 @@ class GPUModelRunner(WorkerBase[InputBatch]):
         # last stage, per slot (vLLM: the sampler's and speculator's own states)
         self.sampling: dict[int, tuple[SamplingParams, torch.Generator | None]] = {}
         self.draft_probs: dict[int, torch.Tensor | None] = {}
+        # per preempted request: prompt_len, max_tokens, and (last stage) its sampling state
+        self.preempted: dict[str, tuple[int, int, tuple | None]] = {}
 
     def bind_pp_group(self, group) -> None:
         """The group the last stage's broadcast travels on (vLLM: ``get_pp_group()``)."""
@@ -183,10 +189,25 @@ class GPUModelRunner(WorkerBase[InputBatch]):
         self.draft_probs.pop(req_idx, None)
 
     def finish_requests(self, out: SchedulerOutput) -> None:
-        for req_id in sorted(out.finished_req_ids):
+        """Free the slots of finished and preempted requests, in one sorted pass (vLLM
+        0.30.0 model_runner.py 1091-1103): the free-slot stack's order decides which slot
+        each later request gets."""
+        for req_id in sorted(out.finished_req_ids | out.preempted_req_ids):
+            if req_id in out.preempted_req_ids:
+                self._keep_preempted(req_id)  # the drafter keeps its cache of it: it resumes
+            else:
+                self.preempted.pop(req_id, None)  # aborted while preempted
+                if self.speculator is not None:
+                    self.speculator.remove(req_id)
             self._remove_request(req_id)
-            if self.speculator is not None:
-                self.speculator.remove(req_id)
+
+    def _keep_preempted(self, req_id: str) -> None:
+        """What minispec's scheduler will not send again when the request resumes."""
+        states = self.req_states
+        req_idx = states.req_id_to_index[req_id]
+        prompt_len = int(states.prompt_len[req_idx])
+        self.preempted[req_id] = (prompt_len, int(states.max_seq_len[req_idx]) - prompt_len,
+                                  self.sampling.get(req_idx))
 
     def _add(self, req_id: str, prompt_len: int, token_ids: list[int], num_computed: int, max_tokens: int,
              block_ids: list[int]) -> int:
@@ -202,14 +223,9 @@ class GPUModelRunner(WorkerBase[InputBatch]):
             if self.is_last_rank:
                 self.sampling[req_idx] = (params, request_generator(self.seed, new.req_id, params))
 
-    def _resume(self, req_id: str, num_computed: int, block_ids: list[int]) -> None:
+    def _resume(self, req_id: str, token_ids: list[int], num_computed: int, block_ids: list[int]) -> None:
         """Add a resumed request again, prefilling every token it has (see the module docstring)."""
-        states = self.req_states
-        old = states.req_id_to_index[req_id]
-        token_ids, prompt_len = states.token_ids(old), int(states.prompt_len[old])
-        max_tokens = int(states.max_seq_len[old]) - prompt_len
-        sampling = self.sampling.get(old)
-        self._remove_request(req_id)
+        prompt_len, max_tokens, sampling = self.preempted.pop(req_id)
         req_idx = self._add(req_id, prompt_len, token_ids, num_computed, max_tokens, block_ids)
         if sampling is not None:
             self.sampling[req_idx] = sampling
@@ -218,7 +234,8 @@ class GPUModelRunner(WorkerBase[InputBatch]):
         cached, index = out.scheduled_cached_reqs, self.req_states.req_id_to_index
         for i, req_id in enumerate(cached.req_ids):
             if cached.resumed_from_preemption[i]:
-                self._resume(req_id, cached.num_computed_tokens[i], cached.new_block_ids[i])
+                self._resume(req_id, cached.all_token_ids[req_id], cached.num_computed_tokens[i],
+                             cached.new_block_ids[i])
                 continue
             self.block_tables.append_row(cached.new_block_ids[i], index[req_id])
             self.req_states.num_computed_tokens_np[index[req_id]] = cached.num_computed_tokens[i]
