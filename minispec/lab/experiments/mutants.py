@@ -38,8 +38,7 @@ from minispec.v1.worker import gpu_input_batch, gpu_model_runner
 from minispec.v1.worker.gpu import model_runner as v2_runner
 from minispec.v1.worker.gpu import pp_utils, states
 from minispec.v1.worker.gpu.runner_fixes import APPLY_DRAFTS, LIVE_ROWS, NUM_REJECTED_ON_APPLY, SAMPLE_WIDTH
-from minispec.v1.worker.runner_fixes import (MOVE_ROW, READD_SPEC_TOKENS, SYNC_ACCEPTED_TOKENS,
-                                             take_accepted_drafts)
+from minispec.v1.worker.runner_fixes import MOVE_ROW, READD_SPEC_TOKENS, SYNC_ACCEPTED_TOKENS, take_accepted_drafts
 from minispec.v1.worker.switches import ModelRunner, Switch, Switches
 
 V1Runner, V2Runner = gpu_model_runner.GPUModelRunner, v2_runner.GPUModelRunner
@@ -188,7 +187,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "a non-last rank writes the relayed tokens one slot late", "#41133"),
     Mutant("v1-resumed-blocks-appended", V1,
            Edit(V1Runner, "_update_cached_request", "if cached.resumed_from_preemption[i]:", "if False:"),
-           "a resumed request's new blocks are appended to its freed ones, not put in their place"),
+           "a resumed request's new blocks are appended to its freed ones, not put in their place", "#46595"),
     Mutant("v1-new-blocks-dropped", V1,
            Edit(V1Runner, "_update_cached_request", "batch.block_table.append_row(new_block_ids, row)", "None"),
            "a row that stays is not given the blocks allocated to it this step"),
@@ -208,7 +207,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("v1-readd-without-outputs", V1,
            Edit(InputBatch, "add_request", "self.token_ids_cpu[row, n_prompt:end] = request.output_token_ids",
                 "None"),
-           "a re-added row gets its prompt but not its outputs (stale tokens in their place)"),
+           "a re-added row gets its prompt but not its outputs (stale tokens in their place)", "#26385"),
     Mutant("v1-readd-stale-num-computed", V1,
            Edit(InputBatch, "add_request", "self.num_computed_tokens_cpu[row] = request.num_computed_tokens",
                 "None"),
@@ -250,7 +249,7 @@ MUTANTS: tuple[Mutant, ...] = (
            Edit(V2Runner, "_resume", "num_computed, max_tokens, block_ids)",
                 "num_computed, max_tokens, self.block_tables.block_table_np[old, : self.block_tables."
                 "num_blocks_per_row[old]].tolist())"),
-           "a resumed request's slot gets its old blocks, not the ones it was given on resuming"),
+           "a resumed request's slot gets its old blocks, not the ones it was given on resuming", "#46595"),
     Mutant("v2-stayed-blocks-dropped", V2,
            Edit(V2Runner, "update_requests", "self.block_tables.append_row(cached.new_block_ids[i], index[req_id])",
                 "None"),
