@@ -133,3 +133,13 @@ def test_the_table_counts_catches_and_the_findings_are_what_nothing_caught():
     assert "| v2-slot-reuse | v2 | #39833 | **yes**: 1 req, 2 steps | **yes**: 1 req, 2 steps | no: 40 schedules |" in table
     assert table.splitlines()[-1] == "| caught | | | 1 of 2 | 1 of 2 | 0 of 2 | 0 of 2 |"
     assert uncaught(rows) == [mutant("v2-drafts-not-cleared")]
+
+
+def test_greedy_equality_alone_misses_a_draft_write_the_invariants_see():
+    """#20530's kind: the last rank's drafts never written, so every draft is rejected and the
+    output stays greedy; only the draft-agreement invariant notices, on the first schedule."""
+    m = mutant("v1-drafts-gated-by-rank")
+    with applied(m):
+        assert explore(m.engine_args, Scope(max_requests=1), limit=1, invariants=False).counterexample is None
+        found = explore(m.engine_args, Scope(max_requests=1), limit=1).counterexample
+    assert found is not None and "draft agreement" in str(found.failure)
