@@ -176,6 +176,10 @@ THREADS: tuple[Thread, ...] = (
               "Fixes a bug in spec decoding introduced in #20291, where `token_ids_cpu` wasn't properly updated "
               "because draft token IDs were incorrectly gated by `if not last_rank`.",)),)),
     _vllm(24322, P, "feat: spec decode with draft models", MERGED, verified=Verified.TITLE),
+    _vllm(26385, P, "[BugFix] Fix async scheduling + request preemption", MERGED,
+          (Post(DESCRIPTION, date(2025, 10, 7), (
+              "Ensure model runner is refreshed with all request token ids following preemption, so that correct "
+              "input ids are used.",)),)),
     _vllm(31944, P, "", MERGED, verified=Verified.SOURCE,
           note="what it is credited with (fix 1) is read in 0.14.0 vllm/v1/worker/gpu_model_runner.py 1061-1063; "
                "no description of it is quoted"),
@@ -215,6 +219,11 @@ THREADS: tuple[Thread, ...] = (
                "missing SupportsPP) was read in the index by an earlier check; the search did not return it again"),
     _vllm(44698, P, "[Spec][PP] Support MTP speculative decoding under pipeline parallelism (PP>1)", OPEN,
           (Post(DESCRIPTION, date(2026, 6, 5), ("Implements the design in #44697",)),)),
+    _vllm(46595, P, "[Bugfix][MooncakeStore] track resumed requests via scheduler's resumed_req_ids", MERGED,
+          (Post(DESCRIPTION, date(2026, 6, 24), (
+              "The MooncakeStore connector tracks block tables per request so it knows whether a step's "
+              "`new_block_ids` should be **appended** (normal decode) or **replace** the existing table (resumed "
+              "from preemption).",)),)),
     _vllm(46994, P, "[Spec][V2] Support MTP speculative decoding under pipeline parallelism", MERGED,
           (Post(COMMENT, date(2026, 7, 7)),
            Post(COMMENT, date(2026, 9, 1), ("NCCL does not negotiate element counts",
