@@ -137,7 +137,7 @@ def _details(requests, script, shape: Shape, max_tokens) -> str:
     engine = [f"PP {shape.pp}", f"k {shape.k}", f"max_tokens {max_tokens}"]
     engine += [f"{shape.in_flight} batches in flight"] * (shape.in_flight is not None)
     engine += [f"{shape.blocks} KV blocks"] * (shape.blocks is not None)
-    engine += [f"budget {shape.budget}"] * (shape.budget != 512) + [f"{shape.seqs} rows"] * (shape.seqs < 4)
+    engine += [f"budget {shape.budget}"] * (shape.budget != 512) + [plural(shape.seqs, "row")] * (shape.seqs < 4)
     return f"{', '.join(engine)}; {reqs}"
 
 
