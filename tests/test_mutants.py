@@ -1,0 +1,123 @@
+"""The mutation benchmark's catalogue: every mutant is applied and put back cleanly, its
+change is the one it declares, and the explorer catches a cheap subset where the benchmark
+says it does (the full table: ``make mutants``)."""
+
+import inspect
+import types
+
+import pytest
+
+from minispec.lab.experiments import mutant_plugin
+from minispec.lab.experiments.explorer import Scope, explore
+from minispec.lab.experiments.mutants import (MUTANTS, SUITE, V1, V2, Catch, Edit, Row, SwitchSet, applied, mutant,
+                                              render_table, uncaught)
+from minispec.lab.vllm_reference.threads import references, thread
+from minispec.v1.worker.gpu_model_runner import GPUModelRunner
+from minispec.v1.worker.runner_fixes import READD_SPEC_TOKENS, RunnerFixes, skip_spec_tokens
+from minispec.v1.worker.switchboard import resolve_switches
+from minispec.v1.worker.switches import Switches
+
+
+def _patched(m):
+    """The (owner, attribute) pairs the mutant patches."""
+    if isinstance(m.change, SwitchSet):
+        return [(Switches, "pick")]
+    return [(m.change.owner, m.change.name)]
+
+
+def test_the_catalogue_has_at_least_25_distinct_mutants_of_both_designs():
+    names = [m.name for m in MUTANTS]
+    assert len(set(names)) == len(names) >= 25
+    assert {m.design for m in MUTANTS} == {V1, V2}
+    assert all(m.name.startswith(m.design.value + "-") for m in MUTANTS)
+    assert len({m.change.diff() for m in MUTANTS}) == len(MUTANTS)  # no two make the same change
+
+
+@pytest.mark.parametrize("m", MUTANTS, ids=lambda m: m.name)
+def test_each_mutant_is_applied_and_put_back_even_after_an_error(m):
+    before = [inspect.getattr_static(owner, name) for owner, name in _patched(m)]
+    with pytest.raises(ZeroDivisionError), applied(m):
+        assert [inspect.getattr_static(o, n) for o, n in _patched(m)] != before
+        1 / 0
+    assert all(inspect.getattr_static(o, n) is b for (o, n), b in zip(_patched(m), before))
+
+
+@pytest.mark.parametrize("m", [m for m in MUTANTS if isinstance(m.change, Edit)], ids=lambda m: m.name)
+def test_an_edit_changes_exactly_its_line(m):
+    function = m.change.mutated()
+    code = getattr(function, "__func__", function).__code__
+    assert code.co_filename == f"<mutant of {m.change.where}>"
+    assert m.change.old != m.change.new
+
+
+def test_an_edit_whose_line_is_gone_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"GPUModelRunner._write_spec_tokens.*'no such line'.*found it 0 times"):
+        Edit(GPUModelRunner, "_write_spec_tokens", "no such line", "None").mutated()
+
+
+def test_a_switch_mutant_leaves_explicit_settings_alone():
+    def learners(runner, row, spec_token_ids):
+        """A learner's function."""
+
+    fix = GPUModelRunner._write_spec_tokens
+    with applied(mutant("v1-readd-no-drafts")):
+        assert Switches().pick(READD_SPEC_TOKENS, fix) is skip_spec_tokens
+        given = resolve_switches(V1, fixes=RunnerFixes(readd_spec_tokens=learners))
+        assert given.pick(READD_SPEC_TOKENS, fix) is learners
+    assert Switches().pick(READD_SPEC_TOKENS, fix) is fix
+
+
+def test_each_reference_is_in_the_thread_table():
+    for m in MUTANTS:
+        for repo, number in references(m.reference):
+            assert thread(repo, number)
+
+
+def test_the_suite_subsets_name_files_that_exist():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    assert all((root / f).is_file() for files in SUITE.values() for f in files)
+
+
+def test_the_plugin_applies_the_mutant_for_the_session_and_puts_it_back():
+    m = mutant("v2-generation-not-bumped")
+    original = inspect.getattr_static(m.change.owner, m.change.name)
+    config = types.SimpleNamespace(getoption=lambda option: m.name)
+    mutant_plugin.pytest_configure(config)
+    try:
+        assert inspect.getattr_static(m.change.owner, m.change.name) is not original
+        assert mutant_plugin.pytest_report_header(config) == f"mutant applied: {m.name}"
+    finally:
+        mutant_plugin.pytest_unconfigure(config)
+    assert inspect.getattr_static(m.change.owner, m.change.name) is original
+
+
+def test_an_unknown_mutant_is_refused_with_the_names():
+    with pytest.raises(KeyError, match="'v3-nothing'.*v1-readd-no-drafts"):
+        mutant("v3-nothing")
+
+
+# The explorer's catch, asserted where it is cheap: (mutant, the index of the first failing
+# schedule in the default scope cut to two requests, as ``make mutants`` measured it).
+CHEAP = [("v1-readd-no-drafts", 15), ("v1-sampled-after-drafts", 1), ("v2-slot-reuse", 26),
+         ("v2-first-sample-embedded", 1)]
+
+
+@pytest.mark.parametrize("name,index", CHEAP, ids=[c[0] for c in CHEAP])
+def test_the_explorer_catches_a_cheap_subset_at_the_schedule_the_benchmark_measured(name, index):
+    m = mutant(name)
+    scope = Scope(max_requests=2)
+    with applied(m):
+        found = explore(m.engine_args, scope, limit=index)
+    assert found.counterexample is not None and found.schedules_run == index
+    assert explore(m.engine_args, scope, limit=index).counterexample is None  # the mutant, not the design
+
+
+def test_the_table_counts_catches_and_the_findings_are_what_nothing_caught():
+    yes, no = Catch(True, "1 req, 2 steps"), Catch(False, "40 schedules")
+    rows = [Row(mutant("v2-slot-reuse"), yes, yes, no, no), Row(mutant("v2-drafts-not-cleared"), no, no, no, no)]
+    table = render_table(rows)
+    assert "| v2-slot-reuse | v2 | #39833 | **yes**: 1 req, 2 steps | **yes**: 1 req, 2 steps | no: 40 schedules |" in table
+    assert table.splitlines()[-1] == "| caught | | | 1 of 2 | 1 of 2 | 0 of 2 | 0 of 2 |"
+    assert uncaught(rows) == [mutant("v2-drafts-not-cleared")]
