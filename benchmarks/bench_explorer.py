@@ -26,7 +26,7 @@ import time
 from minispec.instruments.invariants import InvariantViolation
 from minispec.lab.experiments.explorer import Failure, Scope, explore, run_one, schedules
 from minispec.lab.experiments.scenarios import thread_schedule
-from minispec.lab.experiments.schedule import Schedule, build_llm, intra_op_threads, run_recorded
+from minispec.lab.experiments.schedule import Schedule, build_llm, intra_op_threads, plural, run_recorded
 from minispec.lab.faults.catalogue import FAULTS
 from minispec.v1.worker.gpu.runner_fixes import FaultPreset
 from minispec.v1.worker.runner_fixes import Preset
@@ -84,8 +84,9 @@ def preset_rows(scope: Scope, workers: int) -> None:
         result = explore(design, scope, workers=workers)
         found = result.counterexample
         scenario_size, scenario_break = run_scenario(project_scenario(name), design)
-        print(f"| `{name}` | {size(found.schedule, found.schedule.prompts)}: {found.schedule.details} "
-              f"| {first_break(found.failure)} | schedule {result.schedules_run}, {result.seconds:.1f} s "
+        minimal, broke = ((f"{size(found.schedule, found.schedule.prompts)}: {found.schedule.details}",
+                           first_break(found.failure)) if found else ("nothing within the scope", "-"))
+        print(f"| `{name}` | {minimal} | {broke} | schedule {result.schedules_run}, {result.seconds:.1f} s "
               f"| {scenario_size} | {scenario_break} | {before} |", flush=True)
 
 
@@ -96,8 +97,8 @@ def fixed_rows(scope: Scope, workers: int) -> None:
         before = load()
         result = explore(design, scope, workers=workers)
         verdict = "nothing breaks" if result.counterexample is None else f"BROKEN: {result.counterexample.failure}"
-        whole = "default, whole" if result.exhausted else "default, cut"
-        print(f"| {name} | {whole} | {result.schedules_run} | {result.seconds:.0f} s "
+        named = "default" if scope == Scope() else f"default, at most {plural(scope.max_requests, 'request')}"
+        print(f"| {name} | {named}, {'whole' if result.exhausted else 'cut'} | {result.schedules_run} | {result.seconds:.0f} s "
               f"({result.schedules_run / result.seconds:.0f}/s, {workers} processes) | {verdict} | {before} |",
               flush=True)
 

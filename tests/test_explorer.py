@@ -10,9 +10,10 @@ import torch
 from minispec import LLM, SamplingParams
 from minispec.attention import allocate_kv_cache, make_attention_metadata
 from minispec.config import LlamaArchitecture
-from minispec.instruments.invariants import Invariant, InvariantViolation
+from minispec.instruments.invariants import Invariant, InvariantViolation, check_trace
 from minispec.lab.experiments.explorer import STANDIN, Scope, explore, schedules
 from minispec.lab.experiments.schedule import run_schedule
+from minispec.lab.viz.stepper import schedule_runs, stepper_view
 from minispec.model_executor.model_loader import get_model
 from minispec.model_executor.models.standin import StandInForCausalLM, greedy_continuation
 from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
@@ -123,6 +124,11 @@ def test_explorer_finds_the_july_2025_fault_and_its_minimal_counterexample():
     assert before and all(len(s.requests) == 1 or set(s.arrival_steps) == {0} for s in before)
     with pytest.raises(InvariantViolation, match="draft agreement"):
         run_schedule(found.schedule, fixes="vllm-0.9.2")
+    # it opens in the stepper, under its preset and under every fix (notebook 06)
+    runs = schedule_runs(found.schedule, {preset: {"fixes": preset} for preset in ("vllm-0.9.2", "all")})
+    view = stepper_view(runs, "vllm-0.9.2", 2, 0)
+    assert view.label.startswith("vllm-0.9.2 · step 2 · stage 0") and "invariant 2 (draft agreement)" in view.text
+    assert check_trace(runs["all"].trace) == [] and runs["all"].trace.outputs == runs["vllm-0.9.2"].trace.outputs
 
 
 def test_a_fixed_design_is_clean_within_a_small_scope():
