@@ -9,7 +9,8 @@ the preset (the forum thread's four requests for V1's and for three of V2's, the
 ``scenario`` otherwise: ``minispec.lab.faults.catalogue.FAULTS``) is run with the invariant
 checker on the shipped models, and its size and first break printed beside it. Then each
 fixed design runs the whole default scope: schedules, time, result (which must be nothing).
-Last, 3-request schedules per second in one process, on a fixed design.
+Last, 3-request schedules per second in one process, on a fixed design, and per second of
+the process's own CPU time (what an idle core would run: the machine's load does not move it).
 
 Every row carries the load average (1 min) before it: the machine is shared. Run it under
 ``nice``; ``--workers`` processes share each exploration.
@@ -106,12 +107,13 @@ def fixed_rows(scope: Scope, workers: int) -> None:
 def three_request_rate(scope: Scope, count: int) -> None:
     """3-request schedules at PP 2 per second, one process, V1 with every fix."""
     todo = list(itertools.islice((s for s in schedules(scope) if len(s.requests) == 3), count))
-    before, start = load(), time.perf_counter()
+    before, start, cpu = load(), time.perf_counter(), time.process_time()
     with intra_op_threads():
         broken = sum(run_one(s, {}) is not None for s in todo)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     print(f"\n3-request schedules, PP 2, one process: {len(todo)} in {seconds:.1f} s = "
-          f"{len(todo) / seconds:.0f}/s ({broken} broken; load {before})")
+          f"{len(todo) / seconds:.0f}/s ({broken} broken; load {before}); {cpu:.1f} s of CPU time = "
+          f"{len(todo) / cpu:.0f} per CPU-second (what one idle core would run)")
 
 
 def main() -> None:
