@@ -146,6 +146,9 @@ def test_explore_command_prints_the_minimal_counterexample(capsys):
     main(["explore", "--fixes", "vllm-0.9.2"])
     out = capsys.readouterr().out
     assert "minimal counterexample" in out and "A: 2 tokens at step 0" in out and "B: 2 tokens at step 1" in out
+    main(["explore", "--worker-cls", f"{__name__}.DraftsOnLastStageOnly", "--max-requests", "1"])
+    out = capsys.readouterr().out
+    assert "DraftsOnLastStageOnly'" in out and "minimal counterexample, schedule 1 " in out
     with pytest.raises(ValueError, match="workers=0"):
         explore({}, workers=0)
 
