@@ -9,8 +9,20 @@ import pytest
 
 from minispec.lab.experiments import mutant_plugin
 from minispec.lab.experiments.explorer import Scope, explore
-from minispec.lab.experiments.mutants import (MUTANTS, SUITE, V1, V2, Catch, Edit, Row, SwitchSet, applied, mutant,
-                                              render_table, uncaught)
+from minispec.lab.experiments.mutants import (
+    MUTANTS,
+    SUITE,
+    V1,
+    V2,
+    Catch,
+    Edit,
+    Row,
+    SwitchSet,
+    applied,
+    mutant,
+    render_table,
+    uncaught,
+)
 from minispec.lab.vllm_reference.threads import references, thread
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner
 from minispec.v1.worker.runner_fixes import READD_SPEC_TOKENS, RunnerFixes, skip_spec_tokens
@@ -38,7 +50,7 @@ def test_each_mutant_is_applied_and_put_back_even_after_an_error(m):
     before = [inspect.getattr_static(owner, name) for owner, name in _patched(m)]
     with pytest.raises(ZeroDivisionError), applied(m):
         assert [inspect.getattr_static(o, n) for o, n in _patched(m)] != before
-        1 / 0
+        raise ZeroDivisionError
     assert all(inspect.getattr_static(o, n) is b for (o, n), b in zip(_patched(m), before))
 
 
@@ -100,8 +112,8 @@ def test_an_unknown_mutant_is_refused_with_the_names():
 
 # The explorer's catch, asserted where it is cheap: (mutant, the index of the first failing
 # schedule in the default scope cut to two requests, as ``make mutants`` measured it).
-CHEAP = [("v1-readd-no-drafts", 15), ("v1-sampled-after-drafts", 1), ("v2-slot-reuse", 26),
-         ("v2-first-sample-embedded", 1)]
+CHEAP = [("v1-drafts-gated-by-rank", 1), ("v1-sampled-after-drafts", 13), ("v2-optimistic-num-computed", 13),
+         ("v2-slot-reuse", 26)]
 
 
 @pytest.mark.parametrize("name,index", CHEAP, ids=[c[0] for c in CHEAP])
@@ -121,3 +133,13 @@ def test_the_table_counts_catches_and_the_findings_are_what_nothing_caught():
     assert "| v2-slot-reuse | v2 | #39833 | **yes**: 1 req, 2 steps | **yes**: 1 req, 2 steps | no: 40 schedules |" in table
     assert table.splitlines()[-1] == "| caught | | | 1 of 2 | 1 of 2 | 0 of 2 | 0 of 2 |"
     assert uncaught(rows) == [mutant("v2-drafts-not-cleared")]
+
+
+def test_greedy_equality_alone_misses_a_draft_write_the_invariants_see():
+    """#20530's kind: the last rank's drafts never written, so every draft is rejected and the
+    output stays greedy; only the draft-agreement invariant notices, on the first schedule."""
+    m = mutant("v1-drafts-gated-by-rank")
+    with applied(m):
+        assert explore(m.engine_args, Scope(max_requests=1), limit=1, invariants=False).counterexample is None
+        found = explore(m.engine_args, Scope(max_requests=1), limit=1).counterexample
+    assert found is not None and "draft agreement" in str(found.failure)

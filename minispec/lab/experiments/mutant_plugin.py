@@ -1,5 +1,5 @@
 """A pytest plugin that runs a test session with one mutant applied: the mutation benchmark's
-"project suite" column (vLLM twin: none).
+"project suite" column (vLLM twin: none)::
 
     python -m pytest -p minispec.lab.experiments.mutant_plugin --mutant v2-slot-reuse -x -n 0 tests/...
 

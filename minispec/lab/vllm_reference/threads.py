@@ -94,6 +94,9 @@ THREADS: tuple[Thread, ...] = (
           "Fixes a bug in spec decoding introduced in #20291, where `token_ids_cpu` wasn't properly updated "
           "because draft token IDs were incorrectly gated by `if not last_rank`."),
     _vllm(24322, P, "feat: spec decode with draft models", None, MERGED, "", Verified.TITLE),
+    _vllm(26385, P, "[BugFix] Fix async scheduling + request preemption", date(2025, 10, 7), MERGED,
+          "Ensure model runner is refreshed with all request token ids following preemption, so that correct "
+          "input ids are used."),
     _vllm(31944, P, "", None, MERGED, "", Verified.SOURCE),  # 0.14.0 gpu_model_runner.py 1061-1063
     _vllm(32618, P, "[Feature] Fully support for async scheduling + PP, 30.8% E2E throughput improvement, 31.8% "
           "TPOT improvement", date(2026, 1, 19), MERGED,
@@ -115,6 +118,11 @@ THREADS: tuple[Thread, ...] = (
           "per-request valid/accepted count to its own"),
     _vllm(44698, P, "[Spec][PP] Support MTP speculative decoding under pipeline parallelism (PP>1)",
           date(2026, 6, 5), OPEN, "Implements the design in #44697"),
+    _vllm(46595, P, "[Bugfix][MooncakeStore] track resumed requests via scheduler's resumed_req_ids",
+          date(2026, 6, 24), MERGED,
+          "The MooncakeStore connector tracks block tables per request so it knows whether a step's "
+          "`new_block_ids` should be **appended** (normal decode) or **replace** the existing table (resumed "
+          "from preemption)."),
     _vllm(46994, P, "[Spec][V2] Support MTP speculative decoding under pipeline parallelism", date(2026, 9, 1),
           MERGED, "NCCL does not negotiate element counts"),  # a comment of 2026-09-01
     _vllm(50514, P, "[Core][MRV2] Support eagle3 spec decode with pipeline parallel", date(2026, 7, 31), MERGED,
