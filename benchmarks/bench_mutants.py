@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from minispec.lab.experiments.explorer import Scope
-from minispec.lab.experiments.mutants import MUTANTS, Row, measure, mutant, render_table, uncaught
+from minispec.lab.experiments.mutants import MUTANTS, Row, measure, mutant, render_row, render_table, uncaught
 from minispec.lab.experiments.schedule import intra_op_threads
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +54,7 @@ def main() -> None:
     with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
         for name, catches, seconds in pool.imap(work, names):
             rows.append(Row(mutant(name), *catches))
-            print(f"{name}: {seconds:.0f} s", flush=True)
+            print(f"{render_row(rows[-1])}  <!-- {seconds:.0f} s -->", flush=True)
     print(render_table(rows))
     for m in uncaught(rows):
         print(f"caught by nothing: {m.name} ({m.slip})")

@@ -143,3 +143,17 @@ def test_greedy_equality_alone_misses_a_draft_write_the_invariants_see():
         assert explore(m.engine_args, Scope(max_requests=1), limit=1, invariants=False).counterexample is None
         found = explore(m.engine_args, Scope(max_requests=1), limit=1).counterexample
     assert found is not None and "draft agreement" in str(found.failure)
+
+
+def test_a_step_limit_turns_a_hung_engine_into_an_error_and_is_put_back():
+    from minispec import LLM, SamplingParams
+    from minispec.lab.experiments.explorer import STANDIN
+    from minispec.lab.experiments.mutants import step_limit
+    from minispec.v1.engine.core import EngineCore
+
+    original = inspect.getattr_static(EngineCore, "_engine_step_events")
+    llm = LLM(STANDIN, block_size=4)
+    with step_limit(2), pytest.raises(RuntimeError, match="unfinished after 2 steps"):
+        llm.generate(["A list is "], SamplingParams(temperature=0, max_tokens=6))
+    assert inspect.getattr_static(EngineCore, "_engine_step_events") is original
+    assert len(llm.generate(["A list is "], SamplingParams(temperature=0, max_tokens=6))[0].outputs[0].token_ids) == 6

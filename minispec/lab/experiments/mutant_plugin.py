@@ -6,14 +6,18 @@
 The mutant (``minispec.lab.experiments.mutants``) is applied when the session is configured
 and put back when it ends, in this process only: run with ``-n 0`` (xdist's workers would not
 carry it), and know that an engine a test starts in other processes (the "mp" executor,
-torchrun) runs unmutated code there.
+torchrun) runs unmutated code there. An engine still stepping after ``HANG`` steps raises
+(``step_limit``), so a mutant that leaves a request unfinished fails the test that ran it
+instead of hanging the session (pytest-timeout would do the same; it is not a dependency).
 """
 
 from __future__ import annotations
 
 import contextlib
 
-from minispec.lab.experiments.mutants import applied, mutant
+from minispec.lab.experiments.mutants import applied, mutant, step_limit
+
+HANG = 10_000  # engine steps: a hung engine raises there (no test here runs that long)
 
 _SCOPE = "minispec_mutant_scope"
 
@@ -29,6 +33,7 @@ def pytest_configure(config):
         return
     stack = contextlib.ExitStack()
     stack.enter_context(applied(mutant(name)))
+    stack.enter_context(step_limit(HANG))
     setattr(config, _SCOPE, stack)
 
 

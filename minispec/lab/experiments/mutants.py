@@ -161,6 +161,28 @@ def applied(mutant: Mutant):
         yield mutant
 
 
+
+STEP_LIMIT = 200  # engine steps; the explorer's schedules and the thread's scenario need under 100
+
+
+@contextlib.contextmanager
+def step_limit(limit: int = STEP_LIMIT):
+    """An engine that runs past ``limit`` steps raises: a mutant can leave a request that never
+    finishes (a last rank that never samples), and the engine would step forever where a
+    test's timeout would have stopped it."""
+    from minispec.v1.engine.core import EngineCore
+
+    steps = EngineCore._engine_step_events
+
+    def guarded(engine):
+        if engine.engine_step > limit:
+            raise RuntimeError(f"engine step {engine.engine_step}: requests still unfinished after {limit} steps")
+        return steps(engine)
+
+    with mock.patch.object(EngineCore, "_engine_step_events", guarded):
+        yield
+
+
 V1, V2 = ModelRunner.V1, ModelRunner.V2
 _VERIFY = "verified_drafts = [input_ids_np[e - d : e].tolist()"
 MUTANTS: tuple[Mutant, ...] = (
@@ -293,19 +315,22 @@ COLUMNS = ("mutant", "design", "reference", "invariants (explorer)", "greedy equ
            "vLLM's 95 % acceptance rule", "project suite (subset)")
 
 
+def _cell(c: Catch) -> str:
+    return f"{'**yes**' if c.caught else 'no'}: {c.detail}"
+
+
+def render_row(r: Row) -> str:
+    """One mutant's line of the table."""
+    m = r.mutant
+    return (f"| {m.name} | {m.design.value} | {m.reference or '(a slip)'} | {_cell(r.invariants)} | "
+            f"{_cell(r.greedy)} | {_cell(r.acceptance)} | {_cell(r.suite)} |")
+
+
 def render_table(rows: list[Row]) -> str:
     """The mutation table in markdown, one row per mutant, and a last row counting catches."""
-    def cell(c: Catch) -> str:
-        return f"{'**yes**' if c.caught else 'no'}: {c.detail}"
-
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for r in rows:
-        m = r.mutant
-        lines.append(f"| {m.name} | {m.design.value} | {m.reference or '(a slip)'} | {cell(r.invariants)} | "
-                     f"{cell(r.greedy)} | {cell(r.acceptance)} | {cell(r.suite)} |")
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)] + [render_row(r) for r in rows]
     counts = [sum(getattr(r, c).caught for r in rows) for c in ("invariants", "greedy", "acceptance", "suite")]
-    lines.append(f"| caught | | | {counts[0]} of {len(rows)} | {counts[1]} of {len(rows)} | "
-                 f"{counts[2]} of {len(rows)} | {counts[3]} of {len(rows)} |")
+    lines.append("| caught | | | " + " | ".join(f"{n} of {len(rows)}" for n in counts) + " |")
     return "\n".join(lines)
 
 
@@ -330,12 +355,14 @@ def explorer_catch(m: Mutant, scope=None, invariants: bool = True) -> Catch:
     the time to find it (``invariants=False``: outputs against the greedy reference only)."""
     from minispec.lab.experiments.explorer import explore
 
-    with applied(m):
+    with applied(m), step_limit():
         result = explore(m.engine_args, scope, invariants=invariants)
     if result.counterexample is None:
         return Catch(False, f"{result.schedules_run} schedules, {result.seconds:.0f} s")
-    s = result.counterexample.schedule
-    return Catch(True, f"{len(s.requests)} req, {max(s.arrival_steps) + s.max_tokens} steps "
+    s, failure = result.counterexample.schedule, result.counterexample.failure
+    seen = (f"invariant {failure.violation.invariant.value}" if failure.violation else
+            "output" if failure.divergence else "raises")
+    return Catch(True, f"{len(s.requests)} req, {max(s.arrival_steps) + s.max_tokens} steps, {seen} "
                        f"(schedule {result.schedules_run}), {result.seconds:.1f} s")
 
 
@@ -349,7 +376,7 @@ def acceptance_catch(m: Mutant) -> Catch:
     from minispec.lab.experiments.schedule import build_llm, run_recorded
 
     lengths = []
-    with applied(m):
+    with applied(m), step_limit():
         for pp in (1, 2):
             schedule = replace(thread_schedule(), pipeline_parallel_size=pp)
             try:
