@@ -158,6 +158,9 @@ class ParallelConfig:
     # minispec's: batches in flight at once, to turn the batch queue down. vLLM has no
     # setting; None means its value (VllmConfig.max_concurrent_batches).
     max_concurrent_batches: int | None = None
+    # A runner design from outside minispec (vLLM: worker_cls, a qualified name there), checked
+    # against the runner contract by gpu_worker.resolve_worker_cls; None: model_runner's design.
+    worker_cls: type | None = None
 
     def __post_init__(self):
         require(self.distributed_executor_backend in BACKENDS, "distributed_executor_backend",

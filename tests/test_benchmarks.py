@@ -56,3 +56,14 @@ def test_every_benchmark_imports(script):
     done = subprocess.run([sys.executable, "-c", f"import runpy; runpy.run_path({str(path)!r}, run_name='imported')"],
                           capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_bench_explorer_prints_a_row_per_preset_and_the_fixed_designs():
+    out = run("bench_explorer.py", "--max-requests", "1", "--workers", "1")
+    presets = re.findall(r"^\| `([\w.-]+)` \|", out, re.MULTILINE)
+    assert presets == ["vllm-0.9.2", "vllm-0.14", "v2-stale-drafts", "v2-optimistic-num-computed",
+                       "v2-slot-reuse", "v2-broadcast-width"]
+    # one request is enough for V2's stale drafts; V1's faults need a second request in the row
+    assert "| `v2-stale-drafts` | 1 req, 2 prompt tokens, 2 steps" in out
+    assert "| `vllm-0.9.2` | nothing within the scope | - | schedule 24" in out
+    assert re.search(r"\| V1 \(`fixes='all'`\) \| default, at most 1 request, whole \| 24 \| \d+ s .* \| nothing breaks \|", out)

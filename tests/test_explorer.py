@@ -1,5 +1,8 @@
 """The stand-in model reads its context through the paged KV cache, and the explorer finds
-the July-2025 fault's minimal counterexample and nothing in a fixed design."""
+the July-2025 fault's minimal counterexample and nothing in a fixed design, in minispec's
+designs and in one handed in from outside (``worker_cls``)."""
+
+import dataclasses
 
 import pytest
 import torch
@@ -7,11 +10,15 @@ import torch
 from minispec import LLM, SamplingParams
 from minispec.attention import allocate_kv_cache, make_attention_metadata
 from minispec.config import LlamaArchitecture
-from minispec.instruments.invariants import Invariant, InvariantViolation
+from minispec.instruments.invariants import Invariant, InvariantViolation, check_trace
 from minispec.lab.experiments.explorer import STANDIN, Scope, explore, schedules
 from minispec.lab.experiments.schedule import run_schedule
+from minispec.lab.viz.stepper import schedule_runs, stepper_view
 from minispec.model_executor.model_loader import get_model
 from minispec.model_executor.models.standin import StandInForCausalLM, greedy_continuation
+from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
+from minispec.v1.worker.gpu_model_runner import GPUModelRunner
+from minispec.v1.worker.worker_base import WorkerBase
 
 ARCH = LlamaArchitecture.from_pretrained(STANDIN)
 BLOCK = 4
@@ -117,6 +124,11 @@ def test_explorer_finds_the_july_2025_fault_and_its_minimal_counterexample():
     assert before and all(len(s.requests) == 1 or set(s.arrival_steps) == {0} for s in before)
     with pytest.raises(InvariantViolation, match="draft agreement"):
         run_schedule(found.schedule, fixes="vllm-0.9.2")
+    # it opens in the stepper, under its preset and under every fix (notebook 06)
+    runs = schedule_runs(found.schedule, {preset: {"fixes": preset} for preset in ("vllm-0.9.2", "all")})
+    view = stepper_view(runs, "vllm-0.9.2", 2, 0)
+    assert view.label.startswith("vllm-0.9.2 · step 2 · stage 0") and "invariant 2 (draft agreement)" in view.text
+    assert check_trace(runs["all"].trace) == [] and runs["all"].trace.outputs == runs["vllm-0.9.2"].trace.outputs
 
 
 def test_a_fixed_design_is_clean_within_a_small_scope():
@@ -134,6 +146,9 @@ def test_explore_command_prints_the_minimal_counterexample(capsys):
     main(["explore", "--fixes", "vllm-0.9.2"])
     out = capsys.readouterr().out
     assert "minimal counterexample" in out and "A: 2 tokens at step 0" in out and "B: 2 tokens at step 1" in out
+    main(["explore", "--worker-cls", f"{__name__}.DraftsOnLastStageOnly", "--max-requests", "1"])
+    out = capsys.readouterr().out
+    assert "DraftsOnLastStageOnly'" in out and "minimal counterexample, schedule 1 " in out
     with pytest.raises(ValueError, match="workers=0"):
         explore({}, workers=0)
 
@@ -147,3 +162,69 @@ def test_search_shrinks_a_random_failure_to_a_small_one():
     assert found is not None and found.failure.violation is not None
     assert len(found.schedule.requests) <= 3 and found.schedule.requests[0].arrival_step == 0
     assert search({"fixes": "all"}, max_examples=10).counterexample is None
+
+
+class OutsideRunner(WorkerBase):
+    """A runner design from outside minispec, written against the runner contract alone: it
+    wraps V1's runner and hands each stage's work to it."""
+
+    drafts_reach_every_stage = True
+
+    def __init__(self, vllm_config, rank, device, recorder=None):
+        super().__init__(vllm_config, rank, device, recorder)
+        self.inner = GPUModelRunner(vllm_config, rank, device, recorder)
+
+    def execute_model(self, scheduler_output, intermediate_tensors=None):
+        if not (self.drafts_reach_every_stage or self.is_last_rank):
+            scheduler_output = dataclasses.replace(scheduler_output, scheduled_spec_decode_tokens={})
+        return self.inner.execute_model(scheduler_output, intermediate_tensors)
+
+    def drop_all_requests(self):
+        self.inner.drop_all_requests()
+
+    def bind_pp_group(self, group):
+        self.inner.bind_pp_group(group)
+
+    def describe_rows(self, scheduler_output, inputs):
+        return self.inner.describe_rows(scheduler_output, inputs)
+
+
+class DraftsOnLastStageOnly(OutsideRunner):
+    """The slip: only the last stage is handed the drafts, so every other stage embeds
+    whatever its draft slots held (V2's 2026 fault ``v2-stale-drafts``, in a wrapper)."""
+
+    drafts_reach_every_stage = False
+
+
+def test_a_runner_from_outside_minispec_is_explored_through_the_contract():
+    result = explore({"worker_cls": DraftsOnLastStageOnly})
+    found = result.counterexample
+    # the smallest: one request; its first decode's drafts never reach stage 0, which gathers
+    # three empty slots past the history it holds
+    assert [(r.req_id, len(r.prompt), r.arrival_step) for r in found.schedule.requests] == [("A", 2, 0)]
+    v = found.failure.violation
+    assert (v.invariant, v.step, v.stage, v.req_id) == (Invariant.TOKEN_HISTORY, 2, 0, "A")
+    assert "worker_cls=DraftsOnLastStageOnly: minimal counterexample, schedule 1" in result.report()
+    assert "draft slots=[] scheduled=[" in found.table()
+    with pytest.raises(InvariantViolation, match="token history"):
+        run_schedule(found.schedule, worker_cls=DraftsOnLastStageOnly)
+    fixed = explore({"worker_cls": OutsideRunner}, Scope(max_requests=2, max_tokens=(3,), arrival_steps=(0, 1)))
+    assert fixed.counterexample is None and fixed.exhausted and "nothing breaks" in fixed.report()
+
+
+class Unfinished(WorkerBase):
+    def execute_model(self, scheduler_output, intermediate_tensors=None):
+        return None
+
+
+def test_a_class_that_does_not_implement_the_contract_is_refused_by_name():
+    with pytest.raises(ValueError, match="worker_cls=Unfinished: does not implement bind_pp_group, describe_rows"):
+        explore({"worker_cls": Unfinished})
+    with pytest.raises(ValueError, match="worker_cls=<class 'int'>: expected a WorkerBase subclass"):
+        LLM(STANDIN, worker_cls=int)
+    with pytest.raises(ValueError, match="worker_cls='no_such_module.Runner': cannot import it"):
+        LLM(STANDIN, worker_cls="no_such_module.Runner")
+    with pytest.raises(ValueError, match="expected model_runner='v2'"):
+        LLM(STANDIN, worker_cls=GPUModelRunnerV2)
+    # by its qualified name, as vLLM's worker_cls, from the command line too
+    assert LLM(STANDIN, worker_cls=f"{__name__}.OutsideRunner").config.parallel_config.worker_cls is OutsideRunner

@@ -29,8 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import minispec  # noqa: E402
 from minispec.config import DEFAULT_TARGET  # noqa: E402
+from minispec.lab.experiments.explorer import explore  # noqa: E402
 from minispec.lab.viz.static_stepper import render_frames, stepper_manifest  # noqa: E402
-from minispec.lab.viz.stepper import thread_runs  # noqa: E402
+from minispec.lab.viz.stepper import schedule_runs, thread_runs  # noqa: E402
 from minispec.lab.viz.text import char_decoder  # noqa: E402
 from minispec.transformers_utils.tokenizer import load_tokenizer  # noqa: E402
 
@@ -40,7 +41,16 @@ def thread_stepper():
     return thread_runs(), char_decoder(load_tokenizer(DEFAULT_TARGET), visible_spaces=True), {"step": 2}
 
 
-SITE_STEPPERS = {"notebooks/01_the_thread": thread_stepper}
+def explorer_stepper():
+    """``06_invariants_as_a_debugger``'s stepper: the explorer's minimal counterexample for
+    ``"vllm-0.9.2"``, under that preset and under every fix."""
+    minimal = explore({"fixes": "vllm-0.9.2"}).counterexample
+    runs = schedule_runs(minimal.schedule, {preset: {"fixes": preset} for preset in ("vllm-0.9.2", "all")})
+    return runs, char_decoder(minimal.tokenizer, visible_spaces=True), {"step": 2}
+
+
+SITE_STEPPERS = {"notebooks/01_the_thread": thread_stepper,
+                 "notebooks/06_invariants_as_a_debugger": explorer_stepper}
 
 
 RENDERERS = ("gantt", "palette", "plots", "static_stepper", "stepper", "stepper_figures", "strip", "text")

@@ -9,8 +9,10 @@ once, here: the target's into ``VllmConfig.arch``, the draft's into
 ``SpeculativeConfig.draft_arch``. Nothing is allocated before every check has passed,
 including the memory check, so a bad argument never leaves anything half-built.
 ``fixes``, ``faults``, ``record``, ``check_invariants`` and ``max_concurrent_batches`` are
-minispec's; ``model_runner`` stands for vLLM's ``VLLM_USE_V2_MODEL_RUNNER``, which minispec's
-``MINISPEC_USE_V2_MODEL_RUNNER`` sets the default of (``minispec/v1/worker/gpu/__init__.py``).
+minispec's; ``worker_cls`` is vLLM's (``ParallelConfig.worker_cls``; a class or its qualified
+name here, ``minispec/v1/worker/gpu_worker.py``); ``model_runner`` stands for vLLM's
+``VLLM_USE_V2_MODEL_RUNNER``, which minispec's ``MINISPEC_USE_V2_MODEL_RUNNER`` sets the
+default of (``minispec/v1/worker/gpu/__init__.py``).
 Left out: the command-line parser (``add_cli_args``), ``AsyncEngineArgs``, and every
 argument minispec has no use for (tokenizer modes, quantisation, LoRA, ...).
 """
@@ -42,6 +44,7 @@ from minispec.transformers_utils.tokenizer import load_tokenizer
 from minispec.v1.worker.gpu import default_model_runner
 from minispec.v1.worker.gpu.runner_fixes import FaultPreset
 from minispec.v1.worker.gpu.runner_fixes import RunnerFixes as RunnerFixesV2
+from minispec.v1.worker.gpu_worker import resolve_worker_cls
 from minispec.v1.worker.runner_fixes import Preset, RunnerFixes
 from minispec.v1.worker.switchboard import resolve_switches
 from minispec.v1.worker.switches import ModelRunner
@@ -67,6 +70,7 @@ class EngineArgs:
     max_concurrent_batches: int | None = None  # None: VllmConfig.max_concurrent_batches's (one per stage)
     model_runner: ModelRunner | str | None = None  # "v1" | "v2"; None: MINISPEC_USE_V2_MODEL_RUNNER's, else "v1"
     faults: FaultPreset | str | None = None  # one fault preset by name (gpu/runner_fixes.py); None: none
+    worker_cls: type | str | None = None  # a runner design from outside minispec (gpu_worker.resolve_worker_cls)
 
     def create_engine_config(self) -> VllmConfig:
         observability = ObservabilityConfig(record=self.record, check_invariants=self.check_invariants)
@@ -76,13 +80,13 @@ class EngineArgs:
             max_model_len = min(512, arch.max_position_embeddings)
         scheduler = SchedulerConfig(self.max_num_seqs, self.max_num_batched_tokens, max_model_len)
         dtype = resolve_dtype(self.dtype)
-        parallel = ParallelConfig(self.pipeline_parallel_size, self.distributed_executor_backend,
-                                  self.max_concurrent_batches)
-        cache = CacheConfig(self.block_size, self.num_gpu_blocks).sized_for(self.max_num_seqs, max_model_len)
-        spec = SpeculativeConfig.from_dict(self.speculative_config)
         model_runner = default_model_runner() if self.model_runner is None else self.model_runner
         require(model_runner in tuple(ModelRunner), "model_runner", model_runner, "'v1' or 'v2' (or None: the default)")
         model_runner = ModelRunner(model_runner)
+        parallel = ParallelConfig(self.pipeline_parallel_size, self.distributed_executor_backend,
+                                  self.max_concurrent_batches, resolve_worker_cls(self.worker_cls, model_runner))
+        cache = CacheConfig(self.block_size, self.num_gpu_blocks).sized_for(self.max_num_seqs, max_model_len)
+        spec = SpeculativeConfig.from_dict(self.speculative_config)
         switches = resolve_switches(model_runner, fixes=self.fixes, faults=self.faults)
         require(is_int(self.seed) and 0 <= self.seed < 2**63, "seed", self.seed, "an integer in [0, 2**63)")
         check_device(self.device)

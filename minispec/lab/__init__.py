@@ -21,7 +21,8 @@ Runs and scenarios (``experiments``)
     ``forum_thread_reference``, ``thread_schedule``, ``random_config``, ``Schedule``,
     ``build_llm``, ``run_schedule``; measured: ``acceptance_summary``, ``alpha_by_position``,
     ``chi_square``, ``first_divergence``, ``first_batches``, ``measure_overlap``;
-    Model Runner V2 watched: ``run_watched``; the explorer: ``explore``, ``search``, ``Scope``.
+    Model Runner V2 watched: ``run_watched``; the explorer: ``explore``, ``search``, ``Scope``;
+    the mutation benchmark: ``MUTANTS``, ``mutant``, ``explorer_catch``, ``acceptance_catch``.
 
 The workshop's exercises (``exercises``)
     ``check_draft_slots``, ``check_acceptance``, ``check_fix1``, ``check_fault2``,
@@ -34,13 +35,14 @@ Faults (``faults``)
 Renderers (``viz``)
     text: ``char_decoder``, ``render_step``, ``render_stage``, ``render_trace``,
     ``render_comparison``, ``output_step``, ``render_row_log``, ``row_changes``,
-    ``render_batch``, ``render_gather``, ``LEGEND``, ``render_history``, ``render_bisect``,
+    ``render_batch``, ``render_gather``, ``LEGEND``, ``render_history``, ``render_bisect``, ``catch_table``,
     ``render_acceptance_table``, ``render_fault_run``, ``render_broadcast``, ``render_slots``,
     ``designs_table``, ``timeline_table``; figures: ``render_map``, ``flow``, ``FULL``,
     ``WORKSHOP``, ``plot_gantt``, ``plot_gantt_compare``, ``plot_step_rows``,
     ``plot_stage_rows``, ``plot_strip_diff``, ``plot_acceptance``, ``plot_history``,
     ``plot_rejection_example``, ``plot_acceptance_vs_k``, ``plot_sampled_vs_target``,
-    ``plot_designs``, ``plot_timeline``; the stepper: ``thread_runs``, ``trace_stepper``.
+    ``plot_designs``, ``plot_timeline``; the stepper: ``thread_runs``, ``schedule_runs``,
+    ``trace_stepper``.
 
 vLLM's own code (``vllm_reference``)
     ``load_artifact``, ``render_moment``, ``render_sources``, ``vllm_twins``,
@@ -60,6 +62,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "experiments.overlap": ("first_batches", "measure_overlap"),
     "experiments.v2_watch": ("run_watched",),
     "experiments.explorer": ("explore", "search", "Scope"),
+    "experiments.mutants": ("MUTANTS", "mutant", "explorer_catch", "acceptance_catch"),
     "exercises.checkers": ("check_draft_slots", "check_acceptance", "check_fix1", "check_fault2", "check_fix2",
                            "check_condense", "check_recovered", "check_broadcast", "condense_trace", "thread_trace",
                            "decoder", "show_solution"),
@@ -71,6 +74,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "viz.batch": ("render_batch", "render_gather", "LEGEND"),
     "viz.history": ("render_history", "plot_history"),
     "viz.bisect": ("render_bisect",),
+    "viz.catches": ("catch_table",),
     "viz.spec": ("render_acceptance_table", "plot_rejection_example", "plot_acceptance_vs_k",
                  "plot_sampled_vs_target"),
     "viz.faults": ("render_fault_run",),
@@ -80,7 +84,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "viz.map": ("render_map", "flow", "FULL", "WORKSHOP"),
     "viz.gantt": ("plot_gantt", "plot_gantt_compare"),
     "viz.plots": ("plot_step_rows", "plot_stage_rows", "plot_strip_diff", "plot_acceptance"),
-    "viz.stepper": ("thread_runs",),
+    "viz.stepper": ("thread_runs", "schedule_runs"),
     "viz.widgets": ("trace_stepper",),
     "vllm_reference.artifact": ("load_artifact", "render_moment", "render_sources"),
     "vllm_reference.twin_map": ("vllm_twins", "render_twins_markdown"),

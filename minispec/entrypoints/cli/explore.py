@@ -2,7 +2,8 @@
 ``vllm/entrypoints/cli``, which has no such subcommand; the explorer is minispec's,
 ``minispec.lab.experiments.explorer``).
 
-Under ``--fixes``, ``--faults`` and ``--model-runner`` (any switch ``LLM`` takes), it runs every
+Under ``--fixes``, ``--faults``, ``--model-runner`` and ``--worker-cls`` (any switch ``LLM``
+takes; the last, a runner from outside minispec by its qualified name), it runs every
 schedule of the default scope (cut by ``--max-requests``, ``--pp``, ``-k``) smallest first and
 prints the first that breaks, as a step table, or "nothing breaks" with the scope and the
 number of schedules. ``--search N`` draws N random schedules from a wider scope instead
@@ -21,7 +22,8 @@ NAME = "explore"
 def cmd(args: argparse.Namespace) -> None:
     from minispec.lab.experiments.explorer import WIDE, Scope, explore, search
 
-    design = {"fixes": args.fixes, "faults": args.faults, "model_runner": args.model_runner}
+    design = {"fixes": args.fixes, "faults": args.faults, "model_runner": args.model_runner,
+              "worker_cls": args.worker_cls}
     design = {k: v for k, v in design.items() if v is not None}
     if args.search:
         result = search(design, WIDE, max_examples=args.search)
@@ -39,6 +41,8 @@ def subparser_init(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--fixes", choices=sorted(Preset), default=None, help="V1's preset (default: all)")
     p.add_argument("--faults", default=None, help="a 2026 fault preset (Model Runner V2's)")
     p.add_argument("--model-runner", choices=["v1", "v2"], default=None)
+    p.add_argument("--worker-cls", default=None, metavar="MODULE.CLASS",
+                   help="a runner design from outside minispec (a WorkerBase subclass), as vLLM's --worker-cls")
     p.add_argument("--max-requests", type=int_from(1), default=3)
     p.add_argument("--pp", type=int_from(1), nargs="+", default=[2], help="pipeline sizes to run")
     p.add_argument("-k", type=int_from(1), nargs="+", default=[3], help="drafts per step, each value run")

@@ -6,7 +6,8 @@ asks the question the other way round. ``explore(engine_args, scope)`` runs ever
 within ``scope`` (plain data) in order of size, requests first, then steps, then the rest,
 on the stand-in model (``minispec/checkpoints/standin``: exact, fast, reading its context
 through the real KV cache) with the scripted proposer, under the design and switches in
-``engine_args`` (any of ``LLM``'s ``fixes``, ``faults``, ``model_runner``). Each run has the
+``engine_args`` (any of ``LLM``'s ``fixes``, ``faults``, ``model_runner``, and ``worker_cls``: a
+runner from outside minispec that implements the runner contract, ``WorkerBase``). Each run has the
 invariant checker on, and its outputs are compared with the stand-in's own greedy
 continuation (what the same model at PP = 1 without drafts generates; a test holds the two
 equal). The first failure is the minimal counterexample: a ``Schedule`` (replay it with
@@ -34,7 +35,7 @@ from minispec.model_executor.models.standin import greedy_continuation
 
 STANDIN = CHECKPOINT_DIR / "standin"
 MAX_MODEL_LEN = 64  # every scope's longest request fits; a KV cache of fewer blocks caps it lower
-DESIGN_KEYS = ("fixes", "faults", "model_runner")  # what engine_args may set: the design and its switches
+DESIGN_KEYS = ("fixes", "faults", "model_runner", "worker_cls")  # what engine_args may set: the design and its switches
 
 
 class Shape(NamedTuple):
@@ -136,7 +137,7 @@ def _details(requests, script, shape: Shape, max_tokens) -> str:
     engine = [f"PP {shape.pp}", f"k {shape.k}", f"max_tokens {max_tokens}"]
     engine += [f"{shape.in_flight} batches in flight"] * (shape.in_flight is not None)
     engine += [f"{shape.blocks} KV blocks"] * (shape.blocks is not None)
-    engine += [f"budget {shape.budget}"] * (shape.budget != 512) + [f"{shape.seqs} rows"] * (shape.seqs < 4)
+    engine += [f"budget {shape.budget}"] * (shape.budget != 512) + [plural(shape.seqs, "row")] * (shape.seqs < 4)
     return f"{', '.join(engine)}; {reqs}"
 
 
@@ -189,7 +190,8 @@ class ExploreResult:
     exhausted: bool = field(default=False)
 
     def report(self) -> str:
-        design = ", ".join(f"{k}={v!r}" for k, v in self.engine_args.items()) or "the defaults"
+        design = ", ".join(f"{k}={getattr(v, '__qualname__', None) or repr(v)}"
+                           for k, v in self.engine_args.items()) or "the defaults"
         rate = f"{self.schedules_run} schedules in {self.seconds:.1f} s ({self.schedules_run / self.seconds:.0f}/s)"
         if self.counterexample is None:
             done = "every schedule in the scope" if self.exhausted else "the schedules asked for"
@@ -302,8 +304,12 @@ def _runs(workers: int):
 
 
 def _check_engine_args(engine_args: dict | None) -> dict:
+    """Refuse a bad design before any run: each run counts what the engine raises as a finding."""
+    from minispec.engine.arg_utils import EngineArgs
+
     engine_args = dict(engine_args or {})
     unknown = set(engine_args) - set(DESIGN_KEYS)
     if unknown:
         raise ValueError(f"engine_args={engine_args!r}: expected keys among {DESIGN_KEYS}, got {sorted(unknown)}")
+    EngineArgs(model=STANDIN, **engine_args).create_engine_config()  # fixes, faults, worker_cls: each by name
     return engine_args

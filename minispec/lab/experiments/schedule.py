@@ -71,9 +71,11 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" + "s" * (n != 1)
 
 
-def build_llm(schedule: Schedule, fixes="all", model_runner: str | None = None, faults: str | None = None):
+def build_llm(schedule: Schedule, fixes="all", model_runner: str | None = None, faults: str | None = None,
+              worker_cls=None):
     """A recording engine for ``schedule`` under ``fixes``, its requests queued, not yet run.
-    ``model_runner`` and ``faults``: as ``LLM``'s (Model Runner V2 and its fault presets, issue 17)."""
+    ``model_runner``, ``faults`` and ``worker_cls``: as ``LLM``'s (Model Runner V2 and its fault
+    presets, issue 17; a runner design from outside minispec)."""
     from minispec.entrypoints.llm import LLM
 
     s = schedule
@@ -86,7 +88,7 @@ def build_llm(schedule: Schedule, fixes="all", model_runner: str | None = None, 
         check_invariants=s.check_invariants, max_num_seqs=s.max_num_seqs,
         max_num_batched_tokens=s.max_num_batched_tokens, max_model_len=s.max_model_len, block_size=s.block_size,
         num_gpu_blocks=s.num_gpu_blocks, seed=0 if s.seed is None else s.seed, model_runner=model_runner,
-        faults=faults,
+        faults=faults, worker_cls=worker_cls,
     )
     params = SamplingParams(temperature=s.temperature, max_tokens=s.max_tokens, seed=s.seed,
                             stop_token_ids=list(s.stop_token_ids))
@@ -107,9 +109,10 @@ def run_recorded(llm):
     return trace
 
 
-def run_schedule(schedule: Schedule, fixes="all", model_runner: str | None = None, faults: str | None = None):
-    """Run ``schedule`` under ``fixes`` (and ``model_runner``, ``faults``) and return its ``Trace``."""
-    return run_recorded(build_llm(schedule, fixes, model_runner, faults))
+def run_schedule(schedule: Schedule, fixes="all", model_runner: str | None = None, faults: str | None = None,
+                 worker_cls=None):
+    """Run ``schedule`` under ``fixes`` (and ``model_runner``, ``faults``, ``worker_cls``) and return its ``Trace``."""
+    return run_recorded(build_llm(schedule, fixes, model_runner, faults, worker_cls))
 
 
 @contextlib.contextmanager

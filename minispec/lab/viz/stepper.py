@@ -9,14 +9,14 @@ down the pipeline before the next batch starts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from minispec.instruments.invariants import Violation, check_trace
 from minispec.instruments.timeline import Timeline
 from minispec.instruments.trace import Trace
-from minispec.lab.experiments.scenarios import batch_label, forum_thread_llm
-from minispec.lab.experiments.schedule import run_recorded
+from minispec.lab.experiments.scenarios import batch_label, thread_schedule
+from minispec.lab.experiments.schedule import Schedule, build_llm, run_recorded
 from minispec.lab.viz.text import render_schedule
 from minispec.v1.worker.runner_fixes import Preset
 
@@ -29,10 +29,16 @@ class Run(NamedTuple):
 def thread_runs(presets=tuple(Preset), **kwargs) -> dict[str, Run]:
     """The forum thread's scenario run to completion under each preset, with its
     trace (outputs and stats filled in) and timeline."""
+    return schedule_runs(thread_schedule(**kwargs), {preset: {"fixes": preset} for preset in presets})
+
+
+def schedule_runs(schedule: Schedule, designs: dict[str, dict]) -> dict[str, Run]:
+    """``schedule`` (e.g. the explorer's counterexample) run to completion under each design,
+    ``{name: LLM's switches}``, checker off: the stepper marks every break, not just the first."""
     runs = {}
-    for preset in presets:
-        llm = forum_thread_llm(preset, **kwargs)
-        runs[preset] = Run(run_recorded(llm), llm.timeline())
+    for name, design in designs.items():
+        llm = build_llm(replace(schedule, check_invariants=False), **design)
+        runs[name] = Run(run_recorded(llm), llm.timeline())
     return runs
 
 

@@ -5,9 +5,20 @@ profiles memory; minispec's executors do the first two and size the KV cache
 from ``CacheConfig`` directly, and the runner picks its own drafter, as vLLM's
 does. Both executors build their stages here, so a stage is the same object in
 one process or many. Left out: the ``Worker`` class itself.
+
+``worker_cls`` (an engine argument) hands in a design that lives outside minispec, as vLLM's
+``ParallelConfig.worker_cls`` does (vLLM 0.30.0 ``vllm/config/parallel.py`` 270-272: "The full
+name of the worker class to use"; resolved by ``WorkerWrapperBase.init_worker``,
+``vllm/v1/worker/worker_base.py`` 274-283, which takes only the qualified name and refuses a
+class object, though ``LLM.__init__`` in ``vllm/entrypoints/llm.py`` 231-236 still pickles one;
+from reading the code). minispec takes either, and checks the class against the runner
+contract, ``WorkerBase``, when the config is built.
 """
 
 from __future__ import annotations
+
+import importlib
+import inspect
 
 from minispec.config import VllmConfig
 from minispec.platforms import stage_device
@@ -18,8 +29,44 @@ from minispec.v1.worker.worker_base import WorkerBase
 def make_runner(config: VllmConfig, rank: int, recorder=None, device=None) -> WorkerBase:
     """``device`` overrides the placement ``stage_device`` would choose (torchrun: ``LOCAL_RANK``)."""
     device = device or stage_device(rank, config.pipeline_parallel_size, config.device)
+    if config.parallel_config.worker_cls is not None:  # a design handed in (resolve_worker_cls checked it)
+        return config.parallel_config.worker_cls(config, rank, device, recorder)
     if config.model_runner == "v2":  # issue 17: Model Runner V2, chosen as vLLM's Worker does (gpu/__init__.py)
         from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
 
         return GPUModelRunnerV2(config, rank, device, recorder)
     return GPUModelRunner(config, rank, device, recorder)
+
+
+EXPECTED = "a WorkerBase subclass (minispec.v1.worker.worker_base) or its qualified name 'module.Class'"
+
+
+def resolve_worker_cls(worker_cls: type | str | None, model_runner: str) -> type[WorkerBase] | None:
+    """The class ``worker_cls`` names (a class, or ``"module.Class"``), checked against the runner
+    contract: a concrete ``WorkerBase``. A subclass of one of minispec's own designs must be
+    built with that design's ``model_runner``, whose switches (``fixes=``, ``faults=``) it reads."""
+    if worker_cls is None:
+        return None
+    if isinstance(worker_cls, str):
+        worker_cls = _by_qualname(worker_cls)
+    if not (inspect.isclass(worker_cls) and issubclass(worker_cls, WorkerBase)):
+        raise ValueError(f"worker_cls={worker_cls!r}: expected {EXPECTED}")
+    missing = sorted(getattr(worker_cls, "__abstractmethods__", ()))
+    if missing:
+        raise ValueError(f"worker_cls={worker_cls.__qualname__}: does not implement {', '.join(missing)} "
+                         "of the runner contract WorkerBase (docs/adding_a_runner.md)")
+    from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
+
+    for design, base in (("v1", GPUModelRunner), ("v2", GPUModelRunnerV2)):
+        if issubclass(worker_cls, base) and model_runner != design:
+            raise ValueError(f"worker_cls={worker_cls.__qualname__} extends the runner of model_runner={design!r}: "
+                             f"expected model_runner={design!r} (its switches), got {model_runner!r}")
+    return worker_cls
+
+
+def _by_qualname(name: str):
+    module, _, attr = name.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attr) if module else None
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"worker_cls={name!r}: cannot import it ({e}): expected {EXPECTED}") from None
