@@ -42,6 +42,8 @@ from minispec.transformers_utils.tokenizer import load_tokenizer
 from minispec.v1.worker.gpu import default_model_runner
 from minispec.v1.worker.gpu.runner_fixes import FaultPreset
 from minispec.v1.worker.gpu.runner_fixes import RunnerFixes as RunnerFixesV2
+from minispec.v1.worker.relay.runner_fixes import RelayFaultPreset
+from minispec.v1.worker.relay.runner_fixes import RunnerFixes as RunnerFixesRelay
 from minispec.v1.worker.runner_fixes import Preset, RunnerFixes
 from minispec.v1.worker.switchboard import resolve_switches
 from minispec.v1.worker.switches import ModelRunner
@@ -52,7 +54,7 @@ class EngineArgs:
     model: str | Path = DEFAULT_TARGET
     pipeline_parallel_size: int = 1
     speculative_config: dict | None = None
-    fixes: Preset | str | RunnerFixes | RunnerFixesV2 = Preset.ALL  # checked against model_runner (switchboard.py)
+    fixes: Preset | str | RunnerFixes | RunnerFixesV2 | RunnerFixesRelay = Preset.ALL  # checked against model_runner (switchboard.py)
     max_num_seqs: int = 16
     max_num_batched_tokens: int = 512
     max_model_len: int | None = None  # None: the model's positions, at most 512
@@ -65,8 +67,8 @@ class EngineArgs:
     dtype: torch.dtype | str = torch.float32
     distributed_executor_backend: str = "uni"
     max_concurrent_batches: int | None = None  # None: VllmConfig.max_concurrent_batches's (one per stage)
-    model_runner: ModelRunner | str | None = None  # "v1" | "v2"; None: MINISPEC_USE_V2_MODEL_RUNNER's, else "v1"
-    faults: FaultPreset | str | None = None  # one fault preset by name (gpu/runner_fixes.py); None: none
+    model_runner: ModelRunner | str | None = None  # a ModelRunner; None: MINISPEC_USE_V2_MODEL_RUNNER's, else "v1"
+    faults: FaultPreset | RelayFaultPreset | str | None = None  # one fault preset by name; None: none
 
     def create_engine_config(self) -> VllmConfig:
         observability = ObservabilityConfig(record=self.record, check_invariants=self.check_invariants)
@@ -81,8 +83,10 @@ class EngineArgs:
         cache = CacheConfig(self.block_size, self.num_gpu_blocks).sized_for(self.max_num_seqs, max_model_len)
         spec = SpeculativeConfig.from_dict(self.speculative_config)
         model_runner = default_model_runner() if self.model_runner is None else self.model_runner
-        require(model_runner in tuple(ModelRunner), "model_runner", model_runner, "'v1' or 'v2' (or None: the default)")
+        require(model_runner in tuple(ModelRunner), "model_runner", model_runner,
+                f"one of {[str(m) for m in ModelRunner]} (or None: the default)")
         model_runner = ModelRunner(model_runner)
+        _check_replicable(model_runner, spec)
         switches = resolve_switches(model_runner, fixes=self.fixes, faults=self.faults)
         require(is_int(self.seed) and 0 <= self.seed < 2**63, "seed", self.seed, "an integer in [0, 2**63)")
         check_device(self.device)
@@ -97,6 +101,15 @@ class EngineArgs:
         check_memory(config, dtype.itemsize, available_memory(), blocks_given=self.num_gpu_blocks is not None)
         _check_recording(observability, parallel.distributed_executor_backend)
         return config
+
+
+def _check_replicable(model_runner: ModelRunner, spec: SpeculativeConfig) -> None:
+    """Replicated drafting runs the proposer on every stage: only one that reads the history alone."""
+    from minispec.v1.worker.relay.replicated import REPLICABLE_METHODS
+
+    if model_runner is ModelRunner.REPLICATED and spec.enabled and spec.method not in REPLICABLE_METHODS:
+        raise ValueError(f"speculative_config method={spec.method!r}: model_runner='replicated' drafts on every "
+                         f"stage from the history alone, so it expects one of {list(REPLICABLE_METHODS)}")
 
 
 def _check_sizes(arch: LlamaArchitecture, scheduler: SchedulerConfig, cache: CacheConfig) -> None:

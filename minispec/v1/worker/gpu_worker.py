@@ -22,4 +22,12 @@ def make_runner(config: VllmConfig, rank: int, recorder=None, device=None) -> Wo
         from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
 
         return GPUModelRunnerV2(config, rank, device, recorder)
+    if config.model_runner == "relay":  # issue 25: SGLang's relay around the ring (relay/model_runner.py)
+        from minispec.v1.worker.relay.model_runner import RelayModelRunner
+
+        return RelayModelRunner(config, rank, device, recorder)
+    if config.model_runner == "replicated":  # issue 25: every stage drafts, only accept results travel
+        from minispec.v1.worker.relay.replicated import ReplicatedDraftRunner
+
+        return ReplicatedDraftRunner(config, rank, device, recorder)
     return GPUModelRunner(config, rank, device, recorder)
