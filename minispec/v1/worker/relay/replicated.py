@@ -2,7 +2,7 @@
 (``model_runner="replicated"``; SGLang PR #27620, "Suffix decoding pp", closed unmerged:
 its "Approach A - replicate drafts, propagate accept").
 
-The relay design's stages (``model_runner.RelayStage``) with one change: every non-last stage
+The relay design's stages (``stage.RelayStage``) with one change: every non-last stage
 runs the same n-gram proposer as the last stage, on its own copy of the request's
 history, right after it has applied the relayed payload that completed that history.
 The drafts come out the same on every stage because the n-gram proposer is a function of
@@ -23,8 +23,8 @@ Left out: the suffix tree, PR #27620's accept indices (minispec's drafts are a c
 from __future__ import annotations
 
 from minispec.v1.spec_decode.ngram_proposer import NgramProposer
-from minispec.v1.worker.relay.model_runner import RelayStage
 from minispec.v1.worker.relay.pp_relay import RelayPayload
+from minispec.v1.worker.relay.stage import RelayStage
 
 # The proposers that depend on the history alone, so every stage can run them.
 REPLICABLE_METHODS = ("ngram",)
