@@ -65,5 +65,6 @@ def test_a_broken_history_is_shown_as_the_ends_of_both_histories(stale):
 
 
 def test_an_unknown_preset_is_named():
-    with pytest.raises(ValueError, match=r"run_fault: 'stale': expected one of \['v2-broadcast-width'"):
+    with pytest.raises(ValueError, match=r"run_fault: 'stale': expected one of \['relay-no-seq-lens', 'relay-pairing', "
+                                         r"'v2-broadcast-width'"):
         run_fault("stale")

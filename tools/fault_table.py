@@ -1,6 +1,6 @@
 """Write the README's table of fault presets (between its markers) from ``FAULTS``.
 
-``minispec.lab.faults.catalogue.FAULTS`` says, for each preset, its reference, the
+``minispec.lab.faults.catalogue.EVERY_FAULT`` says, for each preset, its reference, the
 first invariant its scenario breaks (or the transport's error) and where;
 ``tests/test_fault_presets.py`` asserts each of those and that the fixed run is clean,
 and checks that the README's copy is current, so the table cannot drift.
@@ -17,7 +17,7 @@ from generated import ROOT, between, command
 
 sys.path.insert(0, str(ROOT))
 
-from minispec.lab.faults.catalogue import FAULTS, LEFT_OUT, FirstViolation  # noqa: E402
+from minispec.lab.faults.catalogue import EVERY_FAULT, LEFT_OUT, FirstViolation  # noqa: E402
 
 README = ROOT / "README.md"
 BEGIN = "<!-- fault presets: tools/fault_table.py writes it from FAULTS; edit minispec/lab/faults/catalogue.py -->"
@@ -35,7 +35,7 @@ def first_broken(expected) -> str:
 def render_table() -> str:
     lines = ["| preset | reference | where the fix is (from reading the code) | first broken (step, stage, request) "
              "| fixed run |", "|---|---|---|---|---|"]
-    for name, fault in FAULTS.items():
+    for name, fault in EVERY_FAULT.items():
         lines.append(f"| `{name}` | {fault.reference} | {fault.source} | {first_broken(fault.expected)} "
                      f"| {FIXED} |")
     for name in LEFT_OUT:
