@@ -220,8 +220,8 @@ RELAY_FAULTS: dict[RelayFaultPreset, Fault] = {
         "SGLang PR #30775 (merged, 2026-07-10: the relay payload \"grows to `{accept_lens, new_seq_lens, "
         "bonus_token, next draft tree}`\"; its review of 2026-09-16: the relay \"carries acceptance lengths and "
         "the next draft tree, but not the accepted node indices\", a payload missing a field the earlier stages "
-        "need); PR #40001 (open; \"recurrent-state commit\" in its title)",
-        "no SGLang release read: PR #30775's description names new_seq_lens in the payload; minispec's fix: "
+        "need); SGLang PR #40001 (open; \"recurrent-state commit\" in its title)",
+        "no SGLang release read: SGLang PR #30775's description names new_seq_lens in the payload; minispec's fix: "
         "minispec/v1/worker/relay/stage.py (commit_seq_lens)",
         "the payload travels without new_seq_lens: non-last stages keep the count they advanced at their forward",
         "the payload carries each row's new_seq_lens and every non-last stage commits it",

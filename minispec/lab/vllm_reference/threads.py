@@ -134,6 +134,13 @@ THREADS: tuple[Thread, ...] = (
            date(2026, 7, 10), MERGED,
            "Spec decoding is structurally identical — the relay payload just grows to `{accept_lens, new_seq_lens, "
            "bonus_token, next draft tree}`.", Verified.INDEX),
+    Thread("sgl-project/sglang", 27620, P, "Suffix decoding pp", date(2026, 6, 9), ThreadState.CLOSED,
+           "The protocol (Approach A — replicate drafts, propagate accept)", Verified.INDEX),
+    Thread("sgl-project/sglang", 29405, P, "Fix pipeline-parallel abort missing in-flight requests in non-current "
+           "microbatch slots", date(2026, 6, 26), MERGED,
+           "since with two the current and previous slots already cover both", Verified.INDEX),
+    Thread("sgl-project/sglang", 40001, P, "[Spec][PP] Fix hybrid recurrent-state commit and micro-batch pairing "
+           "under PP x speculative decoding", None, OPEN, "", Verified.TITLE),
     Thread("vllm-project/vllm-ascend", 15171, P, "[BugFix][MRV2] Sync num_computed_tokens on non-last PP ranks "
            "with MTP", date(2026, 8, 28), OPEN,
            "a length that was never reverted after a rejected draft token", Verified.INDEX),

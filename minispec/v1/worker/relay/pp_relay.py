@@ -1,6 +1,6 @@
 """The relay payload around the pipeline's ring (SGLang: ``SchedulerPPMixin.event_loop_pp``
 in ``python/sglang/srt/managers/scheduler_pp_mixin.py``, extended for speculative decoding
-by PR #30775; minispec's stand-in for V2's ``PPHandler``, ``gpu/pp_utils.py``).
+by SGLang PR #30775; minispec's stand-in for V2's ``PPHandler``, ``gpu/pp_utils.py``).
 
 Only the last stage samples and drafts. After each batch it sends one payload to stage
 0, and every non-last stage, once it has applied it, forwards it to the next stage, up to
@@ -8,7 +8,7 @@ the stage before the last: last -> 0 -> 1 -> ... -> pp_size - 2. V2's ``PPHandle
 the same facts from the last stage to each stage directly (pp_size - 1 sends by one
 rank); here every hop is one send by a different rank, and a stage cannot apply a
 payload before the one behind it has. The payload, for the batch's rows in batch order
-(PR #30775's description: ``{accept_lens, new_seq_lens, bonus_token, next draft tree}``;
+(SGLang PR #30775's description: ``{accept_lens, new_seq_lens, bonus_token, next draft tree}``;
 minispec's drafts are a chain, so the tree is ``[num_reqs, k]``):
 
 1. ``sampled_tokens`` ``[num_reqs, k + 1]``: the accepted drafts, then the bonus token;
@@ -35,7 +35,7 @@ previous forward, SGLang's ``(i - 1) % N``: at pp_size = 2 that is the same slot
 Messages go over the pipeline's own group, checked (``send_checked`` / ``post_checked``),
 as V2's: gloo's ``StageGroup`` in "mp" and torchrun, ``InProcStageGroup`` in one process.
 Left out: SGLang's Python-object dicts (``point_to_point_pyobj``), proxy tensors, the
-accepted tree indices a tree of drafts would need (PR #30775's review of 2026-09-16),
+accepted tree indices a tree of drafts would need (SGLang PR #30775's review of 2026-09-16),
 logprobs, overlap scheduling.
 (vLLM 0.30.0: ``vllm/v1/worker/gpu/pp_utils.py``, its nearest twin.)
 """

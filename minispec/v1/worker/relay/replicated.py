@@ -10,13 +10,13 @@ the history alone, so the payload leaves them out: ``{accept_lens, new_seq_lens,
 bonus_token}`` travels, no draft tensor. A proposer that reads anything else -- a draft
 model's KV cache and hidden states, a random generator -- cannot be replicated so, and
 the engine refuses ``method="draft_model"`` with this design
-(``EngineArgs.create_engine_config``). PR #27620 builds a suffix tree from the prompt and
+(``EngineArgs.create_engine_config``). SGLang PR #27620 builds a suffix tree from the prompt and
 outputs every rank already has; minispec's n-gram lookup stands in for it.
 
 It reads no switch: the relay's fault presets belong to ``model_runner="relay"``, and
 this design has none of its own (``tests/test_switchboard.py``).
 
-Left out: the suffix tree, PR #27620's accept indices (minispec's drafts are a chain).
+Left out: the suffix tree, SGLang PR #27620's accept indices (minispec's drafts are a chain).
 (vLLM 0.30.0: ``vllm/v1/spec_decode/ngram_proposer.py``, which runs on the last rank only.)
 """
 
