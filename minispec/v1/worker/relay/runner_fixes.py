@@ -13,7 +13,7 @@ them: it has no fault preset of its own.
 
 What each preset reproduces and where it bites: ``FAULTS`` in
 ``minispec/lab/faults/catalogue.py``.
-(vLLM's nearest: ``vllm/v1/worker/gpu/pp_utils.py`` 0.30.0, the file V2's switches switch.)
+(vLLM 0.30.0: ``vllm/v1/worker/gpu/pp_utils.py``, its nearest twin, the file V2's switches switch.)
 """
 
 from __future__ import annotations
