@@ -19,8 +19,8 @@ from minispec.lab.viz.palette import EDGE, OKABE_ITO, TEXT
 from minispec.lab.viz.table import Table
 
 WIDTH, HEIGHT = 11.0, 4.6  # inches at 100 dpi
-COLOURS = [OKABE_ITO[c] for c in ("blue", "vermillion", "green", "orange")]
-HATCHES = ["", "//", "..", "xx"]  # a second cue beside the colour
+COLOURS = [OKABE_ITO[c] for c in ("blue", "vermillion", "green", "orange", "purple")]
+HATCHES = ["", "//", "..", "xx", "\\\\"]  # a second cue beside the colour (five channels at PP 3)
 
 
 def _check(costs) -> None:
