@@ -1,8 +1,8 @@
-"""The 2026 fault presets (switches: ``minispec/v1/worker/gpu/runner_fixes.py``; catalogue:
-``minispec/lab/faults/catalogue.py``; issue 17 §2) and the
-``model_runner=`` option that selects the design they belong to.
+"""The 2026 fault presets (switches: ``minispec/v1/worker/gpu/runner_fixes.py`` and
+``minispec/v1/worker/relay/runner_fixes.py``; catalogue: ``minispec/lab/faults/catalogue.py``;
+issues 17 §2 and 25 §3) and the ``model_runner=`` option that selects the design they belong to.
 
-For each preset, on its own scenario: the first thing that goes wrong is what ``FAULTS``
+For each preset, on its own scenario: the first thing that goes wrong is what ``EVERY_FAULT``
 says (the invariant, at its step, stage and request, for the reason its ``why`` gives,
 checked on the violation's expected/actual; or the transport's error), and the same
 scenario without the fault is clean and emits the greedy reference.
@@ -11,6 +11,7 @@ scenario without the fault is clean and emits the greedy reference.
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -20,7 +21,16 @@ from minispec import LLM
 from minispec.distributed.parallel_state import InProcStageGroup, MessageMismatch, post_checked, send_checked
 from minispec.instruments.invariants import InvariantViolation
 from minispec.lab.experiments.schedule import build_llm, greedy_reference, run_recorded, schedule_reference
-from minispec.lab.faults.catalogue import FAULTS, LEFT_OUT, FaultPreset, FirstViolation, TransportError
+from minispec.lab.faults.catalogue import (
+    EVERY_FAULT,
+    FAULTS,
+    LEFT_OUT,
+    RELAY_FAULTS,
+    FaultPreset,
+    FirstViolation,
+    RelayFaultPreset,
+    TransportError,
+)
 from minispec.v1.worker.gpu import ENV_VAR
 from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
 from minispec.v1.worker.gpu.pp_utils import SAMPLED_TAG
@@ -43,11 +53,16 @@ def test_model_runner_selects_the_design_and_the_variable_sets_its_default(monke
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    (dict(model_runner="v3"), r"model_runner='v3': expected 'v1' or 'v2'"),
-    (dict(model_runner=2), r"model_runner=2: expected 'v1' or 'v2'"),
+    (dict(model_runner="v3"), r"model_runner='v3': expected one of \['v1', 'v2', 'relay', 'replicated'\]"),
+    (dict(model_runner=2), r"model_runner=2: expected one of \['v1', 'v2', 'relay', 'replicated'\]"),
     (dict(faults="v2-stale-drafts"), r"^faults='v2-stale-drafts' applies to model_runner='v2'; got model_runner='v1'$"),
-    (dict(faults="stale"), r"faults='stale': expected None or one of \['v2-broadcast-width'"),
-    (dict(faults=["v2-slot-reuse"]), r"faults=\['v2-slot-reuse'\]: expected None or one of \['v2-broadcast-width'"),
+    (dict(faults="stale"), r"faults='stale': expected None or one of \['relay-no-seq-lens', 'relay-pairing', "
+                           r"'v2-broadcast-width'"),
+    (dict(faults=["v2-slot-reuse"]), r"faults=\['v2-slot-reuse'\]: expected None or one of \['relay-no-seq-lens'"),
+    (dict(faults="relay-pairing"), r"^faults='relay-pairing' applies to model_runner='relay'; got model_runner='v1'$"),
+    (dict(model_runner="replicated", speculative_config={"method": "draft_model", "num_speculative_tokens": 2}),
+     r"^speculative_config method='draft_model': model_runner='replicated' drafts on every stage from the "
+     r"history alone, so it expects one of \['ngram'\]$"),
     (dict(faults="v1-num-tokens-no-spec"), r"faults='v1-num-tokens-no-spec' is not a preset: vLLM PR #41133"),
 ])
 def test_bad_selection_names_the_parameter(monkeypatch, kwargs, message):
@@ -57,32 +72,33 @@ def test_bad_selection_names_the_parameter(monkeypatch, kwargs, message):
 
 
 def test_every_preset_is_described():
-    assert set(FAULTS) == set(FaultPreset)
-    for preset, fault in FAULTS.items():
-        assert fault.preset is preset and fault.design == "v2"
+    assert set(FAULTS) == set(FaultPreset) and set(RELAY_FAULTS) == set(RelayFaultPreset)
+    for preset, fault in EVERY_FAULT.items():
+        assert fault.preset is preset and fault.design == ("v2" if preset in FAULTS else "relay")
         assert "#" in fault.reference and fault.summary and fault.fix and fault.scenario.check_invariants
-        assert "vllm/v1/worker/gpu/" in fault.source or "model_runner.py" in fault.source
-    assert set(LEFT_OUT).isdisjoint(map(str, FaultPreset))
+        assert ("vllm/v1/worker/gpu/" in fault.source or "model_runner.py" in fault.source
+                or "minispec/v1/worker/relay/" in fault.source)
+    assert set(LEFT_OUT).isdisjoint(map(str, EVERY_FAULT))
 
 
 # -- each preset bites where FAULTS says, and its fix is clean -------------------------
 def _first_violation(name: str):
-    fault = FAULTS[name]
-    llm = build_llm(fault.scenario, model_runner="v2", faults=name)
+    fault = EVERY_FAULT[name]
+    llm = build_llm(fault.scenario, model_runner=fault.design, faults=name)
     with pytest.raises(InvariantViolation) as caught:
         llm.engine.run()
     return caught.value.violation
 
 
 def _fixed_run_is_clean(name: str) -> None:
-    schedule = FAULTS[name].scenario
-    trace = run_recorded(build_llm(schedule, model_runner="v2"))  # invariants checked live: none fired
+    schedule = EVERY_FAULT[name].scenario
+    trace = run_recorded(build_llm(schedule, model_runner=EVERY_FAULT[name].design))  # invariants checked live: none fired
     assert trace.outputs == schedule_reference(schedule)
 
 
-@pytest.mark.parametrize("name", [p for p, f in FAULTS.items() if isinstance(f.expected, FirstViolation)])
+@pytest.mark.parametrize("name", [p for p, f in EVERY_FAULT.items() if isinstance(f.expected, FirstViolation)])
 def test_the_first_violation_is_the_expected_one_and_the_fix_is_clean(name):
-    expected = FAULTS[name].expected
+    expected = EVERY_FAULT[name].expected
     v = _first_violation(name)
     assert (v.invariant, v.step, v.stage, v.req_id) == (expected.invariant, expected.step, expected.stage,
                                                         expected.req_id), str(v)
@@ -116,11 +132,36 @@ def _previous_occupant(v):
     assert any(a_longer[i : i + len(leaked)] == leaked for i in range(n - len(leaked) + 1, n))
 
 
+def _paired_with_another_micro_batch(v):
+    """A's last sampled token never reached stage 0's slot: its payload was applied to the
+    rows of another micro-batch, so the slot holds the zero it was filled with."""
+    assert v.expected.startswith("slot ") and v.actual[:-1] == ast.literal_eval(v.expected.split("=", 1)[1])[:-1]
+    assert v.actual[-1] == 0 != ast.literal_eval(v.expected.split("=", 1)[1])[-1]
+
+
 REASONS = {
     FaultPreset.V2_STALE_DRAFTS: _zero_drafts,
     FaultPreset.V2_OPTIMISTIC_NUM_COMPUTED: _not_taken_back,
     FaultPreset.V2_SLOT_REUSE: _previous_occupant,
+    RelayFaultPreset.RELAY_PAIRING: _paired_with_another_micro_batch,
+    RelayFaultPreset.RELAY_NO_SEQ_LENS: _not_taken_back,  # without new_seq_lens the optimistic count stays
 }
+
+
+@pytest.mark.parametrize("pp", [2, 4])
+def test_the_relay_pairing_fault_needs_three_stages(pp):
+    """At pp_size = 2 the faulty slot (c - 2) % 2 *is* the right one, c % 2 (SGLang's
+    (i - 1) % 2 == (i + 1) % 2): the same preset on the thread's requests runs clean and greedy,
+    which is why a two-stage test never caught it. At four stages it bites where it does at three."""
+    schedule = replace(RELAY_FAULTS[RelayFaultPreset.RELAY_PAIRING].scenario, pipeline_parallel_size=pp)
+    llm = build_llm(schedule, model_runner="relay", faults="relay-pairing")
+    if pp == 2:
+        assert run_recorded(llm).outputs == schedule_reference(schedule)  # checked live: nothing fired
+        return
+    with pytest.raises(InvariantViolation) as caught:
+        llm.engine.run()
+    expected = RELAY_FAULTS[RelayFaultPreset.RELAY_PAIRING].expected
+    assert (caught.value.violation.step, caught.value.violation.stage) == (expected.step, expected.stage)
 
 
 @pytest.mark.parametrize("name", [p for p, f in FAULTS.items() if isinstance(f.expected, TransportError)])
@@ -212,7 +253,7 @@ def test_the_readme_table_is_written_from_faults():
 
     readme = fault_table.README.read_text()
     assert readme == fault_table.render(readme), "README.md's fault presets are out of date: run python tools/fault_table.py"
-    for name in FAULTS:
+    for name in EVERY_FAULT:
         assert f"| `{name}` |" in readme
 
 

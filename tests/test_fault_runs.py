@@ -73,5 +73,6 @@ def test_drafts_that_disagree_are_shown_decoded(stale):
 
 
 def test_an_unknown_preset_is_named():
-    with pytest.raises(ValueError, match=r"run_fault: 'stale': expected one of \['v2-broadcast-width'"):
+    with pytest.raises(ValueError, match=r"run_fault: 'stale': expected one of \['relay-no-seq-lens', 'relay-pairing', "
+                                         r"'v2-broadcast-width'"):
         run_fault("stale")

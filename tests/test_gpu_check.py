@@ -22,14 +22,18 @@ def test_without_cuda_it_prints_one_line_and_exits_0(monkeypatch, capsys):
     assert lines[0].endswith("nothing was run")
 
 
-def test_the_plan_runs_both_designs_and_two_gpu_cases_only_on_two_gpus():
+DESIGNS = ("v1", "v2", "relay", "replicated")
+
+
+def test_the_plan_runs_every_design_and_two_gpu_cases_only_on_two_gpus():
     one = gpu_plan(1)
     one_gpu_cases = [("uni", "1 stage"), ("uni", "2 stages on one GPU"), ("mp", "1 stage"), ("mp", "2 stages on one GPU")]
     assert [(r.model_runner, r.backend, r.case.label) for r in one if r.skip is None] == [
-        (design, backend, label) for design in ("v1", "v2") for backend, label in one_gpu_cases]
+        (design, backend, label) for design in DESIGNS for backend, label in one_gpu_cases]
     assert {r.skip for r in one if r.skip} == {"needs 2 GPUs, this machine has 1"}
-    assert all(r.skip is None for r in gpu_plan(2)) and len(gpu_plan(2)) == 2 * 2 * len(GPU_CASES)
+    assert all(r.skip is None for r in gpu_plan(2)) and len(gpu_plan(2)) == len(DESIGNS) * 2 * len(GPU_CASES)
     assert [c.device for c in GPU_CASES] == ["cuda:0", "cuda:0", None]  # None: stage i on cuda:i
+    assert {r.drafts["method"] for r in one if r.model_runner == "replicated"} == {"ngram"}  # it refuses a model
 
 
 def test_a_difference_is_a_note_only_where_the_gpu_without_drafts_differs_too():
@@ -65,8 +69,9 @@ def test_with_one_gpu_every_run_is_compared_and_timed_beside_the_cpu(monkeypatch
     assert out[2] == "ok   v1 uni 1 stage, draft model k=3: greedy equal to the CPU; 900 tokens/s on cuda, 100 on the CPU"
     assert "ok   v2 mp  2 stages on one GPU, draft model k=3: greedy equal to the CPU; 900 tokens/s on cuda, " \
            "100 on the CPU" in out
-    assert sum(line.startswith("skip") for line in out) == 4 and out[-1] == "gpu-check passed"
-    for design in ("v1", "v2"):
+    assert sum(line.startswith("skip") for line in out) == 2 * len(DESIGNS) and out[-1] == "gpu-check passed"
+    assert "ok   replicated uni 1 stage, n-gram k=3: greedy equal to the CPU; 900 tokens/s on cuda, 100 on the CPU" in out
+    for design in DESIGNS:
         assert (2, "cuda:0", "mp", True, design) in calls and (2, "cpu", "mp", True, design) in calls
         assert (2, None, "uni", True, design) not in calls  # two stages on two GPUs: skipped
 
@@ -77,7 +82,7 @@ def test_a_wrong_token_on_the_gpu_fails_with_exit_status_1(monkeypatch, capsys):
         main(["gpu-check"])
     assert exit_info.value.code == 1 and (2, None, "mp", True, "v2") in calls
     out = capsys.readouterr().out
-    assert out.count("FAIL") == 12 and "gpu-check: 12 run(s) failed" in out
+    assert out.count("FAIL") == 24 and "gpu-check: 24 run(s) failed" in out  # 4 designs x 2 executors x 3 cases
 
 
 def test_measure_runs_a_configuration_on_the_cpu():

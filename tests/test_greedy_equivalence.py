@@ -5,6 +5,11 @@ draft-model drafts -- must reproduce transformers' own ``generate`` token for
 token, for 16 requests arriving in waves (so two batches really are in flight)
 with a KV cache small enough that requests get preempted and resumed. The
 engine also checks invariants 2-5 live on every step.
+
+The same for the relay designs (``model_runner="relay"`` and ``"replicated"``, issue 25):
+PP 1-4, k 0-5, both proposers (replicated drafting: the n-gram one only, it refuses a
+draft model), and chunked prefill; a few by default, the whole grid under ``slow``.
+Model Runner V2's grid is ``tests/test_v2_runner.py``'s.
 """
 
 import pytest
@@ -47,13 +52,11 @@ CONFIGS = [(pp, 0, None) for pp in (1, 2, 3)] + [
 ]
 
 
-@pytest.mark.parametrize("pp,k,method", CONFIGS, ids=[f"pp{p}-k{k}-{m}" for p, k, m in CONFIGS])
-def test_greedy_equals_transformers_generate(reference, pp, k, method):
+def _check_greedy(reference, pp, k, method, model_runner=None, **engine):
     spec = {"method": method, "num_speculative_tokens": k} if k else None
-    llm = LLM(
-        pipeline_parallel_size=pp, speculative_config=spec, fixes="all", check_invariants=True,
-        max_num_seqs=16, max_num_batched_tokens=96, block_size=8, num_gpu_blocks=64,
-    )
+    args = dict(max_num_seqs=16, max_num_batched_tokens=96, block_size=8, num_gpu_blocks=64) | engine
+    llm = LLM(pipeline_parallel_size=pp, speculative_config=spec, fixes="all", check_invariants=True,
+              model_runner=model_runner, **args)
     arrivals = [i // 4 for i in range(NUM_REQUESTS)]
     outputs = llm.generate(PROMPTS, SamplingParams(temperature=0, max_tokens=MAX_TOKENS), arrival_steps=arrivals)
     for i, (out, ref) in enumerate(zip(outputs, reference)):
@@ -62,3 +65,44 @@ def test_greedy_equals_transformers_generate(reference, pp, k, method):
     assert stats["preemptions"] > 0, "the KV budget was meant to force preemption"
     if k:
         assert stats["accepted_tokens"] > 0
+    return llm
+
+
+@pytest.mark.parametrize("pp,k,method", CONFIGS, ids=[f"pp{p}-k{k}-{m}" for p, k, m in CONFIGS])
+def test_greedy_equals_transformers_generate(reference, pp, k, method):
+    _check_greedy(reference, pp, k, method)
+
+
+def _methods(design: str, k: int) -> tuple[str | None, ...]:
+    if not k:
+        return (None,)
+    return ("ngram",) if design == "replicated" else ("ngram", "draft_model")
+
+
+RELAY_GRID = [(d, pp, k, m) for d in ("relay", "replicated") for pp in (1, 2, 3, 4) for k in range(6)
+              for m in _methods(d, k)]
+RELAY_FAST = [("relay", 3, 3, "ngram"), ("relay", 4, 2, "draft_model"), ("replicated", 3, 3, "ngram")]
+RELAY_SLOW = [c for c in RELAY_GRID if c not in RELAY_FAST]
+
+
+@pytest.mark.parametrize("design,pp,k,method", RELAY_FAST, ids=[f"{d}-pp{p}-k{k}-{m}" for d, p, k, m in RELAY_FAST])
+def test_each_relay_design_equals_transformers_generate(reference, design, pp, k, method):
+    _check_greedy(reference, pp, k, method, design)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design,pp,k,method", RELAY_SLOW, ids=[f"{d}-pp{p}-k{k}-{m}" for d, p, k, m in RELAY_SLOW])
+def test_each_relay_design_equals_transformers_generate_whole_grid(reference, design, pp, k, method):
+    _check_greedy(reference, pp, k, method, design)
+
+
+@pytest.mark.parametrize("design,method", [("relay", "draft_model"),
+                                           pytest.param("replicated", "ngram", marks=pytest.mark.slow)])
+def test_each_relay_design_with_chunked_prefill(reference, design, method):
+    """A token budget smaller than the prompts splits them into chunks, some pipelined across
+    the batches in flight; the small KV pool preempts (asserted in ``_check_greedy``)."""
+    llm = _check_greedy(reference, 3, 3, method, design, max_num_batched_tokens=24, num_gpu_blocks=24,
+                        max_model_len=128, record=True)
+    chunks = [(r, c) for s in llm.trace.steps for r, c in s.schedule.num_computed_tokens.items()
+              if 0 < c < s.schedule.num_prompt_tokens[r] and r not in s.schedule.new_req_ids]
+    assert chunks, "expected prefill chunks after the first"

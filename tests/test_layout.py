@@ -118,13 +118,25 @@ def reachable(edges: dict[str, set[str]], start: str) -> set[str]:
     return seen
 
 
+RUNNERS = {  # each design's runner module, and the module of its switches (None: it has none)
+    "v1": ("minispec.v1.worker.gpu_model_runner", "minispec.v1.worker.runner_fixes"),
+    "v2": ("minispec.v1.worker.gpu.model_runner", "minispec.v1.worker.gpu.runner_fixes"),
+    "relay": ("minispec.v1.worker.relay.model_runner", "minispec.v1.worker.relay.runner_fixes"),
+    "replicated": ("minispec.v1.worker.relay.replicated", None),
+}
+
+
 def test_runner_designs_are_siblings():
-    """Neither runner design imports the other, directly or through another module: what
-    both need (the contract, the proposers, seeding, loading, KV binding) is shared."""
+    """No runner design reaches another's runner or switches, directly or through another
+    module: what they need (the contract, the proposers, seeding, loading, KV binding, and for
+    the relay designs V2's slots and input batch, ``gpu/model_runner_base.py``) is shared.
+    The two relay designs share ``relay/stage.py``, which reads no switch."""
     edges = graph()
-    v1, v2 = "minispec.v1.worker.gpu_model_runner", "minispec.v1.worker.gpu.model_runner"
-    assert v1 not in reachable(edges, v2) and v2 not in reachable(edges, v1)
-    assert "minispec.v1.worker.worker_base" in edges[v1] & edges[v2]
+    for design, (runner, _) in RUNNERS.items():
+        seen = reachable(edges, runner)
+        assert "minispec.v1.worker.worker_base" in seen, design
+        others = {m for other, pair in RUNNERS.items() if other != design for m in pair if m}
+        assert not seen & others, f"{design} reaches {seen & others}"
 
 
 def test_lab_module_names_are_its_own():

@@ -11,6 +11,11 @@ invariant checked live:
   finishes its tokens must be the reference's: a divergence the checker let
   through fails the test.
 
+The relay designs (``model_runner="relay"`` and ``"replicated"``, issue 25) run the same
+schedules on 1-4 stages (``relay_configurations``), with their own presets: the relay's
+faults may be caught, never let through; every fix must finish with the reference tokens.
+Replicated drafting draws the n-gram proposer only (it refuses a draft model).
+
 The reference is a one-stage, no-draft minispec engine (greedy), cached per
 prompt (``minispec.lab.experiments.schedule.greedy_reference``); ``tests/test_greedy_equivalence.py`` checks that engine against
 transformers' ``generate`` token for token. (transformers itself costs ~0.1 s
@@ -23,7 +28,7 @@ Profiles (``tests/conftest.py``): ``ci`` (default, 300 examples) and ``long``
 from __future__ import annotations
 
 import pytest
-from hypothesis import event, example, given
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from minispec import LLM, SamplingParams
@@ -80,6 +85,26 @@ def configurations(draw):
     return engine, requests
 
 
+@st.composite
+def relay_configurations(draw):
+    """``configurations`` on a relay design, 1-4 stages, under "all" and maybe one of the
+    relay's fault presets (replicated drafting has none, and drafts with n-grams only)."""
+    engine, requests = draw(configurations())
+    design = draw(st.sampled_from(["relay", "replicated"]))
+    spec = engine["speculative_config"]
+    if spec and design == "replicated":
+        spec = dict(spec, method="ngram")
+    faults = draw(st.sampled_from([None, None, "relay-pairing", "relay-no-seq-lens"])) if design == "relay" else None
+    engine = dict(engine, model_runner=design, fixes="all", faults=faults, speculative_config=spec,
+                  pipeline_parallel_size=draw(st.integers(1, 4)))
+    return engine, requests
+
+
+def _preset(engine: dict) -> str:
+    """The run's presets, as one label: "all", "vllm-0.9.2", "all+relay-pairing"."""
+    return engine["fixes"] + (f"+{engine['faults']}" if engine.get("faults") else "")
+
+
 def run(engine: dict, requests: list[dict]) -> str:
     """Run one configuration with every invariant checked live; say how it ended."""
     llm = LLM(check_invariants=True, **engine)
@@ -89,11 +114,11 @@ def run(engine: dict, requests: list[dict]) -> str:
     try:
         outputs = llm.generate(ids, params, arrival_steps=[r["arrival"] for r in requests])
     except InvariantViolation as e:
-        assert engine["fixes"] != "all", "an invariant broke under the fixed preset"
-        return f"{engine['fixes']}: invariant {e.violation.invariant} fired"
+        assert _preset(engine) != "all", "an invariant broke under the fixed preset"
+        return f"{_preset(engine)}: invariant {e.violation.invariant} fired"
     got = [o.outputs[0].token_ids for o in outputs]
-    assert got == want, "tokens diverged from greedy" + (" and no invariant fired" if engine["fixes"] != "all" else "")
-    return f"{engine['fixes']}: finished"
+    assert got == want, "tokens diverged from greedy" + (" and no invariant fired" if _preset(engine) != "all" else "")
+    return f"{_preset(engine)}: finished"
 
 
 def _forum_like(fixes: str) -> tuple[dict, list[dict]]:
@@ -114,6 +139,29 @@ def _forum_like(fixes: str) -> tuple[dict, list[dict]]:
 @example(_forum_like("all"))
 def test_any_configuration_is_greedy_or_caught(config):
     event(run(*config))  # counted by --hypothesis-show-statistics
+
+
+def _relay_forum_like(design: str, faults: str | None = None, pp: int = 3) -> tuple[dict, list[dict]]:
+    engine, requests = _forum_like("all")
+    method = "ngram" if design == "replicated" else "draft_model"
+    return dict(engine, model_runner=design, faults=faults, pipeline_parallel_size=pp,
+                speculative_config={"method": method, "num_speculative_tokens": 3}), requests
+
+
+@settings(max_examples=6, deadline=None)
+@given(relay_configurations())
+@example(_relay_forum_like("relay", "relay-pairing"))
+@example(_relay_forum_like("relay", "relay-no-seq-lens", pp=2))
+def test_any_configuration_on_a_relay_design_is_greedy_or_caught(config):
+    event(run(*config))
+
+
+@pytest.mark.slow
+@given(relay_configurations())
+@example(_relay_forum_like("relay"))
+@example(_relay_forum_like("replicated"))
+def test_any_configuration_on_a_relay_design_is_greedy_or_caught_full_profile(config):
+    event(run(*config))
 
 
 def test_the_property_fails_when_the_checker_is_blind(monkeypatch):

@@ -13,17 +13,19 @@ from minispec import LLM
 from minispec.engine.arg_utils import EngineArgs
 from minispec.v1.worker import runner_fixes as v1
 from minispec.v1.worker.gpu import runner_fixes as v2
+from minispec.v1.worker.relay import runner_fixes as relay
 from minispec.v1.worker.switchboard import ARGUMENTS
 from minispec.v1.worker.switches import ModelRunner, Switch, Switches
 
-V1, V2 = ModelRunner.V1, ModelRunner.V2
+V1, V2, RELAY = ModelRunner.V1, ModelRunner.V2, ModelRunner.RELAY
+MODULES = (v1, v2, relay)  # each design's switches; replicated drafting has none
 
 
 def mine(*args):
     """A learner's function: its name is what the messages show."""
 
 
-# (argument, value, what it resolves to where it applies, the refusal on the other design or None)
+# (argument, value, what it resolves to where it applies, the refusal on one other design or None)
 CASES = [
     ("fixes", "vllm-0.9.2", {v1.READD_SPEC_TOKENS: v1.skip_spec_tokens, v1.SYNC_ACCEPTED_TOKENS: v1.slice_relayed_tokens},
      "fixes='vllm-0.9.2' applies to model_runner='v1'; got model_runner='v2'"),
@@ -38,6 +40,14 @@ CASES = [
      "faults='v2-slot-reuse' applies to model_runner='v2'; got model_runner='v1'"),
     ("faults", "v2-broadcast-width", {v2.SAMPLE_WIDTH: v2.natural_width},
      "faults='v2-broadcast-width' applies to model_runner='v2'; got model_runner='v1'"),
+    ("faults", "relay-pairing", {relay.PAIRING: relay.previous_forward_slot},
+     "faults='relay-pairing' applies to model_runner='relay'; got model_runner='v1'"),
+    ("faults", "relay-no-seq-lens", {relay.COMMIT_SEQ_LENS: relay.keep_optimistic_count},
+     "faults='relay-no-seq-lens' applies to model_runner='relay'; got model_runner='v2'"),
+    ("fixes", relay.RunnerFixes(pairing=mine), {relay.PAIRING: mine},
+     "fixes=RunnerFixes(pairing=mine) applies to model_runner='relay'; got model_runner='replicated'"),
+    ("fixes", relay.RunnerFixes(commit_seq_lens=False), {relay.COMMIT_SEQ_LENS: relay.keep_optimistic_count},
+     "fixes=RunnerFixes(commit_seq_lens=False) applies to model_runner='relay'; got model_runner='v1'"),
     ("fixes", v1.RunnerFixes(readd_spec_tokens=mine), {v1.READD_SPEC_TOKENS: mine},
      "fixes=RunnerFixes(readd_spec_tokens=mine) applies to model_runner='v1'; got model_runner='v2'"),
     ("fixes", v1.RunnerFixes(readd_spec_tokens=False), {v1.READD_SPEC_TOKENS: v1.skip_spec_tokens},
@@ -63,18 +73,19 @@ def config(**kwargs):
 @pytest.mark.parametrize("argument,value,chosen,refusal", CASES, ids=[f"{a}={v!r}" for a, v, _, _ in CASES])
 def test_each_switch_preset_and_plug_on_each_design(argument, value, chosen, refusal, design):
     """Accepted where it applies, resolved to the functions its runner will call; refused with
-    the exact message where it does not. Only "all" (no fault) applies to both designs."""
-    applies = refusal is None or f"got model_runner={str(design)!r}" not in refusal
+    the exact message where it does not (each case's refusal is written for one other design;
+    on ``design`` it names ``design``). Only "all" (no fault) applies to every design."""
+    applies = refusal is None or f"applies to model_runner={str(design)!r};" in refusal
     if applies:
         assert config(model_runner=design, **{argument: value}).switches == Switches(chosen)
     else:
         with pytest.raises(ValueError) as refused:
             config(model_runner=design, **{argument: value})
-        assert str(refused.value) == refusal
+        assert str(refused.value) == re.sub(r"got model_runner='\w+'$", f"got model_runner={str(design)!r}", refusal)
 
 
 def test_the_cases_cover_every_preset_and_every_switch_a_learner_can_set():
-    assert {v for _, v, _, _ in CASES if isinstance(v, str)} == {str(p) for a in ARGUMENTS.values() for p in a.presets}
+    assert {v for _, v, _, _ in CASES if isinstance(v, str)} == {str(p) for a in ARGUMENTS.values() for kind in a.presets for p in kind}
     set_by_cases = {s for _, v, _, _ in CASES if not isinstance(v, str) for s in v.settings()}
     assert set_by_cases == {s for a in ARGUMENTS.values() for cls in a.settings for s in cls.SWITCHES}
 
@@ -91,7 +102,7 @@ def test_a_preset_or_plug_given_to_the_other_argument_is_refused():
                                          r"'vllm-0.9.2'\] or a RunnerFixes$"):
         config(model_runner="v2", fixes=v2.FaultPreset.V2_STALE_DRAFTS)
     with pytest.raises(ValueError, match=r"^faults=RunnerFixes\(apply_broadcast=mine\): expected None or one of "
-                                         r"\['v2-broadcast-width', "):
+                                         r"\['relay-no-seq-lens', 'relay-pairing', 'v2-broadcast-width', "):
         config(model_runner="v2", faults=v2.RunnerFixes(apply_broadcast=mine))
     with pytest.raises(ValueError, match=r"^faults='vllm-0.9.2': expected None or one of"):
         config(faults="vllm-0.9.2")
@@ -137,22 +148,25 @@ def test_a_refused_call_leaves_nothing_behind():
 
 
 def declared() -> set[Switch]:
-    return {v for module in (v1, v2) for v in vars(module).values() if isinstance(v, Switch)}
+    return {v for module in MODULES for v in vars(module).values() if isinstance(v, Switch)}
 
 
 def test_each_design_s_settings_name_its_switches_and_every_switch_can_be_set():
-    for cls in (v1.RunnerFixes, v2.RunnerFixes):
+    for cls in (v1.RunnerFixes, v2.RunnerFixes, relay.RunnerFixes):
         assert [f.name for f in fields(cls)] == [s.name for s in cls.SWITCHES]
-    reachable = {s for a in ARGUMENTS.values() for p in a.presets for s in p.faults}
+    reachable = {s for a in ARGUMENTS.values() for kind in a.presets for p in kind for s in p.faults}
     reachable |= {s for a in ARGUMENTS.values() for cls in a.settings for s in cls.SWITCHES}
     assert reachable == declared()
     assert {s.design for s in vars(v1).values() if isinstance(s, Switch)} == {V1}
     assert {s.design for s in vars(v2).values() if isinstance(s, Switch)} == {V2}
+    assert {s.design for s in vars(relay).values() if isinstance(s, Switch)} == {RELAY}
 
 
 @pytest.mark.parametrize("design", list(ModelRunner))
 def test_each_design_s_runners_read_every_switch_of_their_design_and_no_other(monkeypatch, design):
-    """What makes "accepted" mean "used": a switch no runner asks for would be ignored."""
+    """What makes "accepted" mean "used": a switch no runner asks for would be ignored; and a
+    design reads no other design's switch (replicated drafting, built on the relay's stage,
+    reads none: the relay's presets are refused for it)."""
     asked = set()
     pick = Switches.pick
 
@@ -167,9 +181,9 @@ def test_each_design_s_runners_read_every_switch_of_their_design_and_no_other(mo
 
 def test_the_readme_s_switch_table_lists_every_switch_with_its_design_and_module():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    rows = [line for line in readme.splitlines() if re.match(r"\| `\w+` \| V[12] \| ", line)]
+    rows = [line for line in readme.splitlines() if re.match(r"\| `\w+` \| (V[12]|RELAY) \| ", line)]
     assert len(rows) == len(declared())
-    for module in (v1, v2):
+    for module in MODULES:
         path = Path(module.__file__).relative_to(Path(__file__).resolve().parents[1])
         for switch in (v for v in vars(module).values() if isinstance(v, Switch)):
             row = f"| `{switch.name}` | {switch.design.name} | "

@@ -29,7 +29,7 @@ SCRIPT = """
     from minispec import LLM, SamplingParams
     from minispec.entrypoints.cli.serve import run_headless
 
-    engine = dict(pipeline_parallel_size=2, distributed_executor_backend="torchrun")
+    engine = dict(distributed_executor_backend="torchrun", **{engine!r})
     if int(os.environ["RANK"]) > 0:
         run_headless(**engine)  # serves this rank's stage until rank 0 shuts the pipeline down
     else:
@@ -54,9 +54,21 @@ def transformers_greedy():
 
 
 def test_torchrun_two_ranks_match_transformers(tmp_path):
+    _torchrun_matches_transformers(tmp_path, dict(pipeline_parallel_size=2))
+
+
+@pytest.mark.parametrize("design,method", [("relay", "draft_model"), ("replicated", "ngram")])
+def test_torchrun_relay_designs_match_transformers(tmp_path, design, method):
+    """Three ranks, one process each: the payload goes last -> 0 -> 1 over gloo (issue 25)."""
+    _torchrun_matches_transformers(tmp_path, dict(pipeline_parallel_size=3, model_runner=design,
+                                                  speculative_config={"method": method, "num_speculative_tokens": 3}))
+
+
+def _torchrun_matches_transformers(tmp_path, engine: dict):
     script, result = tmp_path / "pipeline.py", tmp_path / "tokens.json"
-    script.write_text(textwrap.dedent(SCRIPT.format(prompts=PROMPT_IDS, max_tokens=MAX_TOKENS)))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
+    script.write_text(textwrap.dedent(SCRIPT.format(prompts=PROMPT_IDS, max_tokens=MAX_TOKENS, engine=engine)))
+    nproc = str(engine["pipeline_parallel_size"])
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", nproc,
            "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}", str(script), str(result)]
     env = dict(os.environ, PYTHONPATH=ROOT, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path)
@@ -142,7 +154,8 @@ def two_hosts():
 
 def test_torchrun_across_two_hosts_matches_transformers(tmp_path, two_hosts):
     script = tmp_path / "pipeline.py"
-    script.write_text(textwrap.dedent(SCRIPT.format(prompts=PROMPT_IDS, max_tokens=MAX_TOKENS)))
+    script.write_text(textwrap.dedent(SCRIPT.format(prompts=PROMPT_IDS, max_tokens=MAX_TOKENS,
+                                                    engine=dict(pipeline_parallel_size=2))))
     (_, host_ip, _), _ = two_hosts
     agents = []
     for node, (ns, ip, dev) in enumerate(two_hosts):

@@ -16,13 +16,19 @@ from minispec.v1.worker.gpu import ENV_VAR
 from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner as GPUModelRunnerV1
 from minispec.v1.worker.gpu_worker import make_runner
+from minispec.v1.worker.relay.model_runner import RelayModelRunner
+from minispec.v1.worker.relay.replicated import ReplicatedDraftRunner
 from minispec.v1.worker.worker_base import WorkerBase
 
+DESIGNS = [("v1", GPUModelRunnerV1), ("v2", GPUModelRunnerV2), ("relay", RelayModelRunner),
+           ("replicated", ReplicatedDraftRunner)]
 
-@pytest.mark.parametrize("model_runner,cls", [("v1", GPUModelRunnerV1), ("v2", GPUModelRunnerV2)])
+
+@pytest.mark.parametrize("model_runner,cls", DESIGNS)
 def test_make_runner_builds_each_design_as_a_worker_base(model_runner, cls):
+    method = "ngram" if model_runner == "replicated" else "draft_model"  # replicated drafting refuses a model
     config = EngineArgs(pipeline_parallel_size=2, max_model_len=64, model_runner=model_runner,
-                        speculative_config={"method": "draft_model", "num_speculative_tokens": 2,
+                        speculative_config={"method": method, "num_speculative_tokens": 2,
                                             "model": str(DEFAULT_DRAFT)}).create_engine_config()
     first, last = (make_runner(config, rank) for rank in range(2))
     assert type(first) is cls and isinstance(first, WorkerBase)
@@ -77,16 +83,17 @@ def test_the_recorder_keeps_copies_and_names_each_buffer_index_s_previous_occupa
     assert first.rows[0].token_ids == [5, 6]
 
 
-def test_both_designs_describe_the_same_rows(monkeypatch):
-    """The forum thread with every fix: V1's persistent batch and V2's slots hold the same
-    history, drafts, counts and blocks for every request on every stage, and the checker
-    finds both clean. Only how a request got its row differs: V1 re-adds a request the
-    other batch displaced, V2 keeps its slot."""
-    traces = {}
-    for value in ("0", "1"):
-        monkeypatch.setenv(ENV_VAR, value)
-        traces[value] = forum_thread("all")
-    v1, v2 = traces["0"], traces["1"]
+@pytest.mark.parametrize("design", ["v2", "relay"])
+def test_every_design_describes_the_same_rows_as_v1(monkeypatch, design):
+    """The forum thread with every fix: V1's persistent batch and the slots of V2 (or of the
+    relay, built on them) hold the same history, drafts, counts and blocks for every request
+    on every stage, and the checker finds both clean. Only how a request got its row
+    differs: V1 re-adds a request the other batch displaced, a slot design keeps its slot.
+    (Replicated drafting cannot run the thread's draft model.)"""
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    v1 = forum_thread("all")
+    monkeypatch.setattr("minispec.engine.arg_utils.default_model_runner", lambda: design)
+    v2 = forum_thread("all")
     assert v1.outputs == v2.outputs and check_trace(v1) == [] == check_trace(v2)
     same = [f.name for f in fields(RowRecord) if f.name not in ("row", "path", "prev_req_id", "prev_token_ids", "slot")]
     paths = set()

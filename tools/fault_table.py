@@ -1,6 +1,6 @@
 """Write the README's table of fault presets (between its markers) from ``FAULTS``.
 
-``minispec.lab.faults.catalogue.FAULTS`` says, for each preset, its reference, the
+``minispec.lab.faults.catalogue.EVERY_FAULT`` says, for each preset, its reference, the
 first invariant its scenario breaks (or the transport's error) and where;
 ``tests/test_fault_presets.py`` asserts each of those and that the fixed run is clean,
 and checks that the README's copy is current, so the table cannot drift.
@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from datetime import date  # noqa: E402
 
-from minispec.lab.faults.catalogue import FAULTS, LEFT_OUT, FirstViolation  # noqa: E402
+from minispec.lab.faults.catalogue import EVERY_FAULT, LEFT_OUT, FirstViolation  # noqa: E402
 from minispec.lab.vllm_reference.threads import VLLM, Citation, thread  # noqa: E402
 
 README = ROOT / "README.md"
@@ -38,7 +38,7 @@ def first_broken(expected) -> str:
 def render_table() -> str:
     lines = ["| preset | reference | where the fix is (from reading the code) | first broken (step, stage, request) "
              "| fixed run |", "|---|---|---|---|---|"]
-    for name, fault in FAULTS.items():
+    for name, fault in EVERY_FAULT.items():
         lines.append(f"| `{name}` | {fault.reference} | {fault.source} | {first_broken(fault.expected)} "
                      f"| {FIXED} |")
     left_out = Citation(thread(VLLM, 41133), date(2026, 4, 28)).render()  # LEFT_OUT's one entry

@@ -75,6 +75,18 @@ same three points, as minispec's `TraceRecorder` does. Fields that no rule reads
 at their defaults. A runner design inside minispec gets all of this by implementing the runner
 contract, `WorkerBase` ([adding a runner design](adding_a_runner.md)): its `describe_rows`
 gives the rows of point 2, and the engine and the recorder do the rest.
+
+minispec runs this one checker, live (`check_invariants=True`), on all four of its designs:
+V1's persistent batch, Model Runner V2's slots and broadcast, SGLang's relay around the ring
+and replicated drafting (`model_runner="relay"`, `"replicated"`, `minispec/v1/worker/relay/`).
+The two relay designs added no line to the checker (`minispec/instruments/invariants.py` names
+no design, `tests/test_invariants.py` checks so): their stages record slot rows through the
+same contract, every design's recorded run is clean, and the checker catches the relay's own
+faults (`relay-pairing`, `relay-no-seq-lens`, `tests/test_fault_presets.py`) as it catches
+V1's and V2's. What still differs between designs is data, not a branch: a row that carries a
+`slot` is named by it in messages (`slot 3's all_token_ids[:11]` rather than
+`token_ids_cpu[0, :11]`), and its previous occupant is tracked by that slot rather than by its
+row (`RowRecord.buffer_index`); both read the record, never the design's name.
 """
 
 EXAMPLE = '''\

@@ -45,6 +45,8 @@ from minispec.v1.worker.gpu import default_model_runner
 from minispec.v1.worker.gpu.runner_fixes import FaultPreset
 from minispec.v1.worker.gpu.runner_fixes import RunnerFixes as RunnerFixesV2
 from minispec.v1.worker.gpu_worker import resolve_worker_cls
+from minispec.v1.worker.relay.runner_fixes import RelayFaultPreset
+from minispec.v1.worker.relay.runner_fixes import RunnerFixes as RunnerFixesRelay
 from minispec.v1.worker.runner_fixes import Preset, RunnerFixes
 from minispec.v1.worker.switchboard import resolve_switches
 from minispec.v1.worker.switches import ModelRunner
@@ -55,7 +57,7 @@ class EngineArgs:
     model: str | Path = DEFAULT_TARGET
     pipeline_parallel_size: int = 1
     speculative_config: dict | None = None
-    fixes: Preset | str | RunnerFixes | RunnerFixesV2 = Preset.ALL  # checked against model_runner (switchboard.py)
+    fixes: Preset | str | RunnerFixes | RunnerFixesV2 | RunnerFixesRelay = Preset.ALL  # checked against model_runner (switchboard.py)
     max_num_seqs: int = 16
     max_num_batched_tokens: int = 512
     max_model_len: int | None = None  # None: the model's positions, at most 512
@@ -68,8 +70,8 @@ class EngineArgs:
     dtype: torch.dtype | str = torch.float32
     distributed_executor_backend: str = "uni"
     max_concurrent_batches: int | None = None  # None: VllmConfig.max_concurrent_batches's (one per stage)
-    model_runner: ModelRunner | str | None = None  # "v1" | "v2"; None: MINISPEC_USE_V2_MODEL_RUNNER's, else "v1"
-    faults: FaultPreset | str | None = None  # one fault preset by name (gpu/runner_fixes.py); None: none
+    model_runner: ModelRunner | str | None = None  # a ModelRunner; None: MINISPEC_USE_V2_MODEL_RUNNER's, else "v1"
+    faults: FaultPreset | RelayFaultPreset | str | None = None  # one fault preset by name; None: none
     worker_cls: type | str | None = None  # a runner design from outside minispec (gpu_worker.resolve_worker_cls)
 
     def create_engine_config(self) -> VllmConfig:
@@ -81,12 +83,14 @@ class EngineArgs:
         scheduler = SchedulerConfig(self.max_num_seqs, self.max_num_batched_tokens, max_model_len)
         dtype = resolve_dtype(self.dtype)
         model_runner = default_model_runner() if self.model_runner is None else self.model_runner
-        require(model_runner in tuple(ModelRunner), "model_runner", model_runner, "'v1' or 'v2' (or None: the default)")
+        require(model_runner in tuple(ModelRunner), "model_runner", model_runner,
+                f"one of {[str(m) for m in ModelRunner]} (or None: the default)")
         model_runner = ModelRunner(model_runner)
         parallel = ParallelConfig(self.pipeline_parallel_size, self.distributed_executor_backend,
                                   self.max_concurrent_batches, resolve_worker_cls(self.worker_cls, model_runner))
         cache = CacheConfig(self.block_size, self.num_gpu_blocks).sized_for(self.max_num_seqs, max_model_len)
         spec = SpeculativeConfig.from_dict(self.speculative_config)
+        _check_replicable(model_runner, spec)
         switches = resolve_switches(model_runner, fixes=self.fixes, faults=self.faults)
         require(is_int(self.seed) and 0 <= self.seed < 2**63, "seed", self.seed, "an integer in [0, 2**63)")
         check_device(self.device)
@@ -101,6 +105,15 @@ class EngineArgs:
         check_memory(config, dtype.itemsize, available_memory(), blocks_given=self.num_gpu_blocks is not None)
         _check_recording(observability, parallel.distributed_executor_backend)
         return config
+
+
+def _check_replicable(model_runner: ModelRunner, spec: SpeculativeConfig) -> None:
+    """Replicated drafting runs the proposer on every stage: only one that reads the history alone."""
+    from minispec.v1.worker.relay.replicated import REPLICABLE_METHODS
+
+    if model_runner is ModelRunner.REPLICATED and spec.enabled and spec.method not in REPLICABLE_METHODS:
+        raise ValueError(f"speculative_config method={spec.method!r}: model_runner='replicated' drafts on every "
+                         f"stage from the history alone, so it expects one of {list(REPLICABLE_METHODS)}")
 
 
 def _check_sizes(arch: LlamaArchitecture, scheduler: SchedulerConfig, cache: CacheConfig) -> None:

@@ -22,7 +22,8 @@ Runs and scenarios (``experiments``)
     ``build_llm``, ``run_schedule``; measured: ``acceptance_summary``, ``alpha_by_position``,
     ``chi_square``, ``first_divergence``, ``first_batches``, ``measure_overlap``;
     Model Runner V2 watched: ``run_watched``; the explorer: ``explore``, ``search``, ``Scope``;
-    the mutation benchmark: ``MUTANTS``, ``mutant``, ``explorer_catch``, ``acceptance_catch``.
+    the mutation benchmark: ``MUTANTS``, ``mutant``, ``explorer_catch``, ``acceptance_catch``;
+    the designs' hand-over measured: ``compare_designs``, ``count_handover``, ``Workload``.
 
 The workshop's exercises (``exercises``)
     ``check_draft_slots``, ``check_acceptance``, ``check_fix1``, ``check_fault2``,
@@ -30,18 +31,19 @@ The workshop's exercises (``exercises``)
     ``condense_trace``, ``thread_trace``, ``decoder``, ``show_solution``.
 
 Faults (``faults``)
-    ``FAULTS``, ``LEFT_OUT``, ``run_fault``, ``TIMELINE``, ``DESIGNS``, ``THE_INVARIANT``.
+    ``FAULTS``, ``RELAY_FAULTS``, ``EVERY_FAULT``, ``LEFT_OUT``, ``run_fault``, ``TIMELINE``,
+    ``DESIGNS``, ``THE_INVARIANT``.
 
 Renderers (``viz``)
     text: ``char_decoder``, ``render_step``, ``render_stage``, ``render_trace``,
     ``render_comparison``, ``output_step``, ``render_row_log``, ``row_changes``,
     ``render_batch``, ``render_gather``, ``LEGEND``, ``render_history``, ``render_bisect``, ``catch_table``,
     ``render_acceptance_table``, ``render_fault_run``, ``render_broadcast``, ``render_slots``,
-    ``designs_table``, ``timeline_table``; figures: ``render_map``, ``flow``, ``FULL``,
+    ``designs_table``, ``handover_table``, ``timeline_table``; figures: ``render_map``, ``flow``, ``FULL``,
     ``WORKSHOP``, ``plot_gantt``, ``plot_gantt_compare``, ``plot_step_rows``,
     ``plot_stage_rows``, ``plot_strip_diff``, ``plot_acceptance``, ``plot_history``,
     ``plot_rejection_example``, ``plot_acceptance_vs_k``, ``plot_sampled_vs_target``,
-    ``plot_designs``, ``plot_timeline``; the stepper: ``thread_runs``, ``schedule_runs``,
+    ``plot_designs``, ``plot_handover``, ``plot_timeline``; the stepper: ``thread_runs``, ``schedule_runs``,
     ``trace_stepper``.
 
 vLLM's own code (``vllm_reference``)
@@ -63,10 +65,11 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "experiments.v2_watch": ("run_watched",),
     "experiments.explorer": ("explore", "search", "Scope"),
     "experiments.mutants": ("MUTANTS", "mutant", "explorer_catch", "acceptance_catch"),
+    "experiments.handover": ("compare_designs", "count_handover", "Workload"),
     "exercises.checkers": ("check_draft_slots", "check_acceptance", "check_fix1", "check_fault2", "check_fix2",
                            "check_condense", "check_recovered", "check_broadcast", "condense_trace", "thread_trace",
                            "decoder", "show_solution"),
-    "faults.catalogue": ("FAULTS", "LEFT_OUT"),
+    "faults.catalogue": ("FAULTS", "RELAY_FAULTS", "EVERY_FAULT", "LEFT_OUT"),
     "faults.reproduce": ("run_fault",),
     "faults.pp_sync": ("TIMELINE", "DESIGNS", "THE_INVARIANT"),
     "viz.text": ("char_decoder", "render_step", "render_stage", "render_trace", "render_comparison", "output_step"),
@@ -80,6 +83,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "viz.faults": ("render_fault_run",),
     "viz.slots": ("render_broadcast", "render_slots"),
     "viz.designs": ("designs_table", "plot_designs"),
+    "viz.handover_costs": ("handover_table", "plot_handover"),
     "viz.sync_timeline": ("timeline_table", "plot_timeline"),
     "viz.map": ("render_map", "flow", "FULL", "WORKSHOP"),
     "viz.gantt": ("plot_gantt", "plot_gantt_compare"),

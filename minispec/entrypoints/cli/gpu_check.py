@@ -1,8 +1,9 @@
 """``python -m minispec gpu-check``: the first run on a GPU, as one command (vLLM 0.30.0:
 ``vllm/entrypoints/cli``, which has no such subcommand; ``make gpu-check`` runs it).
 
-Greedy generation with draft tokens on ``cuda`` for every design it can build: both runner
-designs (V1's ``GPUModelRunner`` and Model Runner V2), both executors ("uni" and "mp"), and
+Greedy generation with draft tokens on ``cuda`` for every design it can build: every runner
+design (V1's ``GPUModelRunner``, Model Runner V2, the relay and replicated drafting, which
+drafts with n-grams: it refuses a draft model), both executors ("uni" and "mp"), and
 three stage layouts (1 stage, 2 stages on one GPU, 2 stages on two GPUs where there are two).
 Each run is compared token for token with the CPU's greedy tokens without drafts, and its
 tokens/s printed beside the same run's on the CPU. A difference that greedy decoding without
@@ -35,6 +36,7 @@ GPU_CASES = (GpuCase("1 stage", 1, "cuda:0", 1), GpuCase("2 stages on one GPU", 
              GpuCase("2 stages on two GPUs", 2, None, 2))
 GPU_BACKENDS = ("uni", "mp")
 GPU_DRAFTS = {"method": "draft_model", "num_speculative_tokens": 3}
+NGRAM_DRAFTS = {"method": "ngram", "num_speculative_tokens": 3}  # for replicated drafting, which refuses a model
 
 
 @dataclass(frozen=True)
@@ -47,9 +49,13 @@ class GpuRun:
     skip: str | None  # why it is skipped on this machine, or None
 
     @property
+    def drafts(self) -> dict:
+        return NGRAM_DRAFTS if self.model_runner == "replicated" else GPU_DRAFTS
+
+    @property
     def title(self) -> str:
-        return (f"{self.model_runner} {self.backend:<3} {self.case.label}, "
-                f"draft model k={GPU_DRAFTS['num_speculative_tokens']}")
+        method = "draft model" if self.drafts["method"] == "draft_model" else "n-gram"
+        return f"{self.model_runner} {self.backend:<3} {self.case.label}, {method} k={self.drafts['num_speculative_tokens']}"
 
 
 def gpu_plan(num_gpus: int) -> list[GpuRun]:
@@ -109,8 +115,8 @@ def _gpu_run(run: GpuRun, params, cpu: Measured, plain: Measured) -> tuple[Outco
     """One configuration on cuda and on the CPU: its verdict, and the two throughputs."""
     case = run.case
     try:
-        on_gpu = measure(params, case.stages, case.device, run.backend, GPU_DRAFTS, model_runner=run.model_runner)
-        on_cpu = measure(params, case.stages, "cpu", run.backend, GPU_DRAFTS, model_runner=run.model_runner)
+        on_gpu = measure(params, case.stages, case.device, run.backend, run.drafts, model_runner=run.model_runner)
+        on_cpu = measure(params, case.stages, "cpu", run.backend, run.drafts, model_runner=run.model_runner)
     except Exception as e:  # a first run fails in ways no one can list: say which run, and go on
         return Outcome(Verdict.FAIL, f"{type(e).__name__}: {e}"), ""
     speed = f"{on_gpu.tokens_per_s:.0f} tokens/s on cuda, {on_cpu.tokens_per_s:.0f} on the CPU"

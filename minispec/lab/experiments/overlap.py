@@ -189,7 +189,8 @@ class Comparison:
 
 
 def compare_in_flight(model: Path, prompts: list[list[int]], max_tokens: int, rounds: int = 3,
-                      together: bool = False, threads: int = 1, budget_s: float | None = None) -> Comparison:
+                      together: bool = False, threads: int = 1, budget_s: float | None = None,
+                      engine: dict | None = None) -> Comparison:
     """Generate ``prompts`` on PP=2 "mp" ``rounds`` times with two batches in flight and
     ``rounds`` times with one, alternating, on one pipeline (``engine.max_concurrent_batches``
     switched between calls), so a load that comes and goes hits both settings alike; the
@@ -205,16 +206,19 @@ def compare_in_flight(model: Path, prompts: list[list[int]], max_tokens: int, ro
     would measure batch size, not overlap.
 
     ``budget_s``: start no further round once the rounds so far took that long (at least one
-    round runs), so a loaded laptop measures fewer rounds instead of taking longer."""
+    round runs), so a loaded laptop measures fewer rounds instead of taking longer. ``engine``:
+    further engine arguments (a design, drafts, more stages: the designs' comparison,
+    ``minispec.lab.experiments.handover``); two in flight then means ``max_concurrent_batches``
+    = 2 whatever the number of stages."""
     load, cores = machine_load()
     result = Comparison({n: OverlapRun(n, []) for n in (2, 1)}, load, cores, threads)
     arrivals = [0 if together else i % 2 for i in range(len(prompts))]
     params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
     doing = "while the pipeline started"
     try:
-        with threads_per_stage(threads), LLM(model=model, pipeline_parallel_size=2, distributed_executor_backend="mp",
-                                             max_num_seqs=len(prompts),
-                                             max_num_batched_tokens=max(1, len(prompts) // 2)) as llm:
+        args = dict(pipeline_parallel_size=2, max_num_seqs=len(prompts), max_num_batched_tokens=max(1, len(prompts) // 2))
+        args |= engine or {}
+        with threads_per_stage(threads), LLM(model=model, distributed_executor_backend="mp", **args) as llm:
             llm.generate(prompts[:2], SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))  # warm-up
             began = time.perf_counter()
             for i in range(rounds):
@@ -227,7 +231,8 @@ def compare_in_flight(model: Path, prompts: list[list[int]], max_tokens: int, ro
                     start = time.perf_counter()
                     llm.generate(prompts, params, arrival_steps=arrivals)
                     run.seconds.append(time.perf_counter() - start)
-                    run.timeline = Timeline(2, clock="seconds", spans=list(llm.timeline().spans))
+                    run.timeline = Timeline(args["pipeline_parallel_size"], clock="seconds",
+                                            spans=list(llm.timeline().spans))
     except KeyboardInterrupt:
         result.stopped = f"Interrupt Kernel stopped the measurement {doing}"
     return result

@@ -47,7 +47,26 @@ by preset:
   message aborts the process); minispec's transport checks each message's shape and
   names the mismatch (``minispec.distributed.parallel_state.post_checked``).
 
-Left out (``LEFT_OUT``): ``v1-num-tokens-no-spec`` (PR #41133), with the reason.
+The relay design's two faults (``model_runner="relay"``, ``RELAY_FAULTS``; switches in
+``minispec/v1/worker/relay/runner_fixes.py``), from SGLang's 2026 reports:
+
+* ``relay-pairing`` (SGLang PR #40001): a non-last stage applies a relayed payload to the
+  micro-batch slot of its previous forward, ``(c - 2) % N`` for its ``c``-th batch, where
+  the payload reports slot ``c % N``. At N = 2 the two are the same slot, so it bites only
+  from three stages on (the scenario is the thread's requests on three stages; at two the
+  same preset runs clean, ``tests/test_fault_presets.py`` says so).
+* ``relay-no-seq-lens`` (SGLang PR #30775's payload without one of its fields): the payload
+  travels without ``new_seq_lens``, and the non-last stages keep the count their forward
+  advanced, drafts rejected included.
+
+They are kept apart from ``FAULTS`` (Model Runner V2's) so that what iterates ``FAULTS``
+(notebook 09) is unchanged; ``EVERY_FAULT`` holds both.
+
+Left out (``LEFT_OUT``): ``v1-num-tokens-no-spec`` (PR #41133), with the reason. SGLang PR
+#29405 (abort scanning only the current and the previous micro-batch slot, visible from
+three slots on) is not a preset: minispec's engine aborts through its one scheduler, which
+holds every request (``Scheduler.finish_requests``), and its runners keep no per-slot
+running batch to scan, so there is no seam where that fault could be put back.
 ``fixes=`` names the July-2025 presets of V1's switches (``minispec/v1/worker/runner_fixes.py``).
 
 vLLM twin: none (vLLM ships each fix, never a switch back to the fault).
@@ -55,7 +74,7 @@ vLLM twin: none (vLLM ships each fix, never a switch back to the fault).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 
 from minispec.instruments.invariants import Invariant
@@ -63,10 +82,14 @@ from minispec.lab.experiments.scenarios import PROMPTS, thread_schedule
 from minispec.lab.experiments.schedule import Request, Schedule
 from minispec.lab.vllm_reference.threads import VLLM, Citation, thread
 from minispec.v1.worker.gpu.runner_fixes import FaultPreset
+from minispec.v1.worker.relay.runner_fixes import RelayFaultPreset
 from minispec.v1.worker.runner_fixes import LEFT_OUT
 from minispec.v1.worker.switches import ModelRunner
 
-__all__ = ["FAULTS", "LEFT_OUT", "Fault", "FaultPreset", "FirstViolation", "TransportError"]
+SGLANG = "sgl-project/sglang"
+
+__all__ = ["EVERY_FAULT", "FAULTS", "LEFT_OUT", "RELAY_FAULTS", "Fault", "FaultPreset", "FirstViolation",
+           "RelayFaultPreset", "TransportError"]
 
 
 @dataclass(frozen=True)
@@ -91,7 +114,7 @@ class TransportError:
 
 @dataclass(frozen=True)
 class Fault:
-    preset: FaultPreset
+    preset: FaultPreset | RelayFaultPreset
     citations: tuple[Citation, ...]  # the threads, their posts and quotes drawn from the one table
     source: str  # the release lines of the fix, from reading the code, or why there are none
     summary: str
@@ -186,3 +209,43 @@ FAULTS: dict[FaultPreset, Fault] = {
                                  "[2, 4] torch.int64 receive"),
     ),
 }
+
+# The thread's requests on three stages: the relay's pairing fault needs more than two.
+THREAD_AT_PP3 = replace(thread_schedule(check_invariants=True), name="the thread scenario on three stages",
+                        pipeline_parallel_size=3)
+
+RELAY_FAULTS: dict[RelayFaultPreset, Fault] = {
+    RelayFaultPreset.RELAY_PAIRING: Fault(
+        RelayFaultPreset.RELAY_PAIRING,
+        (Citation(thread(SGLANG, 40001), role="micro-batch pairing under PP x speculative decoding, in its title; "
+                  "its description is not in the stored index, so the (i - 1) % N form is minispec's reading of "
+                  "that pairing against SGLang's loop"),),
+        "no SGLang release read; SGLang's loop applies the relayed result of slot (mb_id + 1) % pp_loop_size, "
+        "from reading the code (python/sglang/srt/managers/scheduler_pp_mixin.py, event_loop_pp); minispec's "
+        "fix: minispec/v1/worker/relay/pp_relay.py (mb_slot)",
+        "a non-last stage applies the relayed payload to the micro-batch slot of its previous forward, "
+        "(c - 2) % N for its c-th batch, instead of the slot of the batch the payload reports, c % N; at N = 2 "
+        "those are the same slot",
+        "each payload is applied to the micro-batch slot of the batch it reports, taken before that slot is reused",
+        THREAD_AT_PP3,
+        FirstViolation(Invariant.TOKEN_HISTORY, 3, 0, "A",
+                       "stage 0 holds a zero where A's last sampled token belongs: A's payload went to another "
+                       "micro-batch's rows"),
+    ),
+    RelayFaultPreset.RELAY_NO_SEQ_LENS: Fault(
+        RelayFaultPreset.RELAY_NO_SEQ_LENS,
+        (Citation(thread(SGLANG, 30775), date(2026, 7, 10),
+                  "the relay payload just grows to `{accept_lens, new_seq_lens, bonus_token, next draft tree}`",
+                  "the fields every stage must apply; this preset drops new_seq_lens"),
+         Citation(thread(SGLANG, 40001), role="recurrent-state commit on non-last stages, in its title")),
+        "no SGLang release read: SGLang PR #30775's description names new_seq_lens in the payload; minispec's fix: "
+        "minispec/v1/worker/relay/stage.py (commit_seq_lens)",
+        "the payload travels without new_seq_lens: non-last stages keep the count they advanced at their forward",
+        "the payload carries each row's new_seq_lens and every non-last stage commits it",
+        thread_schedule(check_invariants=True),
+        FirstViolation(Invariant.SHARED_ACCOUNTING, 4, 0, "A", "nothing to commit: stage 0's count stays where its "
+                       "forward advanced it, drafts rejected included"),
+    ),
+}
+
+EVERY_FAULT: dict[FaultPreset | RelayFaultPreset, Fault] = {**FAULTS, **RELAY_FAULTS}

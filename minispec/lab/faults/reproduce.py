@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from minispec.distributed.parallel_state import MessageMismatch
 from minispec.instruments.invariants import InvariantViolation, Violation
 from minispec.lab.experiments.schedule import build_llm, run_recorded, schedule_reference
-from minispec.lab.faults.catalogue import FAULTS, Fault, FaultPreset, FirstViolation, TransportError
+from minispec.lab.faults.catalogue import (
+    EVERY_FAULT,
+    Fault,
+    FaultPreset,
+    FirstViolation,
+    RelayFaultPreset,
+    TransportError,
+)
 
 
 @dataclass(frozen=True)
@@ -60,10 +67,10 @@ def _fixed_clean(fault: Fault) -> bool:
     return trace.outputs == schedule_reference(fault.scenario)
 
 
-def run_fault(name: FaultPreset | str) -> FaultRun:
-    if name not in FAULTS:
-        raise ValueError(f"run_fault: {name!r}: expected one of {sorted(map(str, FAULTS))}")
-    fault = FAULTS[FaultPreset(name)]
+def run_fault(name: FaultPreset | RelayFaultPreset | str) -> FaultRun:
+    if name not in EVERY_FAULT:
+        raise ValueError(f"run_fault: {name!r}: expected one of {sorted(map(str, EVERY_FAULT))}")
+    fault = next(f for preset, f in EVERY_FAULT.items() if preset == name)
     if not fault.scenario.check_invariants:
         raise ValueError(f"run_fault: {name!r}'s scenario must check invariants live (check_invariants=True)")
     violation, transport_error, trace = _faulty(fault)

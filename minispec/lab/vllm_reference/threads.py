@@ -260,6 +260,13 @@ THREADS: tuple[Thread, ...] = (
            (Post(DESCRIPTION, date(2026, 7, 10), (
                "Spec decoding is structurally identical — the relay payload just grows to `{accept_lens, "
                "new_seq_lens, bonus_token, next draft tree}`.",)),)),
+    Thread("sgl-project/sglang", 27620, P, "Suffix decoding pp", ThreadState.CLOSED, Verified.SEARCHED,
+           (Post(DESCRIPTION, date(2026, 6, 9), ("The protocol (Approach A — replicate drafts, propagate accept)",)),)),
+    Thread("sgl-project/sglang", 29405, P, "Fix pipeline-parallel abort missing in-flight requests in non-current "
+           "microbatch slots", MERGED, Verified.SEARCHED,
+           (Post(DESCRIPTION, date(2026, 6, 26), ("since with two the current and previous slots already cover both",)),)),
+    Thread("sgl-project/sglang", 40001, P, "[Spec][PP] Fix hybrid recurrent-state commit and micro-batch pairing "
+           "under PP x speculative decoding", OPEN, Verified.TITLE),
     Thread("vllm-project/vllm-ascend", 15171, P, "[BugFix][MRV2] Sync num_computed_tokens on non-last PP ranks "
            "with MTP", OPEN, Verified.SEARCHED,
            (Post(DESCRIPTION, date(2026, 8, 28), ("a length that was never reverted after a rejected draft token",)),)),

@@ -22,7 +22,7 @@ import inspect
 
 from minispec.config import VllmConfig
 from minispec.platforms import stage_device
-from minispec.v1.worker.gpu_model_runner import GPUModelRunner
+from minispec.v1.worker.switches import ModelRunner
 from minispec.v1.worker.worker_base import WorkerBase
 
 
@@ -31,11 +31,23 @@ def make_runner(config: VllmConfig, rank: int, recorder=None, device=None) -> Wo
     device = device or stage_device(rank, config.pipeline_parallel_size, config.device)
     if config.parallel_config.worker_cls is not None:  # a design handed in (resolve_worker_cls checked it)
         return config.parallel_config.worker_cls(config, rank, device, recorder)
-    if config.model_runner == "v2":  # issue 17: Model Runner V2, chosen as vLLM's Worker does (gpu/__init__.py)
-        from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
+    return design_class(config.model_runner)(config, rank, device, recorder)
 
-        return GPUModelRunnerV2(config, rank, device, recorder)
-    return GPUModelRunner(config, rank, device, recorder)
+
+# Each design's runner, imported when it is chosen, as vLLM's Worker picks its model runner
+# (gpu/__init__.py): V1's GPUModelRunner, Model Runner V2, SGLang's relay around the ring and
+# replicated drafting (minispec/v1/worker/relay/).
+_DESIGNS = {
+    ModelRunner.V1: ("minispec.v1.worker.gpu_model_runner", "GPUModelRunner"),
+    ModelRunner.V2: ("minispec.v1.worker.gpu.model_runner", "GPUModelRunner"),
+    ModelRunner.RELAY: ("minispec.v1.worker.relay.model_runner", "RelayModelRunner"),
+    ModelRunner.REPLICATED: ("minispec.v1.worker.relay.replicated", "ReplicatedDraftRunner"),
+}
+
+
+def design_class(design: ModelRunner) -> type[WorkerBase]:
+    module, name = _DESIGNS[design]
+    return getattr(importlib.import_module(module), name)
 
 
 EXPECTED = "a WorkerBase subclass (minispec.v1.worker.worker_base) or its qualified name 'module.Class'"
@@ -55,10 +67,8 @@ def resolve_worker_cls(worker_cls: type | str | None, model_runner: str) -> type
     if missing:
         raise ValueError(f"worker_cls={worker_cls.__qualname__}: does not implement {', '.join(missing)} "
                          "of the runner contract WorkerBase (docs/adding_a_runner.md)")
-    from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
-
-    for design, base in (("v1", GPUModelRunner), ("v2", GPUModelRunnerV2)):
-        if issubclass(worker_cls, base) and model_runner != design:
+    for design in ModelRunner:
+        if issubclass(worker_cls, design_class(design)) and model_runner != design:
             raise ValueError(f"worker_cls={worker_cls.__qualname__} extends the runner of model_runner={design!r}: "
                              f"expected model_runner={design!r} (its switches), got {model_runner!r}")
     return worker_cls

@@ -6,7 +6,8 @@ built (vLLM 0.30.0: ``vllm/config/vllm.py``, ``__post_init__`` 1853-1856 calls
 "Model Runner V2 does not yet support: ...").
 
 Each design's switches live next to its code (``runner_fixes.py`` for V1,
-``gpu/runner_fixes.py`` for V2); ``ARGUMENTS`` says what each engine argument takes.
+``gpu/runner_fixes.py`` for V2, ``relay/runner_fixes.py`` for the relay; replicated
+drafting has none); ``ARGUMENTS`` says what each engine argument takes.
 A preset, or a learner's ``RunnerFixes``, given with a design it does not apply to is
 refused with the argument, the value and the design, e.g.
 ``fixes='vllm-0.9.2' applies to model_runner='v1'; got model_runner='v2'``; so is a fault
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 
 from minispec.v1.worker.gpu.runner_fixes import FaultPreset
 from minispec.v1.worker.gpu.runner_fixes import RunnerFixes as RunnerFixesV2
+from minispec.v1.worker.relay.runner_fixes import RelayFaultPreset
+from minispec.v1.worker.relay.runner_fixes import RunnerFixes as RunnerFixesRelay
 from minispec.v1.worker.runner_fixes import LEFT_OUT, Preset, RunnerFixes
 from minispec.v1.worker.switches import ModelRunner, Switch, Switches, SwitchPreset, SwitchSettings
 
@@ -28,18 +31,18 @@ from minispec.v1.worker.switches import ModelRunner, Switch, Switches, SwitchPre
 class Argument:
     """What one engine argument takes: a preset's name, a learner's settings, or None."""
 
-    presets: type[SwitchPreset]
+    presets: tuple[type[SwitchPreset], ...]  # one preset type per design that has presets for it
     settings: tuple[type[SwitchSettings], ...] = ()
     optional: bool = False
 
     def expected(self) -> str:
-        names = f"one of {sorted(map(str, self.presets))}"
+        names = f"one of {sorted(str(p) for kind in self.presets for p in kind)}"
         return ("None or " if self.optional else "") + names + (" or a RunnerFixes" if self.settings else "")
 
 
 ARGUMENTS = {
-    "fixes": Argument(Preset, (RunnerFixes, RunnerFixesV2)),
-    "faults": Argument(FaultPreset, optional=True),
+    "fixes": Argument((Preset,), (RunnerFixes, RunnerFixesV2, RunnerFixesRelay)),
+    "faults": Argument((FaultPreset, RelayFaultPreset), optional=True),
 }
 
 
@@ -69,6 +72,7 @@ def _setting(argument: str, value) -> SwitchPreset | SwitchSettings | None:
         return value
     if isinstance(value, str) and value in LEFT_OUT:
         raise ValueError(f"{argument}={value!r} is not a preset: {LEFT_OUT[value]}")
-    if isinstance(value, str) and value in set(takes.presets):
-        return takes.presets(value)
+    for kind in takes.presets:
+        if isinstance(value, str) and value in set(kind):
+            return kind(value)
     raise ValueError(f"{argument}={value!r}: expected {takes.expected()}")

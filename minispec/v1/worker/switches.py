@@ -29,11 +29,14 @@ from typing import ClassVar
 
 class ModelRunner(StrEnum):
     """A runner design (``model_runner=``): V1's ``GPUModelRunner``
-    (``minispec/v1/worker/gpu_model_runner.py``) or Model Runner V2 (``minispec/v1/worker/gpu/``).
+    (``minispec/v1/worker/gpu_model_runner.py``), Model Runner V2 (``minispec/v1/worker/gpu/``),
+    SGLang's relay around the ring and replicated drafting (``minispec/v1/worker/relay/``).
     A ``StrEnum``, so ``"v1"`` and ``ModelRunner.V1`` are the same argument."""
 
     V1 = "v1"
     V2 = "v2"
+    RELAY = "relay"  # SGLang PR #30775's relay payload (relay/model_runner.py)
+    REPLICATED = "replicated"  # every stage drafts, only accept results travel (relay/replicated.py)
 
     def __repr__(self) -> str:
         return repr(self.value)

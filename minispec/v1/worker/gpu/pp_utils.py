@@ -38,10 +38,13 @@ when it is freed (``on_req_idx_freed``); an entry's rows whose slot was freed si
 its receive are skipped, so a finished request's tokens never land in the slot's
 next occupant.
 
-Two fault presets switch this file (``gpu/runner_fixes.py``), each
-resolved once in ``PPHandler.__init__``: ``live_rows`` (``v2-slot-reuse`` drops the
-generation check) and ``sample_width`` (``v2-broadcast-width`` sends ``[n, 1]`` for a batch
-without drafts: the fault PR #46994 reported and PR #50514 fixed).
+Two fault presets switch this file (``gpu/runner_fixes.py``), each resolved once by V2's
+runner and handed to ``PPHandler``: ``live_rows`` (``v2-slot-reuse`` drops the generation
+check) and ``sample_width`` (``v2-broadcast-width`` sends ``[n, 1]`` for a batch without
+drafts: the fault PR #46994 reported and PR #50514 fixed). So this file imports no
+switch, and the relay design (``minispec/v1/worker/relay/``) can share its two pure
+functions, ``compute_need_sampled_mask`` and ``same_occupant``, without reaching V2's
+switches.
 
 The messages go over the pipeline's own point-to-point group, checked (each carries its
 shape and dtype, ``send_checked`` / ``post_checked``: a message that does not fit the
@@ -67,8 +70,6 @@ import numpy as np
 import torch
 
 from minispec.distributed.parallel_state import InProcStageGroup, post_checked, send_checked
-from minispec.v1.worker.gpu.runner_fixes import LIVE_ROWS, SAMPLE_WIDTH
-from minispec.v1.worker.switches import EVERY_FIX, Switches
 
 # Its own tag: the executors' messages use 1-4 (multiproc_executor.py), 1001-1004 for spills;
 # its headers travel on 2017 (CHECK_TAG + 17).
@@ -142,16 +143,16 @@ def padded_width(batch, max_sample_len: int) -> int:
 
 class PPHandler:
     def __init__(self, group, pp_size: int, max_num_reqs: int, num_speculative_steps: int,
-                 switches: Switches = EVERY_FIX):
-        """``switches``: the runner's (``VllmConfig.switches``); this file's are resolved here, once."""
+                 live_rows: Callable = same_occupant, sample_width: Callable = padded_width):
+        """``live_rows``, ``sample_width``: the functions V2's runner resolved its two switches of
+        this file to (``gpu/runner_fixes.py``); by default their fixes."""
         self.group, self.last_rank = group, pp_size - 1
         self.is_last_rank = group.rank == self.last_rank
         self.num_speculative_steps = num_speculative_steps
         self.max_sample_len = num_speculative_steps + 1
         self.queue: deque[PendingRecv] = deque()
         self.req_idx_gen_np = np.zeros(max_num_reqs, dtype=np.int64)
-        self.live_rows = switches.pick(LIVE_ROWS, same_occupant)
-        self.sample_width = switches.pick(SAMPLE_WIDTH, padded_width)
+        self.live_rows, self.sample_width = live_rows, sample_width
         self.listeners: list[Callable[[PPMessage], None]] = []
 
     def subscribe(self, listener: Callable[[PPMessage], None]) -> None:

@@ -83,6 +83,18 @@ class RequestState:
         self.free_indices.append(req_idx)
         return req_idx
 
+    def set_draft_tokens(self, idx_mapping: np.ndarray, draft_tokens: np.ndarray) -> None:
+        """Write row ``i``'s drafts into slot ``idx_mapping[i]`` (-1: skip). The one write of
+        drafts a stage was sent, shared by the designs built on these slots (V2's broadcast,
+        the relay's payload)."""
+        keep = idx_mapping >= 0
+        self.draft_tokens[idx_mapping[keep]] = draft_tokens[keep]
+
+    def set_drafts(self, req_idx: int, drafts) -> None:
+        """The slot's next drafts, as a proposer returned them (fewer than k: zeros after)."""
+        self.draft_tokens[req_idx] = 0
+        self.draft_tokens[req_idx, : len(drafts)] = drafts
+
     def token_ids(self, req_idx: int) -> list[int]:
         """The slot's history: prompt and every token sampled so far."""
         return self.all_token_ids[req_idx, : self.total_len[req_idx]].tolist()
