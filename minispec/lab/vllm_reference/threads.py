@@ -258,8 +258,10 @@ THREADS: tuple[Thread, ...] = (
     Thread("sgl-project/sglang", 30775, P, "Pipeline parallelism x speculative decoding (EAGLE/MTP) compatibility",
            MERGED, Verified.SEARCHED,
            (Post(DESCRIPTION, date(2026, 7, 10), (
+               "non-spec PP decode already relies on a last->first output-dict relay (next sampled token becomes the "
+               "next round's input, and every stage forwards the dict).",
                "Spec decoding is structurally identical — the relay payload just grows to `{accept_lens, "
-               "new_seq_lens, bonus_token, next draft tree}`.",)),)),
+               "new_seq_lens, bonus_token, next draft tree}`.")),)),
     Thread("sgl-project/sglang", 27620, P, "Suffix decoding pp", ThreadState.CLOSED, Verified.SEARCHED,
            (Post(DESCRIPTION, date(2026, 6, 9), ("The protocol (Approach A — replicate drafts, propagate accept)",)),)),
     Thread("sgl-project/sglang", 29405, P, "Fix pipeline-parallel abort missing in-flight requests in non-current "

@@ -3,8 +3,9 @@ what the last stage decided (``model_runner="relay"``; SGLang PR #30775, "Pipeli
 parallelism x speculative decoding", and ``SchedulerPPMixin.event_loop_pp`` in
 ``python/sglang/srt/managers/scheduler_pp_mixin.py``, from reading the code).
 
-Why "relay": SGLang PR #30775's own word for it ("a last->first output-dict relay ... every stage
-forwards the dict"; "the relay payload just grows to ..."). SGLang names no runner for it:
+Why "relay": SGLang PR #30775's own word for it: non-spec PP decode "already relies on a
+last->first output-dict relay", and with speculative decoding "the relay payload just grows".
+SGLang names no runner for it:
 the relay lives in its scheduler's PP loop, which minispec's engine does not have, so here
 it is a runner design beside V1 and V2, selected by ``model_runner="relay"``.
 

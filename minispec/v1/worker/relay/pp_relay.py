@@ -35,7 +35,7 @@ previous forward, SGLang's ``(i - 1) % N``: at pp_size = 2 that is the same slot
 Messages go over the pipeline's own group, checked (``send_checked`` / ``post_checked``),
 as V2's: gloo's ``StageGroup`` in "mp" and torchrun, ``InProcStageGroup`` in one process.
 Left out: SGLang's Python-object dicts (``point_to_point_pyobj``), proxy tensors, the
-accepted tree indices a tree of drafts would need (SGLang PR #30775's review of 2026-09-16),
+accepted tree indices a tree of drafts would need (from reading SGLang PR #30775's payload),
 logprobs, overlap scheduling.
 (vLLM 0.30.0: ``vllm/v1/worker/gpu/pp_utils.py``, its nearest twin.)
 """

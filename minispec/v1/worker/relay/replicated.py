@@ -1,6 +1,6 @@
 """Replicated drafting: every stage drafts, only the accept result travels
 (``model_runner="replicated"``; SGLang PR #27620, "Suffix decoding pp", closed unmerged:
-its "Approach A - replicate drafts, propagate accept").
+its "Approach A — replicate drafts, propagate accept").
 
 The relay design's stages (``stage.RelayStage``) with one change: every non-last stage
 runs the same n-gram proposer as the last stage, on its own copy of the request's
