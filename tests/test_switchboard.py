@@ -38,6 +38,8 @@ CASES = [
      "faults='v2-slot-reuse' applies to model_runner='v2'; got model_runner='v1'"),
     ("faults", "v2-broadcast-width", {v2.SAMPLE_WIDTH: v2.natural_width},
      "faults='v2-broadcast-width' applies to model_runner='v2'; got model_runner='v1'"),
+    ("faults", "v2-drafts-posted-twice", {v2.POST_DRAFTS: v2.post_drafts_twice},
+     "faults='v2-drafts-posted-twice' applies to model_runner='v2'; got model_runner='v1'"),
     ("fixes", v1.RunnerFixes(readd_spec_tokens=mine), {v1.READD_SPEC_TOKENS: mine},
      "fixes=RunnerFixes(readd_spec_tokens=mine) applies to model_runner='v1'; got model_runner='v2'"),
     ("fixes", v1.RunnerFixes(readd_spec_tokens=False), {v1.READD_SPEC_TOKENS: v1.skip_spec_tokens},

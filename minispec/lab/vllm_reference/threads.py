@@ -79,7 +79,7 @@ def _vllm(number, kind, title, posted, state, quote, verified=Verified.INDEX) ->
 
 
 P, I = ThreadKind.PULL, ThreadKind.ISSUE
-MERGED, OPEN = ThreadState.MERGED, ThreadState.OPEN
+MERGED, OPEN, CLOSED = ThreadState.MERGED, ThreadState.OPEN, ThreadState.CLOSED
 
 THREADS: tuple[Thread, ...] = (
     _vllm(13339, P, "[V1] Get input tokens from scheduler", date(2025, 2, 15), MERGED,
@@ -117,6 +117,9 @@ THREADS: tuple[Thread, ...] = (
           date(2026, 6, 5), OPEN, "Implements the design in #44697"),
     _vllm(46994, P, "[Spec][V2] Support MTP speculative decoding under pipeline parallelism", date(2026, 9, 1),
           MERGED, "NCCL does not negotiate element counts"),  # a comment of 2026-09-01
+    _vllm(49620, P, "fix(v1): prevent IMA after speculative preemption", date(2026, 7, 23), OPEN,
+          "a request can be preempted after a speculative decode frame has been dispatched but before its output "
+          "returns"),
     _vllm(50514, P, "[Core][MRV2] Support eagle3 spec decode with pipeline parallel", date(2026, 7, 31), MERGED,
           "broadcast draft proposals from the last stage so earlier stages embed the correct token IDs on the "
           "next step"),
@@ -128,12 +131,46 @@ THREADS: tuple[Thread, ...] = (
           "has been relayed back"),
     _vllm(52295, P, "[MRv2][Bugfix] Sync speculative draft tokens across PP ranks", date(2026, 8, 14), OPEN,
           "the non-last ranks keep stale or zero-initialized draft tokens"),
+    _vllm(53402, I, "[deepseek-v4-flash-sm86 fork] PP8 + DSpark: recurring deadlock in the V2-runner PP sampled-token/"
+          "draft broadcast protocol (PPHandler)", date(2026, 8, 23), CLOSED,  # its author's comment of 2026-08-23
+          "NCCL flight-recorder dumps show receivers enqueued draft-broadcast seq N+1 while the last rank was still "
+          "at N"),
+    _vllm(53577, P, "[DSpark] Support pipeline-parallel targets in disaggregated and aggregated serving (+ padded graph "
+          "batch safety)", date(2026, 8, 24), CLOSED, ""),
+    _vllm(54260, I, "[Bug]: PP + async scheduling + spec decode: output_token_ids trim only runs on the last PP rank, "
+          "desynchronizing the ranks until NCCL deadlocks", date(2026, 8, 28), OPEN,
+          "The trim branch is an `elif`, so it only ever executes on the last PP rank."),
+    _vllm(54270, P, "Fix output token state synchronization across PP ranks", date(2026, 8, 28), CLOSED,
+          "The resulting state divergence could make PP ranks disagree on whether to perform the sampled-token "
+          "broadcast, eventually causing an NCCL deadlock."),
     _vllm(54436, P, "[Bugfix][PP] Never drop a decoding request from the sampled-token broadcast",
           date(2026, 8, 30), MERGED, ""),
+    _vllm(54437, I, "[Bug]: structured output can sample unconstrained tokens when the draft hand-off goes stale "
+          "(spec decode + async scheduling + PP)", None, OPEN, "", Verified.TITLE),
+    _vllm(56802, P, "[Bugfix][Spec Decode][Structured Output] Identify draft-token hand-off snapshots (#54437)",
+          date(2026, 9, 14), OPEN,
+          "tag them with the scheduler step, and look up by equality so async PP cannot overwrite an unidentified "
+          "slot"),
+    _vllm(56956, P, "[DSpark] Support pipeline-parallel targets in aggregated serving", date(2026, 9, 15), OPEN,
+          "double-posting misaligned the recv FIFO and hung the pipeline"),
+    _vllm(57755, I, "[Bug/Design] Pipeline parallelism × speculative decoding: `sampled_token_ids` broadcast contract "
+          "breaks under spec decode, and a column-truncation workaround silently corrupts output with async "
+          "scheduling", date(2026, 9, 20), OPEN,
+          "broadcasting one column is not a sufficient contract for the async spec path"),
+    Thread("sgl-project/sglang", 29405, P, "Fix pipeline-parallel abort missing in-flight requests in non-current "
+           "microbatch slots", date(2026, 6, 26), MERGED,
+           "This only manifests with more than two microbatch slots, since with two the current and previous slots "
+           "already cover both.", Verified.INDEX),
     Thread("sgl-project/sglang", 30775, P, "Pipeline parallelism x speculative decoding (EAGLE/MTP) compatibility",
            date(2026, 7, 10), MERGED,
            "Spec decoding is structurally identical — the relay payload just grows to `{accept_lens, new_seq_lens, "
            "bonus_token, next draft tree}`.", Verified.INDEX),
+    Thread("vllm-project/vllm-ascend", 14184, P, "[Feature] Support MTP with PP in MRV2", date(2026, 8, 13), MERGED,
+           "the target sampler output is broadcast before the last stage finishes generating the next-step MTP draft "
+           "tokens", Verified.INDEX),
+    Thread("syv-ai/qwen38-27b-rtx3090", 160, I, "MTP under pipeline parallelism (PP2): acceptance collapses 45.6% -> 8%, "
+           "MTP is net-negative vs SPEC=off, and async scheduling corrupts output (3090 + A4000, sm86)",
+           date(2026, 9, 20), OPEN, "acceptance collapses 45.6%→8% (np-independent)", Verified.INDEX),
     Thread("vllm-project/vllm-ascend", 15171, P, "[BugFix][MRV2] Sync num_computed_tokens on non-last PP ranks "
            "with MTP", date(2026, 8, 28), OPEN,
            "a length that was never reverted after a rejected draft token", Verified.INDEX),

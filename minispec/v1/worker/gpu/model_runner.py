@@ -28,8 +28,8 @@ only ``"all"`` or this design's ``RunnerFixes``, and the switchboard refuses the
 Its own switches (``gpu/runner_fixes.py``: the 2026 faults, as ``faults=`` presets, and
 ``apply_broadcast``, the workshop's plug point for the whole post-processing of the
 broadcast, notebook 08's last exercise) are resolved to functions when the runner is
-built: ``apply_drafts``, ``num_rejected_on_apply`` and ``apply_broadcast`` here,
-``live_rows`` and ``sample_width`` in ``PPHandler``.
+built: ``apply_drafts``, ``num_rejected_on_apply``, ``apply_broadcast`` and ``post_drafts``
+here, ``live_rows`` and ``sample_width`` in ``PPHandler``.
 
 Like V1's runner, this one implements the runner contract (``worker_base.WorkerBase``):
 when asked (``record``/``check_invariants``) it describes its rows to the trace recorder
@@ -75,7 +75,7 @@ from minispec.v1.worker.gpu.input_batch import (
     prepare_prefill_inputs,
 )
 from minispec.v1.worker.gpu.pp_utils import PPHandler, SampledOutputs
-from minispec.v1.worker.gpu.runner_fixes import APPLY_BROADCAST, APPLY_DRAFTS, NUM_REJECTED_ON_APPLY
+from minispec.v1.worker.gpu.runner_fixes import APPLY_BROADCAST, APPLY_DRAFTS, NUM_REJECTED_ON_APPLY, POST_DRAFTS
 from minispec.v1.worker.gpu.states import RequestState
 from minispec.v1.worker.utils import load_stage_model, request_generator
 from minispec.v1.worker.worker_base import WorkerBase
@@ -122,6 +122,7 @@ class GPUModelRunner(WorkerBase[InputBatch]):
         self.apply_drafts = self.switches.pick(APPLY_DRAFTS, apply_broadcast_drafts)
         self.num_rejected_on_apply = self.switches.pick(NUM_REJECTED_ON_APPLY, broadcast_rejected)
         self.apply_broadcast = self.switches.pick(APPLY_BROADCAST, self._apply_broadcast)
+        self.post_drafts = self.switches.pick(POST_DRAFTS, PPHandler.broadcast_drafts)
         self._init_states()
 
     def _init_states(self) -> None:
@@ -338,7 +339,7 @@ class GPUModelRunner(WorkerBase[InputBatch]):
                     batch.num_scheduled_tokens)
         spec = self.propose(batch, num_sampled)
         if self.pp_handler is not None and self.num_speculative_steps > 0:
-            self.pp_handler.broadcast_drafts(batch, self.req_states.draft_tokens[batch.idx_mapping_np])
+            self.post_drafts(self.pp_handler, batch, self.req_states.draft_tokens[batch.idx_mapping_np])
         return ModelRunnerOutput(
             req_ids=list(batch.req_ids),
             req_id_to_index={r: i for i, r in enumerate(batch.req_ids)},

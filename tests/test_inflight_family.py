@@ -1,0 +1,67 @@
+"""The in-flight family (issue 22 §3; minispec/lab/faults/in_flight.py): each candidate's
+outcome agrees with the fault presets, its threads are in the thread table, and the preset
+built without async scheduling, ``v2-drafts-posted-twice``, stops where ``FAULTS`` says at
+every pipeline depth, clean without the fault. (``tests/test_fault_presets.py`` runs it on
+its own scenario with the other presets.)"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from minispec.distributed.parallel_state import MessageMismatch
+from minispec.lab.experiments.schedule import build_llm, run_recorded, schedule_reference
+from minispec.lab.faults.catalogue import FAULTS, FaultPreset, TransportError
+from minispec.lab.faults.in_flight import FAMILY, Candidate, Outcome
+from minispec.lab.vllm_reference.threads import references, thread
+
+TWICE = FaultPreset.V2_DRAFTS_POSTED_TWICE
+
+
+def test_each_candidate_agrees_with_the_presets_and_the_thread_table():
+    for c in FAMILY:
+        cited = references(c.reference)
+        assert cited and all(thread(*ref) for ref in cited), c.reference
+        if c.outcome in (Outcome.PRESET, Outcome.SAME_AS):
+            assert FAULTS[c.preset].design in c.designs and not c.needs_async, c.reference
+        if c.outcome is Outcome.NEEDS_ASYNC:
+            assert c.needs_async and c.designs, c.reference
+    built = {c.preset for c in FAMILY if c.outcome is Outcome.PRESET}
+    assert built == {TWICE}
+    with pytest.raises(ValueError, match="a preset is expected exactly for PRESET and SAME_AS"):
+        Candidate("vLLM #56956", "", (), False, "", Outcome.NEEDS_ASYNC, TWICE)
+
+
+def _at_depth(pp: int):
+    return dataclasses.replace(FAULTS[TWICE].scenario, pipeline_parallel_size=pp)
+
+
+def _first_decode(trace, req_id: str) -> int:
+    """The step of ``req_id``'s first decode on stage 0: the second step that schedules it."""
+    steps = [st.step for s in trace.steps for st in s.stages if st.stage == 0
+             for r in st.rows if r.req_id == req_id and r.num_scheduled_tokens > 0]
+    return steps[1]
+
+
+@pytest.mark.parametrize("pp", [2, 3, 4])
+def test_the_copy_is_paired_with_the_next_batchs_first_receive_at_every_depth(pp):
+    """The last stage's second copy of batch_0's ``[n, k]`` drafts is the next message each
+    non-last stage takes, into the ``[n, k + 1]`` receive it posted for batch_1's sampled
+    tokens: stage 0 stops when it first applies batch_1's broadcast, at batch_1's first
+    decode. Nothing masks it at PP = 2: every stage posts one drafts receive per batch
+    whatever the depth, so the copy is always one too many."""
+    expected = FAULTS[TWICE].expected
+    assert isinstance(expected, TransportError)
+    schedule = _at_depth(pp)
+    fixed = run_recorded(build_llm(schedule, model_runner="v2"))  # invariants checked live: none fired
+    assert fixed.outputs == schedule_reference(schedule)
+    step = _first_decode(fixed, "C")
+    assert pp > 2 or (step, 0) == (expected.step, expected.stage)
+    with pytest.raises(MessageMismatch) as caught:
+        build_llm(schedule, model_runner="v2", faults=TWICE).engine.run()
+    k = schedule.num_speculative_tokens
+    assert str(caught.value).startswith(
+        f"stage 0, step {step}, applying the last stage's broadcast: rank {pp - 1} sent a [2, {k}] torch.int64 "
+        f"message to rank 0 (tag 17), which posted a [2, {k + 1}] torch.int64 receive")
+    assert (caught.value.sent, caught.value.posted) == ((2, k), (2, k + 1))
