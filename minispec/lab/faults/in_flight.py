@@ -111,8 +111,10 @@ FAMILY: tuple[Candidate, ...] = (
         (V1, V2), True,
         "vLLM 0.30.0 handles the case in its own way: in vllm/v1/core/sched/scheduler.py lines 1500-1510, "
         "_preempt_request marks the in-flight output stale, and in lines 1946-1953 update_from_output drains it "
-        "(from reading the code)",
-        Outcome.NEEDS_ASYNC,
+        "(from reading the code). minispec's scheduler never preempts a request with a batch in flight "
+        "(Scheduler._allocate_or_preempt picks its victim among requests with num_inflight_batches == 0), so "
+        "no late output can meet a reset request, with or without async scheduling",
+        Outcome.NOT_HERE,
     ),
     Candidate(
         "vllm-ascend PR #14184 (merged, 2026-08-13)",
