@@ -65,3 +65,21 @@ def test_the_copy_is_paired_with_the_next_batchs_first_receive_at_every_depth(pp
         f"stage 0, step {step}, applying the last stage's broadcast: rank {pp - 1} sent a [2, {k}] torch.int64 "
         f"message to rank 0 (tag 17), which posted a [2, {k + 1}] torch.int64 receive")
     assert (caught.value.sent, caught.value.posted) == ((2, k), (2, k + 1))
+
+
+def test_a_request_is_never_preempted_with_a_batch_in_flight(monkeypatch):
+    """Why vLLM PR #49620's late output cannot arise here (``FAMILY``: NOT_HERE): on a
+    preempting schedule with two batches in flight, every victim has none in flight."""
+    from minispec.lab.experiments.scenarios import exercise_schedule
+    from minispec.v1.core.sched.scheduler import Scheduler
+
+    victims = []
+    preempt = Scheduler._preempt
+
+    def checked(self, request):
+        victims.append((request.request_id, request.num_inflight_batches))
+        preempt(self, request)
+
+    monkeypatch.setattr(Scheduler, "_preempt", checked)
+    run_recorded(build_llm(exercise_schedule(0, 2, "ngram")))
+    assert victims and all(n == 0 for _, n in victims), victims
