@@ -84,8 +84,12 @@ FAMILY: tuple[Candidate, ...] = (
         "validate, and an opt-in cap of pp_size batches",
         (V2,), True,
         "no vLLM release holds the fork's fix; under async, V2 still gets pp_size + 1 batches in vLLM 0.30.0 "
-        "vllm/config/vllm.py 593-595 (max_concurrent_batches)",
-        Outcome.NEEDS_ASYNC,
+        "vllm/config/vllm.py 593-595 (max_concurrent_batches). The race is between NCCL collectives enqueued on "
+        "a side stream; minispec has no streams, and every stage works out which broadcasts a batch has from "
+        "the scheduler's counts it was given (pp_utils.compute_need_sampled_mask), so all stages post the same "
+        "messages in the same order and a receive posted early still pairs with its own step's message; the "
+        "check the fork added, a step and sequence number each receiver validates, is issue 22 §2's",
+        Outcome.NOT_HERE,
     ),
     Candidate(
         "vLLM PR #56956 (open, 2026-09-15), split from PR #53577 (closed, 2026-08-24)",
