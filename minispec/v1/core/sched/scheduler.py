@@ -228,6 +228,11 @@ class Scheduler:
                 - request.num_output_placeholders >= len(request.prompt_token_ids) + params.max_tokens)
         return done or self.step_counter < request.next_decode_eligible_step
 
+    def has_requests_waiting_for_step(self) -> bool:
+        """Is a running request only waiting for its ``next_decode_eligible_step``? The engine then
+        lets steps pass (an empty schedule still counts one) rather than call itself stuck."""
+        return any(self.step_counter < r.next_decode_eligible_step for r in self.running)
+
     def _update_after_schedule(self, output: SchedulerOutput) -> None:
         """Advance at schedule time, drafts included (vLLM: ``_update_after_schedule``)."""
         for req_id, n in output.num_scheduled_tokens.items():
