@@ -163,12 +163,11 @@ class EngineCore:
     def iter_events(self) -> Iterator[Event]:
         """Every event until all requests finish, one at a time."""
         while self.has_work():
-            idle, gated = True, self.scheduler.has_requests_waiting_for_step()
+            idle = True
             for event in self._engine_step_events():
                 idle = False
                 yield event
-            # (a request that waits for its step, V2 under async scheduling, only lets steps pass)
-            if idle and not self.arrivals and not gated:
+            if idle and not self.arrivals:
                 waiting = ", ".join(r.request_id for r in self.scheduler.waiting)
                 raise RuntimeError(
                     f"no request can be scheduled (waiting: {waiting}); the KV cache "

@@ -18,6 +18,7 @@ is in flight can then be scheduled again, because its future tokens are counted 
 * With Model Runner V2 and pipeline parallelism a decoding request is next eligible
   ``pp_size`` steps later (``next_decode_eligible_step``, 46-49): its tokens are on every
   stage by then, since V2's stages apply the last stage's broadcast ``pp_size`` steps on.
+  minispec counts executed batches there, not steps (``Scheduler._wait_for_output`` says why).
 
 For the fault family (a switch that intervenes in the accounting): the placeholders are added
 in ``_update_after_schedule`` and taken back in ``_update_request_with_output`` and, for the
@@ -54,7 +55,7 @@ class AsyncScheduler(Scheduler):
             request.num_output_placeholders += 1 + num_drafts
             request.spec_token_ids = [-1] * self.num_spec_tokens
             if self.use_v2_model_runner:
-                request.next_decode_eligible_step = self.step_counter + self.pp_size
+                request.next_decode_eligible_step = self.num_scheduled_batches + self.pp_size
 
     def _update_request_with_output(self, request: Request, generated: list[int]) -> bool:
         before = request.num_output_tokens

@@ -85,6 +85,7 @@ class Scheduler:
         self.finished_totals = RequestTotals()  # of the requests that have left self.requests
         self.num_preemptions = 0
         self.step_counter = 0
+        self.num_scheduled_batches = 0  # schedules that held work: the engine executes only those
 
     def skip_idle_steps(self, n: int) -> None:
         """Number the next schedule as if ``n`` had found nothing to do (the engine skips the idle
@@ -214,6 +215,7 @@ class Scheduler:
         )
         self._update_after_schedule(output)
         self.step_counter += 1
+        self.num_scheduled_batches += output.total_num_scheduled_tokens > 0
         # A new set, not clear(): the output just built carries the old one.
         self.finished_req_ids = set()
         return output
@@ -222,16 +224,16 @@ class Scheduler:
         """Async scheduling only (both conditions need placeholders or an eligible step set): is
         there nothing to schedule for ``request`` until an output comes back? Its batches in
         flight already reach ``max_tokens`` even if every draft is rejected (vLLM 0.30.0
-        ``scheduler.py`` 616-631), or V2's pipeline makes it wait ``pp_size`` steps (633-637)."""
+        ``scheduler.py`` 616-631), or V2's pipeline makes it wait ``pp_size`` steps (633-637).
+        minispec counts those in batches (``num_scheduled_batches``): vLLM runs its empty
+        schedules through the pipeline too, so pp_size steps are pp_size batches there, while
+        minispec executes none (``EngineCore``). Counted in steps, two empty steps let a request
+        reach the first stage before its broadcast was sent. Once its batch is back, it waits no more."""
         params = request.sampling_params
         done = (request.num_output_placeholders > 0 and request.num_computed_tokens + 2
                 - request.num_output_placeholders >= len(request.prompt_token_ids) + params.max_tokens)
-        return done or self.step_counter < request.next_decode_eligible_step
-
-    def has_requests_waiting_for_step(self) -> bool:
-        """Is a running request only waiting for its ``next_decode_eligible_step``? The engine then
-        lets steps pass (an empty schedule still counts one) rather than call itself stuck."""
-        return any(self.step_counter < r.next_decode_eligible_step for r in self.running)
+        gated = request.num_inflight_batches > 0 and self.num_scheduled_batches < request.next_decode_eligible_step
+        return done or gated
 
     def _update_after_schedule(self, output: SchedulerOutput) -> None:
         """Advance at schedule time, drafts included (vLLM: ``_update_after_schedule``)."""
