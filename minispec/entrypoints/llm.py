@@ -49,7 +49,8 @@ class LLM:
         ``pipeline_parallel_size``, ``speculative_config``, ``fixes``, ``max_num_seqs``,
         ``max_num_batched_tokens``, ``max_model_len``, ``block_size``, ``num_gpu_blocks``,
         ``check_invariants``, ``record``, ``seed``, ``device``, ``dtype``,
-        ``distributed_executor_backend``, ``max_concurrent_batches``, ``model_runner``, ``faults``."""
+        ``distributed_executor_backend``, ``max_concurrent_batches``, ``model_runner``, ``faults``,
+        ``async_scheduling``."""
         args = EngineArgs(model=model, **kwargs)
         self.config = args.create_engine_config()  # every argument checked, nothing allocated yet
         self.arch, self.scheduler_config = self.config.arch, self.config.scheduler_config

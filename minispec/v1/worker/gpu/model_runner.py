@@ -47,7 +47,10 @@ slot's own tokens, which is the same request state. A preempted request keeps it
 slot until then; minispec's scheduler resumes preempted requests before it admits
 new ones, so slots never run short.
 
-Left out: CUDA graphs, Triton kernels (numpy loops stand in), async scheduling and
+Async scheduling (``scheduler_config.async_scheduling``) needs nothing of this runner: it
+already takes only counts from the scheduler, so the ``-1`` draft placeholders are never read,
+and the ``AsyncScheduler`` schedules a decoding request again only ``pp_size`` steps on, when
+its broadcast is due. Left out: CUDA graphs, Triton kernels (numpy loops stand in),
 async output copies, streams, structured output, logprobs, penalties, LoRA,
 multimodal, pooling, KV connectors, data and context parallelism, EPLB.
 """
@@ -156,7 +159,7 @@ class GPUModelRunner(WorkerBase[InputBatch]):
             entries = self.pp_handler.get_prev_sampled_outputs(scheduled)
         except MessageMismatch as e:  # say where: the transport knows ranks and tags, not steps
             raise MessageMismatch(f"stage {self.pp_rank}, step {out.step}, applying the last stage's "
-                                  f"broadcast: {e}", e.sent, e.posted) from None
+                                  f"broadcast: {e}", e.sent, e.posted, e.violation) from None
         for sampled in entries:
             self.apply_broadcast(self.req_states, sampled.idx_mapping, sampled.sampled_tokens, sampled.num_sampled,
                                  sampled.num_rejected, sampled.draft_tokens)
@@ -243,6 +246,7 @@ class GPUModelRunner(WorkerBase[InputBatch]):
             seq_lens=num_computed + num_scheduled, input_ids_np=np.zeros(int(ends[-1]), dtype=np.int64),
             positions=positions, attn_metadata=meta,
             logits_indices=[list(range(e - 1 - d, e)) for e, d in zip(ends.tolist(), num_drafts.tolist())],
+            step=out.step,
         )
         prepare_prefill_inputs(batch.input_ids_np, batch, states)
         combine_sampled_and_draft_tokens(batch.input_ids_np, batch, states)
