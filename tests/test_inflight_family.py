@@ -11,6 +11,7 @@ import dataclasses
 import pytest
 
 from minispec.distributed.parallel_state import MessageMismatch
+from minispec.instruments.invariants import Invariant
 from minispec.lab.experiments.schedule import build_llm, run_recorded, schedule_reference
 from minispec.lab.faults.catalogue import FAULTS, FaultPreset, TransportError
 from minispec.lab.faults.in_flight import FAMILY, Candidate, Outcome
@@ -65,6 +66,12 @@ def test_the_copy_is_paired_with_the_next_batchs_first_receive_at_every_depth(pp
         f"stage 0, step {step}, applying the last stage's broadcast: rank {pp - 1} sent a [2, {k}] torch.int64 "
         f"message to rank 0 (tag 17), which posted a [2, {k + 1}] torch.int64 receive")
     assert (caught.value.sent, caught.value.posted) == ((2, k), (2, k + 1))
+    # invariant 7 names it: on stage 0's channel from the last stage, the receive posted for
+    # batch_1's step (1) got the copy of batch_0's drafts (step 0), at the same place on the channel
+    v = caught.value.violation
+    assert (v.invariant, v.step, v.stage, v.req_id) == (Invariant.MESSAGE_SCHEDULE, 1, 0, f"rank {pp - 1} -> rank 0, "
+                                                                                           "tag 17")
+    assert (v.expected.step, v.actual.step, v.actual.seq) == (1, 0, v.expected.seq)
 
 
 def test_a_request_is_never_preempted_with_a_batch_in_flight(monkeypatch):

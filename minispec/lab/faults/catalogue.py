@@ -51,7 +51,8 @@ by preset:
   ``post_drafts``). No stage posted a receive for the copy, so the next batch's first
   receive, posted for ``[n, k + 1]`` sampled tokens, is paired with the ``[n, k]`` drafts:
   NCCL hangs ("double-posting misaligned the recv FIFO and hung the pipeline"); minispec's
-  transport names the mismatch. It needs no async scheduling and bites at every pipeline
+  transport names the mismatch as invariant 7, message-schedule agreement: the receive
+  posted for batch_1's step got batch_0's copy. It needs no async scheduling and bites at every pipeline
   depth (``tests/test_inflight_family.py``). The rest of the in-flight family, and why each
   is or is not a preset: ``minispec.lab.faults.in_flight``.
 
