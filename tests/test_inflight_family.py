@@ -16,6 +16,7 @@ from minispec.lab.experiments.schedule import build_llm, run_recorded, schedule_
 from minispec.lab.faults.catalogue import FAULTS, FaultPreset, TransportError
 from minispec.lab.faults.in_flight import FAMILY, Candidate, Outcome
 from minispec.lab.vllm_reference.threads import references, thread
+from minispec.v1.worker.switches import ModelRunner
 
 TWICE = FaultPreset.V2_DRAFTS_POSTED_TWICE
 
@@ -27,11 +28,20 @@ def test_each_candidate_agrees_with_the_presets_and_the_thread_table():
         if c.outcome in (Outcome.PRESET, Outcome.SAME_AS):
             assert FAULTS[c.preset].design in c.designs and not c.needs_async, c.reference
         if c.outcome is Outcome.NEEDS_ASYNC:
-            assert c.needs_async and c.designs, c.reference
+            assert c.needs_async and c.designs == (ModelRunner.V1,), c.reference
     built = {c.preset for c in FAMILY if c.outcome is Outcome.PRESET}
     assert built == {TWICE}
     with pytest.raises(ValueError, match="a preset is expected exactly for PRESET and SAME_AS"):
         Candidate("vLLM #56956", "", (), False, "", Outcome.NEEDS_ASYNC, TWICE)
+
+
+def test_what_the_waiting_candidates_wait_for_is_still_refused():
+    """NEEDS_ASYNC means V1 under async scheduling with PP, which EngineArgs refuses for now:
+    when it is built, this fails, and the candidates are due to become presets."""
+    from minispec import LLM
+
+    with pytest.raises(ValueError, match="async_scheduling"):
+        LLM(pipeline_parallel_size=2, model_runner="v1", async_scheduling=True)
 
 
 def _at_depth(pp: int):
@@ -90,3 +100,28 @@ def test_a_request_is_never_preempted_with_a_batch_in_flight(monkeypatch):
     monkeypatch.setattr(Scheduler, "_preempt", checked)
     run_recorded(build_llm(exercise_schedule(0, 2, "ngram")))
     assert victims and all(n == 0 for _, n in victims), victims
+
+
+def test_under_async_scheduling_too_the_copy_breaks_invariant_7_and_the_fix_is_greedy():
+    """With async scheduling (pp_size + 1 batches in flight) the four requests run together;
+    the receive posted for the next step with a sample (2) gets step 0's copy. The trace's
+    invariants are refused under async, so the fixed run is checked against greedy output."""
+    from minispec import LLM, SamplingParams
+    from minispec.lab.experiments.schedule import greedy_reference
+
+    s = FAULTS[TWICE].scenario
+    prompts = {r.req_id: r.prompt for r in s.requests}
+
+    def generate(faults):
+        llm = LLM(pipeline_parallel_size=2, model_runner="v2", faults=faults, async_scheduling=True, seed=0,
+                  max_num_seqs=s.max_num_seqs, speculative_config={"method": s.method,
+                                                                   "num_speculative_tokens": s.num_speculative_tokens})
+        outs = llm.generate(list(prompts.values()), SamplingParams(temperature=0, max_tokens=s.max_tokens))
+        return dict(zip(prompts, (o.outputs[0].token_ids for o in outs)))
+
+    with pytest.raises(MessageMismatch) as caught:
+        generate(TWICE)
+    v = caught.value.violation
+    assert (v.invariant, v.stage, v.req_id) == (Invariant.MESSAGE_SCHEDULE, 0, "rank 1 -> rank 0, tag 17")
+    assert (v.expected.step, v.actual.step, v.actual.seq) == (2, 0, v.expected.seq)
+    assert generate(None) == greedy_reference(prompts, s.max_tokens)

@@ -8,13 +8,16 @@ keeps ``pp_size + 1`` batches in flight under it (vLLM 0.30.0 ``vllm/config/vllm
 589-599), and every message between stages must then say which step it belongs to. Each
 candidate below says which runner design it belongs to (``designs``: the scheduler's
 faults belong to both; SGLang's to neither, minispec's relay design being another part of
-the project), whether it needs async scheduling, which minispec's scheduler does not yet
-have (issue 22 §1), and its outcome:
+the project), whether it needs async scheduling, which minispec has only in part (issue 22 §1), and
+its outcome:
 
 * ``PRESET``: a fault preset puts it back (``FAULTS`` in ``catalogue.py`` holds its
   scenario and the first thing that goes wrong);
 * ``SAME_AS``: it leaves the stages in the state an existing preset already reproduces;
-* ``NEEDS_ASYNC``: it cannot bite without async scheduling;
+* ``NEEDS_ASYNC``: it cannot bite without async scheduling under pipeline parallelism on
+  its design; every such candidate is V1's, and ``EngineArgs`` refuses V1 with both for now
+  (``minispec/engine/arg_utils.py``): V1's broadcast of the previous sampled tokens, the code
+  they break, is not built yet;
 * ``NOT_HERE``: the code it breaks is not in minispec.
 
 Every thread cited is in ``minispec.lab.vllm_reference.threads`` with the date and the
@@ -35,7 +38,7 @@ V1, V2 = ModelRunner.V1, ModelRunner.V2
 class Outcome(StrEnum):
     PRESET = "a fault preset"
     SAME_AS = "the state an existing preset reproduces"
-    NEEDS_ASYNC = "needs async scheduling"
+    NEEDS_ASYNC = "needs async scheduling under pipeline parallelism"
     NOT_HERE = "the code it breaks is not in minispec"
 
 
