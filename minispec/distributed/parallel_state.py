@@ -38,10 +38,10 @@ dtype) breaks invariant 7, message-schedule agreement (``minispec.instruments.in
 ``MessageMismatch`` carries the ``Violation`` (``violation``: the channel and both headers); out
 of schedule (another step or sequence number) its text names the channel, the step each side
 was at and what each expected; in schedule but of another size it keeps the size mismatch's
-text, which the runner prefixes with its stage and step. A sender that posts a message twice shifts every
-later message on the channel by one; a sender at another step than the receive was posted for
-is caught on the first message. vLLM's fix of #53402 in a fork adds the same kind of header
-(from reading the thread); vLLM 0.30.0's own broadcasts carry none (``pp_utils.py``).
+text, which the runner prefixes with its stage and step. A sender that posts a message twice
+shifts every later message on the channel by one; a sender at another step than the receive
+was posted for is caught on the first message. vLLM 0.30.0's own broadcasts carry no such header (from reading
+``vllm/v1/worker/gpu/pp_utils.py``: tensors only).
 For a switch that intervenes here: ``send_checked(..., step=)`` and ``post_checked(..., step=)``
 take the step, and each group's ``message_seqs`` holds the counts per channel.
 
