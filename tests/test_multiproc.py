@@ -20,10 +20,13 @@ def reference():
     return list(greedy_reference(dict(enumerate(PROMPTS)), PARAMS.max_tokens).values())
 
 
-@pytest.mark.parametrize("pp,method", [(2, "draft_model"), (3, "ngram")])
-def test_multiproc_pipeline_matches_greedy(reference, pp, method):
+@pytest.mark.parametrize("pp,method,model_runner,async_scheduling",
+                         [(2, "draft_model", None, False), (3, "ngram", None, False), (2, "draft_model", "v2", True),
+                          (3, "ngram", "v2", True)])
+def test_multiproc_pipeline_matches_greedy(reference, pp, method, model_runner, async_scheduling):
     with LLM(pipeline_parallel_size=pp, speculative_config={"method": method, "num_speculative_tokens": 3},
-             distributed_executor_backend="mp", block_size=8, num_gpu_blocks=64) as llm:
+             distributed_executor_backend="mp", block_size=8, num_gpu_blocks=64, model_runner=model_runner,
+             async_scheduling=async_scheduling) as llm:
         outs = llm.generate(PROMPTS, PARAMS, arrival_steps=ARRIVALS)
         assert [o.outputs[0].token_ids for o in outs] == reference
         assert llm.stats()["accepted_tokens"] > 0

@@ -29,7 +29,7 @@ SCRIPT = """
     from minispec import LLM, SamplingParams
     from minispec.entrypoints.cli.serve import run_headless
 
-    engine = dict(pipeline_parallel_size=2, distributed_executor_backend="torchrun")
+    engine = dict(pipeline_parallel_size=2, distributed_executor_backend="torchrun", **{engine})
     if int(os.environ["RANK"]) > 0:
         run_headless(**engine)  # serves this rank's stage until rank 0 shuts the pipeline down
     else:
@@ -53,9 +53,12 @@ def transformers_greedy():
     return out
 
 
-def test_torchrun_two_ranks_match_transformers(tmp_path):
+@pytest.mark.parametrize("engine", [{}, {"model_runner": "v2", "async_scheduling": True,
+                                     "speculative_config": {"method": "ngram", "num_speculative_tokens": 3}}],
+                         ids=["sync", "v2-async"])
+def test_torchrun_two_ranks_match_transformers(tmp_path, engine):
     script, result = tmp_path / "pipeline.py", tmp_path / "tokens.json"
-    script.write_text(textwrap.dedent(SCRIPT.format(prompts=PROMPT_IDS, max_tokens=MAX_TOKENS)))
+    script.write_text(textwrap.dedent(SCRIPT.format(prompts=PROMPT_IDS, max_tokens=MAX_TOKENS, engine=engine)))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
            "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}", str(script), str(result)]
     env = dict(os.environ, PYTHONPATH=ROOT, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
@@ -142,7 +145,7 @@ def two_hosts():
 
 def test_torchrun_across_two_hosts_matches_transformers(tmp_path, two_hosts):
     script = tmp_path / "pipeline.py"
-    script.write_text(textwrap.dedent(SCRIPT.format(prompts=PROMPT_IDS, max_tokens=MAX_TOKENS)))
+    script.write_text(textwrap.dedent(SCRIPT.format(prompts=PROMPT_IDS, max_tokens=MAX_TOKENS, engine={})))
     (_, host_ip, _), _ = two_hosts
     agents = []
     for node, (ns, ip, dev) in enumerate(two_hosts):

@@ -35,11 +35,13 @@ Every checked message also says which step it belongs to and where it falls on i
 sender's sequence number on that channel, and the receive was posted for a step and with its
 own count of receives on the channel. Any difference (tag, step, sequence number, shape or
 dtype) breaks invariant 7, message-schedule agreement (``minispec.instruments.invariants``):
-``MessageMismatch`` names the channel, the step each side was at and what each expected, and
-carries the ``Violation`` (``violation``). A sender that posts a message twice shifts every
-later message on the channel by one; a sender at another step than the receive was posted for
-is caught on the first message. vLLM's fix of #53402 in a fork adds the same kind of header
-(from reading the thread); vLLM 0.30.0's own broadcasts carry none (``pp_utils.py``).
+``MessageMismatch`` carries the ``Violation`` (``violation``: the channel and both headers); out
+of schedule (another step or sequence number) its text names the channel, the step each side
+was at and what each expected; in schedule but of another size it keeps the size mismatch's
+text, which the runner prefixes with its stage and step. A sender that posts a message twice
+shifts every later message on the channel by one; a sender at another step than the receive
+was posted for is caught on the first message. vLLM 0.30.0's own broadcasts carry no such header (from reading
+``vllm/v1/worker/gpu/pp_utils.py``: tensors only).
 For a switch that intervenes here: ``send_checked(..., step=)`` and ``post_checked(..., step=)``
 take the step, and each group's ``message_seqs`` holds the counts per channel.
 
@@ -218,13 +220,16 @@ class CheckedReceive:
 
         want, channel = self.expected, f"rank {self.src} -> rank {self.group.rank}, tag {self.tag}"
         violation = Violation(Invariant.MESSAGE_SCHEDULE, want.step, self.group.rank, channel, want, sent)
-        return MessageMismatch(
-            f"rank {self.src} sent a {list(sent.shape)} {sent.dtype} message to rank {self.group.rank} (tag "
-            f"{self.tag}), which posted a {list(want.shape)} {want.dtype} receive for it: expected the same tag, "
-            f"step, sequence number, shape and dtype (invariant 7, message-schedule agreement, on channel "
-            f"{channel}: the sender was at step {sent.step} and sent {sent.describe()}; the receiver expected "
-            f"{want.describe()}. Raw gloo would pack a shorter message into the buffer's front silently and abort "
-            "on a longer one; NCCL would hang)", sent.shape, want.shape, violation)
+        text = (f"rank {self.src} sent a {list(sent.shape)} {sent.dtype} message to rank {self.group.rank} (tag "
+                f"{self.tag}), which posted a {list(want.shape)} {want.dtype} receive for it: ")
+        if (sent.step, sent.seq) == (want.step, want.seq):  # in schedule, the wrong size (the runner adds the step)
+            text += ("expected the same shape and dtype (raw gloo would pack a shorter message into the buffer's "
+                     "front silently and abort on a longer one; NCCL would hang)")
+        else:
+            text += (f"expected the same tag, step, sequence number, shape and dtype (invariant 7, message-schedule "
+                     f"agreement, on channel {channel}: the sender was at step {sent.step} and sent "
+                     f"{sent.describe()}; the receiver expected {want.describe()})")
+        return MessageMismatch(text, sent.shape, want.shape, violation)
 
 
 def _gloo_device(hostname: str | None):
