@@ -235,11 +235,15 @@ class SchedulerConfig:
     max_num_seqs: int = 16
     max_num_batched_tokens: int = 256
     max_model_len: int = 512
+    # vLLM's ``scheduler_config.async_scheduling`` (0.30.0 ``config/scheduler.py``): schedule the
+    # next step before this one's output is back, with placeholders (``AsyncScheduler``).
+    async_scheduling: bool = False
 
     def __post_init__(self):
         for name in ("max_num_seqs", "max_num_batched_tokens", "max_model_len"):
             value = getattr(self, name)
             require(is_int(value) and value > 0, name, value, "an integer > 0")
+        require(isinstance(self.async_scheduling, bool), "async_scheduling", self.async_scheduling, "True or False")
 
 
 @dataclass(frozen=True)
@@ -290,9 +294,19 @@ class VllmConfig:
     def max_concurrent_batches(self) -> int:
         """The engine's batch queue size, its one source (vLLM 0.30.0 ``config/vllm.py`` 588-599,
         read by ``EngineCore.__init__``, ``v1/engine/core.py`` 210): one batch per pipeline
-        stage, unless ``ParallelConfig.max_concurrent_batches`` asks for another number. Left out:
-        vLLM's extra batch for async scheduling."""
-        return self.parallel_config.max_concurrent_batches or self.pipeline_parallel_size
+        stage, unless ``ParallelConfig.max_concurrent_batches`` asks for another number. With
+        ``async_scheduling`` vLLM adds one: Model Runner V2 keeps ``pp_size + 1`` batches in
+        flight, V1 two without pipeline parallelism and ``pp_size`` with it (V1 "does not fully
+        support async scheduling with PP", the comment there says)."""
+        if self.parallel_config.max_concurrent_batches:
+            return self.parallel_config.max_concurrent_batches
+        pp = self.pipeline_parallel_size
+        if self.scheduler_config.async_scheduling:
+            if self.model_runner == "v2":
+                return pp + 1
+            if pp == 1:
+                return 2
+        return pp
 
 
 DTYPES = ("float32", "float16", "bfloat16")

@@ -289,11 +289,13 @@ def test_each_switch_is_resolved_once_when_the_runner_is_built(monkeypatch):
                                                                  model_runner.broadcast_rejected)
     assert (fixed.pp_handler.live_rows, fixed.pp_handler.sample_width) == (pp_utils.same_occupant,
                                                                            pp_utils.padded_width)
+    assert fixed.post_drafts is pp_utils.PPHandler.broadcast_drafts
     chosen = {
         "v2-stale-drafts": lambda r: r.apply_drafts is switches.keep_stale_drafts,
         "v2-optimistic-num-computed": lambda r: r.num_rejected_on_apply is switches.ignore_rejected,
         "v2-slot-reuse": lambda r: r.pp_handler.live_rows is switches.every_row_live,
         "v2-broadcast-width": lambda r: r.pp_handler.sample_width is switches.natural_width,
+        "v2-drafts-posted-twice": lambda r: r.post_drafts is switches.post_drafts_twice,
     }
     assert set(chosen) == set(map(str, FaultPreset))
     for name, is_fault in chosen.items():

@@ -20,15 +20,18 @@ def reference():
     return list(greedy_reference(dict(enumerate(PROMPTS)), PARAMS.max_tokens).values())
 
 
-MP_CONFIGS = [("v1", 2, "draft_model"), ("v1", 3, "ngram"), ("relay", 3, "draft_model"), ("relay", 4, "ngram"),
-              ("replicated", 3, "ngram")]
+MP_CONFIGS = [("v1", 2, "draft_model", False), ("v1", 3, "ngram", False), ("v2", 2, "draft_model", True),
+              ("v2", 3, "ngram", True), ("relay", 3, "draft_model", False), ("relay", 4, "ngram", False),
+              ("replicated", 3, "ngram", False)]
 
 
-@pytest.mark.parametrize("design,pp,method", MP_CONFIGS, ids=[f"{d}-pp{p}-{m}" for d, p, m in MP_CONFIGS])
-def test_multiproc_pipeline_matches_greedy(reference, design, pp, method):
+@pytest.mark.parametrize("design,pp,method,async_scheduling", MP_CONFIGS,
+                         ids=[f"{d}-pp{p}-{m}" + ("-async" if a else "") for d, p, m, a in MP_CONFIGS])
+def test_multiproc_pipeline_matches_greedy(reference, design, pp, method, async_scheduling):
     """Each design's stages over gloo; the relay's payload goes around the ring between processes."""
     with LLM(pipeline_parallel_size=pp, speculative_config={"method": method, "num_speculative_tokens": 3},
-             distributed_executor_backend="mp", block_size=8, num_gpu_blocks=64, model_runner=design) as llm:
+             distributed_executor_backend="mp", block_size=8, num_gpu_blocks=64, model_runner=design,
+             async_scheduling=async_scheduling) as llm:
         outs = llm.generate(PROMPTS, PARAMS, arrival_steps=ARRIVALS)
         assert [o.outputs[0].token_ids for o in outs] == reference
         assert llm.stats()["accepted_tokens"] > 0

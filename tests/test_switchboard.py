@@ -48,6 +48,8 @@ CASES = [
      "fixes=RunnerFixes(pairing=mine) applies to model_runner='relay'; got model_runner='replicated'"),
     ("fixes", relay.RunnerFixes(commit_seq_lens=False), {relay.COMMIT_SEQ_LENS: relay.keep_optimistic_count},
      "fixes=RunnerFixes(commit_seq_lens=False) applies to model_runner='relay'; got model_runner='v1'"),
+    ("faults", "v2-drafts-posted-twice", {v2.POST_DRAFTS: v2.post_drafts_twice},
+     "faults='v2-drafts-posted-twice' applies to model_runner='v2'; got model_runner='v1'"),
     ("fixes", v1.RunnerFixes(readd_spec_tokens=mine), {v1.READD_SPEC_TOKENS: mine},
      "fixes=RunnerFixes(readd_spec_tokens=mine) applies to model_runner='v1'; got model_runner='v2'"),
     ("fixes", v1.RunnerFixes(readd_spec_tokens=False), {v1.READD_SPEC_TOKENS: v1.skip_spec_tokens},

@@ -53,8 +53,11 @@ def transformers_greedy():
     return out
 
 
-def test_torchrun_two_ranks_match_transformers(tmp_path):
-    _torchrun_matches_transformers(tmp_path, dict(pipeline_parallel_size=2))
+@pytest.mark.parametrize("engine", [{}, {"model_runner": "v2", "async_scheduling": True,
+                                     "speculative_config": {"method": "ngram", "num_speculative_tokens": 3}}],
+                         ids=["sync", "v2-async"])
+def test_torchrun_two_ranks_match_transformers(tmp_path, engine):
+    _torchrun_matches_transformers(tmp_path, dict(pipeline_parallel_size=2, **engine))
 
 
 @pytest.mark.parametrize("design,method", [("relay", "draft_model"), ("replicated", "ngram")])

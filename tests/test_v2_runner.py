@@ -347,7 +347,7 @@ def test_in_process_group_delivers_what_gloo_delivers():
 def _batch(slots, num_computed, num_scheduled, prefill_len):
     return SimpleNamespace(idx_mapping_np=np.array(slots), num_computed_tokens_np=np.array(num_computed),
                            num_scheduled_tokens=np.array(num_scheduled), prefill_len_np=np.array(prefill_len),
-                           num_reqs=len(slots))
+                           num_reqs=len(slots), step=-1)  # the step: both sides read it off one batch
 
 
 def test_a_freed_slot_never_takes_its_previous_requests_tokens():

@@ -30,6 +30,21 @@ a shorter message fills the front of the posted buffer and the rest keeps what i
 2.13.0); NCCL does not compare element counts either and hangs (vLLM PR #46994, comment
 of 2026-09-01). A checked receive names the mismatch instead.
 
+Every checked message also says which step it belongs to and where it falls on its channel
+(sender, receiver, tag): the header carries the scheduler step the sender was at and the
+sender's sequence number on that channel, and the receive was posted for a step and with its
+own count of receives on the channel. Any difference (tag, step, sequence number, shape or
+dtype) breaks invariant 7, message-schedule agreement (``minispec.instruments.invariants``):
+``MessageMismatch`` carries the ``Violation`` (``violation``: the channel and both headers); out
+of schedule (another step or sequence number) its text names the channel, the step each side
+was at and what each expected; in schedule but of another size it keeps the size mismatch's
+text, which the runner prefixes with its stage and step. A sender that posts a message twice
+shifts every later message on the channel by one; a sender at another step than the receive
+was posted for is caught on the first message. vLLM 0.30.0's own broadcasts carry no such header (from reading
+``vllm/v1/worker/gpu/pp_utils.py``: tensors only).
+For a switch that intervenes here: ``send_checked(..., step=)`` and ``post_checked(..., step=)``
+take the step, and each group's ``message_seqs`` holds the counts per channel.
+
 Left out: tensor parallelism's groups, NCCL and device communicators, the
 shared-memory broadcast vLLM uses for control messages on one machine.
 """
@@ -41,6 +56,7 @@ import os
 import pickle
 import time
 from collections import deque
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -92,6 +108,7 @@ class StageGroup:
         self.pg = dist.ProcessGroupGloo(store, rank, world_size, opts)
         self.rank, self.timeout = rank, datetime.timedelta(seconds=timeout_s)
         self.sending: deque = deque()  # (work, tensor): a tensor must live until its send completes
+        self.message_seqs: dict[tuple, int] = {}  # checked messages so far, per channel side (next_seq)
         self.pg.barrier().wait()
         self.origin_ns = time.perf_counter_ns()  # every rank's clock starts at the barrier
 
@@ -124,56 +141,95 @@ class StageGroup:
         return self.post_object(src, tag).take(idle)
 
 
+@dataclass(frozen=True)
+class Header:
+    """What a checked message says of itself, or what its receive expected."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    step: int  # the scheduler step the sender was at (or the receive was posted for); -1: none given
+    seq: int  # its place on the channel (sender, receiver, tag), from 0
+
+    def encode(self) -> torch.Tensor:
+        if len(self.shape) > MAX_DIMS or self.dtype not in DTYPES:
+            raise ValueError(f"a checked message of shape {self.shape} and dtype {self.dtype}: expected at most "
+                             f"{MAX_DIMS} dimensions and one of {DTYPES}")
+        shape = list(self.shape) + [-1] * (MAX_DIMS - len(self.shape))
+        return torch.tensor([DTYPES.index(self.dtype), len(self.shape), *shape, self.step, self.seq],
+                            dtype=torch.int64)
+
+    @classmethod
+    def decode(cls, header: torch.Tensor) -> "Header":
+        dtype, ndim, *rest = header.tolist()
+        return cls(tuple(rest[:ndim]), DTYPES[dtype], rest[MAX_DIMS], rest[MAX_DIMS + 1])
+
+    def describe(self) -> str:
+        return f"{list(self.shape)} {self.dtype} of step {self.step}, message #{self.seq}"
+
+
+HEADER_LEN = 2 + MAX_DIMS + 2  # dtype, ndim, the shape padded with -1, step, seq
+
+
 class MessageMismatch(RuntimeError):
-    """A checked message's shape or dtype is not the posted buffer's; ``sent`` and
-    ``posted`` are the two shapes."""
+    """A checked message is not the one its receive was posted for: invariant 7, message-schedule
+    agreement. ``sent`` and ``posted`` are the two shapes; ``violation`` the invariant's record
+    (its ``expected`` and ``actual`` the two ``Header``s) or None where no header was read."""
 
-    def __init__(self, message: str, sent: tuple[int, ...] = (), posted: tuple[int, ...] = ()):
+    def __init__(self, message: str, sent: tuple[int, ...] = (), posted: tuple[int, ...] = (), violation=None):
         super().__init__(message)
-        self.sent, self.posted = tuple(sent), tuple(posted)
+        self.sent, self.posted, self.violation = tuple(sent), tuple(posted), violation
 
 
-def _header(tensor: torch.Tensor) -> torch.Tensor:
-    if tensor.dim() > MAX_DIMS or tensor.dtype not in DTYPES:
-        raise ValueError(f"a checked message of shape {tuple(tensor.shape)} and dtype {tensor.dtype}: expected at "
-                         f"most {MAX_DIMS} dimensions and one of {DTYPES}")
-    shape = list(tensor.shape) + [-1] * (MAX_DIMS - tensor.dim())
-    return torch.tensor([DTYPES.index(tensor.dtype), tensor.dim(), *shape], dtype=torch.int64)
+def next_seq(group, key: tuple) -> int:
+    """The next sequence number on one side of a channel (``key``: its direction, peer and tag)."""
+    seq = group.message_seqs.get(key, 0)
+    group.message_seqs[key] = seq + 1
+    return seq
 
 
-def _read_header(header: torch.Tensor) -> tuple[tuple[int, ...], torch.dtype]:
-    dtype, ndim, *shape = header.tolist()
-    return tuple(shape[:ndim]), DTYPES[dtype]
-
-
-def send_checked(group, tensor: torch.Tensor, dst: int, tag: int) -> None:
-    """Send ``tensor`` after its shape and dtype, on ``group`` (a ``StageGroup`` or ``InProcStageGroup``)."""
-    group.send(_header(tensor), dst, tag + CHECK_TAG)
+def send_checked(group, tensor: torch.Tensor, dst: int, tag: int, step: int = -1) -> None:
+    """Send ``tensor`` after its header (shape, dtype, ``step``, sequence number on the channel),
+    on ``group`` (a ``StageGroup`` or ``InProcStageGroup``)."""
+    header = Header(tuple(tensor.shape), tensor.dtype, step, next_seq(group, ("send", dst, tag)))
+    group.send(header.encode(), dst, tag + CHECK_TAG)
     group.send(tensor.contiguous(), dst, tag)
 
 
-def post_checked(group, buffer: torch.Tensor, src: int, tag: int) -> "CheckedReceive":
-    return CheckedReceive(group, buffer, src, tag)
+def post_checked(group, buffer: torch.Tensor, src: int, tag: int, step: int = -1) -> "CheckedReceive":
+    """Post a receive for the message ``src`` sends on ``tag`` for ``step`` into ``buffer``."""
+    return CheckedReceive(group, buffer, src, tag, step)
 
 
 class CheckedReceive:
     """The header's receive is posted now; the message's only once the header matched, so a
     longer message is never received into a buffer it would overrun."""
 
-    def __init__(self, group, buffer: torch.Tensor, src: int, tag: int):
+    def __init__(self, group, buffer: torch.Tensor, src: int, tag: int, step: int = -1):
         self.group, self.buffer, self.src, self.tag = group, buffer, src, tag
-        self.header = group.post(torch.empty(2 + MAX_DIMS, dtype=torch.int64), src, tag + CHECK_TAG)
+        self.expected = Header(tuple(buffer.shape), buffer.dtype, step, next_seq(group, ("recv", src, tag)))
+        self.header = group.post(torch.empty(HEADER_LEN, dtype=torch.int64), src, tag + CHECK_TAG)
 
     def take(self, idle: bool = False) -> torch.Tensor:
-        shape, dtype = _read_header(self.header.take(idle))
-        want = (tuple(self.buffer.shape), self.buffer.dtype)
-        if (shape, dtype) != want:
-            raise MessageMismatch(
-                f"rank {self.src} sent a {list(shape)} {dtype} message to rank {self.group.rank} (tag {self.tag}), "
-                f"which posted a {list(want[0])} {want[1]} receive for it: expected the same shape and dtype (raw "
-                "gloo would pack a shorter message into the buffer's front silently and abort on a longer one; "
-                "NCCL would hang)", shape, want[0])
+        sent = Header.decode(self.header.take(idle))
+        if sent != self.expected:
+            raise self._mismatch(sent)
         return self.group.post(self.buffer, self.src, self.tag).take(idle)
+
+    def _mismatch(self, sent: Header) -> MessageMismatch:
+        from minispec.instruments.invariants import Invariant, Violation
+
+        want, channel = self.expected, f"rank {self.src} -> rank {self.group.rank}, tag {self.tag}"
+        violation = Violation(Invariant.MESSAGE_SCHEDULE, want.step, self.group.rank, channel, want, sent)
+        text = (f"rank {self.src} sent a {list(sent.shape)} {sent.dtype} message to rank {self.group.rank} (tag "
+                f"{self.tag}), which posted a {list(want.shape)} {want.dtype} receive for it: ")
+        if (sent.step, sent.seq) == (want.step, want.seq):  # in schedule, the wrong size (the runner adds the step)
+            text += ("expected the same shape and dtype (raw gloo would pack a shorter message into the buffer's "
+                     "front silently and abort on a longer one; NCCL would hang)")
+        else:
+            text += (f"expected the same tag, step, sequence number, shape and dtype (invariant 7, message-schedule "
+                     f"agreement, on channel {channel}: the sender was at step {sent.step} and sent "
+                     f"{sent.describe()}; the receiver expected {want.describe()})")
+        return MessageMismatch(text, sent.shape, want.shape, violation)
 
 
 def _gloo_device(hostname: str | None):
@@ -201,6 +257,7 @@ class InProcStageGroup:
         self.rank = rank
         # (src, dst, tag) -> receives posted and not yet filled, and messages not yet received
         self.mailbox = {} if mailbox is None else mailbox
+        self.message_seqs: dict[tuple, int] = {}  # this rank's checked messages so far, per channel side
 
     def for_rank(self, rank: int) -> "InProcStageGroup":
         """Another rank's view of the same messages."""
@@ -228,6 +285,7 @@ class InProcStageGroup:
     def reset(self) -> None:
         """Forget every message and posted receive (after the engine discarded its batches)."""
         self.mailbox.clear()
+        self.message_seqs.clear()
 
 
 class InProcReceive:

@@ -73,6 +73,7 @@ class EngineArgs:
     model_runner: ModelRunner | str | None = None  # a ModelRunner; None: MINISPEC_USE_V2_MODEL_RUNNER's, else "v1"
     faults: FaultPreset | RelayFaultPreset | str | None = None  # one fault preset by name; None: none
     worker_cls: type | str | None = None  # a runner design from outside minispec (gpu_worker.resolve_worker_cls)
+    async_scheduling: bool = False  # vLLM's: schedule ahead with placeholders (v1/core/sched/async_scheduler.py)
 
     def create_engine_config(self) -> VllmConfig:
         observability = ObservabilityConfig(record=self.record, check_invariants=self.check_invariants)
@@ -80,7 +81,8 @@ class EngineArgs:
         max_model_len = self.max_model_len
         if max_model_len is None:
             max_model_len = min(512, arch.max_position_embeddings)
-        scheduler = SchedulerConfig(self.max_num_seqs, self.max_num_batched_tokens, max_model_len)
+        scheduler = SchedulerConfig(self.max_num_seqs, self.max_num_batched_tokens, max_model_len,
+                                    self.async_scheduling)
         dtype = resolve_dtype(self.dtype)
         model_runner = default_model_runner() if self.model_runner is None else self.model_runner
         require(model_runner in tuple(ModelRunner), "model_runner", model_runner,
@@ -95,6 +97,9 @@ class EngineArgs:
         require(is_int(self.seed) and 0 <= self.seed < 2**63, "seed", self.seed, "an integer in [0, 2**63)")
         check_device(self.device)
         parallel.validate_for(arch)
+        require(not (self.async_scheduling and model_runner == ModelRunner.V1 and parallel.pipeline_parallel_size > 1),
+                "async_scheduling", self.async_scheduling,
+                "False with model_runner='v1' and pipeline_parallel_size > 1 (not built yet; use model_runner='v2')")
         _check_sizes(arch, scheduler, cache)
         config = VllmConfig(
             model=Path(self.model), arch=arch, parallel_config=parallel, cache_config=cache,
@@ -104,6 +109,12 @@ class EngineArgs:
         )
         check_memory(config, dtype.itemsize, available_memory(), blocks_given=self.num_gpu_blocks is not None)
         _check_recording(observability, parallel.distributed_executor_backend)
+        # Invariants 2-5 compare each stage with the scheduler's tokens, drafts and counts, which
+        # under async scheduling are placeholders and optimistic counts; invariant 7 (the transport)
+        # and 1 (whole runs) hold as stated.
+        require(not (self.async_scheduling and observability.enabled), "async_scheduling", self.async_scheduling,
+                "False with record=True or check_invariants=True (the trace's invariants 2-5 are stated for a "
+                "synchronous schedule; invariant 7 is checked by the transport either way)")
         return config
 
 

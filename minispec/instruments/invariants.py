@@ -1,13 +1,13 @@
 """minispec's invariants, stated here and checked on trace records.
 
-``Invariant`` numbers them 1-6, as the notebooks, the tests and
+``Invariant`` numbers them 1-7, as the notebooks, the tests and
 ``docs/invariants.md`` cite them (``tools/invariants_doc.py`` writes that page
 from this module). Each member carries a short ``title``, its ``rule`` and what it
 ``reads``; ``on_trace`` says whether the checker here can see it. 2-5 are checked
 on every schedule, stage and update: live (``check_invariants=True``) the first
 violation raises ``InvariantViolation``; offline ``check_trace(trace)`` lists
 them all. 1 and 6 compare whole runs with references, so they live in the tests
-(``where``). Any runner that records the same snapshots can be checked the same
+(``where``); 7 is checked by the transport on every message (``where``). Any runner that records the same snapshots can be checked the same
 way: ``docs/invariants.md`` says what to record. No vLLM twin: vLLM has no such
 checker, and its unit tests never look at a non-last stage's buffers.
 """
@@ -83,6 +83,13 @@ class Invariant(IntEnum):
         "With random sampling, the tokens a run emits with draft tokens follow the target model's distribution, "
         "as sampling without drafts does: accepted, recovered and bonus tokens together lose nothing.",
         "whole runs against references, by chi-square: tests/test_sampling_distribution.py")
+    MESSAGE_SCHEDULE = (
+        7, "message-schedule agreement",
+        "Every rank posts the same ordered sequence of messages per step, and every message a stage receives is "
+        "the one the sender sent for that step: same channel (sender, receiver, tag), step, sequence number on "
+        "the channel, shape and dtype.",
+        "the checked transport, on every receive: CheckedReceive.take (minispec/distributed/parallel_state.py) "
+        "raises MessageMismatch, whose violation names the channel (as req_id), the step and both headers")
 
 
 CHECKED = tuple(i for i in Invariant if i.on_trace)  # 2-5, what check_trace can see

@@ -40,6 +40,13 @@ class Request:
         self.num_preemptions = 0
         # minispec: how many scheduled batches holding this request are still in flight
         self.num_inflight_batches = 0
+        # Async scheduling (vLLM 0.30.0 ``v1/request.py``): tokens its batches in flight will emit,
+        # counted in num_computed_tokens before they exist (bonus and drafts, all assumed accepted).
+        self.num_output_placeholders = 0
+        # Model Runner V2 under pipeline parallelism and async scheduling: the first step at which a
+        # decoding request may be scheduled again (vLLM's ``next_decode_eligible_step``; minispec
+        # counts batches, see Scheduler._wait_for_output).
+        self.next_decode_eligible_step = 0
         self.num_sampling_steps = 0  # target forwards that emitted tokens for it
         self.num_draft_tokens = 0
         self.num_accepted_tokens = 0

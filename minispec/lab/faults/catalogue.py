@@ -46,6 +46,15 @@ by preset:
   raw gloo packs the narrow rows into the front of the buffer and says nothing (a wider
   message aborts the process); minispec's transport checks each message's shape and
   names the mismatch (``minispec.distributed.parallel_state.post_checked``).
+* ``v2-drafts-posted-twice`` (PR #56956, split from PR #53577): a second call site on the
+  last stage posts a batch's drafts again (``post_drafts_twice`` for the runner's
+  ``post_drafts``). No stage posted a receive for the copy, so the next batch's first
+  receive, posted for ``[n, k + 1]`` sampled tokens, is paired with the ``[n, k]`` drafts:
+  NCCL hangs ("double-posting misaligned the recv FIFO and hung the pipeline"); minispec's
+  transport names the mismatch as invariant 7, message-schedule agreement: the receive
+  posted for batch_1's step got batch_0's copy. It needs no async scheduling and bites at every pipeline
+  depth (``tests/test_inflight_family.py``). The rest of the in-flight family, and why each
+  is or is not a preset: ``minispec.lab.faults.in_flight``.
 
 The relay design's two faults (``model_runner="relay"``, ``RELAY_FAULTS``; switches in
 ``minispec/v1/worker/relay/runner_fixes.py``), from SGLang's 2026 reports:
@@ -206,6 +215,22 @@ FAULTS: dict[FaultPreset, Fault] = {
         "the last rank pads the sampled tokens to the width every receive was posted for",
         thread_schedule(check_invariants=True),
         TransportError(2, 0, "rank 1 sent a [2, 1] torch.int64 message to rank 0 (tag 17), which posted a "
+                                 "[2, 4] torch.int64 receive"),
+    ),
+    FaultPreset.V2_DRAFTS_POSTED_TWICE: Fault(
+        FaultPreset.V2_DRAFTS_POSTED_TWICE,
+        (_cite(56956, date(2026, 9, 15), "double-posting misaligned the recv FIFO and hung the pipeline",
+               "the draft broadcast gated out of a second call site on the last rank"),
+         _cite(53577, date(2026, 8, 24), role="the work it was split from")),
+        "no release holds #56956; the contract it restores is 0.30.0's, from reading the code: one broadcast_drafts "
+        "call site on the last rank, vllm/v1/worker/gpu/model_runner.py 2171-2174, against the one drafts receive "
+        "each non-last rank posts, pp_utils.py 207-216; 0.33.0 writes it down: receive's recv_drafts \"must match "
+        "whether the last rank calls broadcast_drafts for this step\" (pp_utils.py 176-179; both sides gated alike, "
+        "model_runner.py 2175-2177 and 2340-2341)",
+        "the last stage posts a batch's drafts twice against the one receive each non-last stage posted for them",
+        "the last stage posts each batch's drafts once, from one call site",
+        thread_schedule(check_invariants=True),
+        TransportError(3, 0, "rank 1 sent a [2, 3] torch.int64 message to rank 0 (tag 17), which posted a "
                                  "[2, 4] torch.int64 receive"),
     ),
 }

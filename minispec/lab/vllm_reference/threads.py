@@ -156,7 +156,7 @@ def _vllm(number, kind, title, state, posts=(), verified=Verified.SEARCHED, note
 
 
 P, I = ThreadKind.PULL, ThreadKind.ISSUE
-MERGED, OPEN = ThreadState.MERGED, ThreadState.OPEN
+MERGED, OPEN, CLOSED = ThreadState.MERGED, ThreadState.OPEN, ThreadState.CLOSED
 DESCRIPTION, COMMENT, REVIEW = PostKind.DESCRIPTION, PostKind.COMMENT, PostKind.REVIEW
 
 THREADS: tuple[Thread, ...] = (
@@ -231,6 +231,10 @@ THREADS: tuple[Thread, ...] = (
                                             "Padding the source to `max_sample_len` with `-1` fixed it for us"))),
           note="its description is not among the excerpts the search returns; the comment of 2026-09-01 numbers "
                "the faults as its fixes #2 and #3"),
+    _vllm(49620, P, "fix(v1): prevent IMA after speculative preemption", OPEN,
+          (Post(DESCRIPTION, date(2026, 7, 23), (
+              "a request can be preempted after a speculative decode frame has been dispatched but before its output "
+              "returns",)),)),
     _vllm(50514, P, "[Core][MRV2] Support eagle3 spec decode with pipeline parallel", MERGED,
           (Post(COMMENT, date(2026, 8, 4)),
            Post(REVIEW, date(2026, 8, 5), ("I think we should use the filtered idex_mapping instead of this "
@@ -253,8 +257,37 @@ THREADS: tuple[Thread, ...] = (
               "In Model Runner V2, speculative proposal runs only on the last pipeline rank. The resulting next-step "
               "draft tokens are written to that rank's request state, but the non-last ranks keep stale or "
               "zero-initialized draft tokens.",)),)),
+    _vllm(53402, I, "[deepseek-v4-flash-sm86 fork] PP8 + DSpark: recurring deadlock in the V2-runner PP sampled-token/"
+          "draft broadcast protocol (PPHandler)", CLOSED,
+          (Post(COMMENT, date(2026, 8, 23), (
+              "NCCL flight-recorder dumps show receivers enqueued draft-broadcast seq N+1 while the last rank was "
+              "still at N",)),),
+          note="the comment quoted is its author's"),
+    _vllm(53577, P, "[DSpark] Support pipeline-parallel targets in disaggregated and aggregated serving (+ padded graph "
+          "batch safety)", CLOSED, (Post(DESCRIPTION, date(2026, 8, 24)),)),
+    _vllm(54260, I, "[Bug]: PP + async scheduling + spec decode: output_token_ids trim only runs on the last PP rank, "
+          "desynchronizing the ranks until NCCL deadlocks", OPEN,
+          (Post(DESCRIPTION, date(2026, 8, 28), ("The trim branch is an `elif`, so it only ever executes on the last "
+                                                 "PP rank.",)),)),
+    _vllm(54270, P, "Fix output token state synchronization across PP ranks", CLOSED,
+          (Post(DESCRIPTION, date(2026, 8, 28), (
+              "The resulting state divergence could make PP ranks disagree on whether to perform the sampled-token "
+              "broadcast, eventually causing an NCCL deadlock.",)),)),
     _vllm(54436, P, "[Bugfix][PP] Never drop a decoding request from the sampled-token broadcast", MERGED,
           (Post(DESCRIPTION, date(2026, 8, 30)),)),
+    _vllm(54437, I, "[Bug]: structured output can sample unconstrained tokens when the draft hand-off goes stale "
+          "(spec decode + async scheduling + PP)", OPEN, verified=Verified.TITLE),
+    _vllm(56802, P, "[Bugfix][Spec Decode][Structured Output] Identify draft-token hand-off snapshots (#54437)", OPEN,
+          (Post(DESCRIPTION, date(2026, 9, 14), (
+              "tag them with the scheduler step, and look up by equality so async PP cannot overwrite an "
+              "unidentified slot",)),)),
+    _vllm(56956, P, "[DSpark] Support pipeline-parallel targets in aggregated serving", OPEN,
+          (Post(DESCRIPTION, date(2026, 9, 15), ("double-posting misaligned the recv FIFO and hung the pipeline",)),)),
+    _vllm(57755, I, "[Bug/Design] Pipeline parallelism × speculative decoding: `sampled_token_ids` broadcast contract "
+          "breaks under spec decode, and a column-truncation workaround silently corrupts output with async "
+          "scheduling", OPEN,
+          (Post(DESCRIPTION, date(2026, 9, 20), ("broadcasting one column is not a sufficient contract for the async "
+                                                 "spec path",)),)),
     Thread("sgl-project/sglang", 30775, P, "Pipeline parallelism x speculative decoding (EAGLE/MTP) compatibility",
            MERGED, Verified.SEARCHED,
            (Post(DESCRIPTION, date(2026, 7, 10), (
@@ -266,9 +299,19 @@ THREADS: tuple[Thread, ...] = (
            (Post(DESCRIPTION, date(2026, 6, 9), ("The protocol (Approach A — replicate drafts, propagate accept)",)),)),
     Thread("sgl-project/sglang", 29405, P, "Fix pipeline-parallel abort missing in-flight requests in non-current "
            "microbatch slots", MERGED, Verified.SEARCHED,
-           (Post(DESCRIPTION, date(2026, 6, 26), ("since with two the current and previous slots already cover both",)),)),
+           (Post(DESCRIPTION, date(2026, 6, 26), (
+               "This only manifests with more than two microbatch slots, since with two the current and previous "
+               "slots already cover both.",)),)),
     Thread("sgl-project/sglang", 40001, P, "[Spec][PP] Fix hybrid recurrent-state commit and micro-batch pairing "
            "under PP x speculative decoding", OPEN, Verified.TITLE),
+    Thread("vllm-project/vllm-ascend", 14184, P, "[Feature] Support MTP with PP in MRV2", MERGED, Verified.SEARCHED,
+           (Post(DESCRIPTION, date(2026, 8, 13), (
+               "the target sampler output is broadcast before the last stage finishes generating the next-step MTP "
+               "draft tokens",)),)),
+    Thread("syv-ai/qwen38-27b-rtx3090", 160, I, "MTP under pipeline parallelism (PP2): acceptance collapses 45.6% -> "
+           "8%, MTP is net-negative vs SPEC=off, and async scheduling corrupts output (3090 + A4000, sm86)", OPEN,
+           Verified.SEARCHED,
+           (Post(DESCRIPTION, date(2026, 9, 20), ("acceptance collapses 45.6%→8% (np-independent)",)),)),
     Thread("vllm-project/vllm-ascend", 15171, P, "[BugFix][MRV2] Sync num_computed_tokens on non-last PP ranks "
            "with MTP", OPEN, Verified.SEARCHED,
            (Post(DESCRIPTION, date(2026, 8, 28), ("a length that was never reverted after a rejected draft token",)),)),

@@ -24,8 +24,12 @@ interleaving. The engine uses only the executor's interface
 (``minispec.v1.executor.abstract``), recovery included.
 ``abort_requests`` finishes requests with ``FINISHED_ABORTED``, as vLLM's does;
 ``abort_all`` aborts everything after an exception cut a step short.
+With ``scheduler_config.async_scheduling`` the scheduler is an ``AsyncScheduler``
+(``v1/core/sched/async_scheduler.py``; vLLM 0.30.0 picks it the same way, ``core.py`` 149,
+``config/scheduler.py`` 212-220) and the batch queue is one longer (``max_concurrent_batches``):
+the loop is unchanged, and a request in flight can be scheduled again.
 Left out: the ZMQ engine-core process, KV-cache sizing by profiling, structured outputs,
-output processing, async scheduling.
+output processing.
 """
 
 from __future__ import annotations
@@ -36,9 +40,20 @@ from typing import Iterator
 from minispec.config import VllmConfig
 from minispec.instruments.events import Event, EventKind
 from minispec.v1.core.kv_cache_manager import KVCacheManager
+from minispec.v1.core.sched.async_scheduler import AsyncScheduler
 from minispec.v1.core.sched.scheduler import Scheduler
 from minispec.v1.executor.abstract import Executor, PendingBatch
 from minispec.v1.request import Request, RequestStatus
+
+
+def make_scheduler(vllm_config: VllmConfig, kv_cache_manager: KVCacheManager) -> Scheduler:
+    """The scheduler ``scheduler_config`` asks for (vLLM: ``SchedulerConfig.get_scheduler_cls``)."""
+    pp, sched = vllm_config.pipeline_parallel_size, vllm_config.scheduler_config
+    if not sched.async_scheduling:
+        return Scheduler(sched, kv_cache_manager, use_pp=pp > 1)
+    spec = vllm_config.speculative_config
+    return AsyncScheduler(sched, kv_cache_manager, use_pp=pp > 1, num_spec_tokens=spec.num_speculative_tokens,
+                          pp_size=pp, use_v2_model_runner=vllm_config.model_runner == "v2")
 
 
 class EngineCore:
@@ -48,8 +63,7 @@ class EngineCore:
         self.executor = executor_class(vllm_config, recorder)
         cache = vllm_config.cache_config
         kv_cache_manager = KVCacheManager(cache.num_gpu_blocks, cache.block_size)
-        self.scheduler = Scheduler(vllm_config.scheduler_config, kv_cache_manager,
-                                   use_pp=vllm_config.pipeline_parallel_size > 1)
+        self.scheduler = make_scheduler(vllm_config, kv_cache_manager)
         self.max_concurrent_batches = vllm_config.max_concurrent_batches  # vLLM: batch_queue_size
         self.batch_queue: deque[PendingBatch] = deque()
         self.arrivals: list[tuple[int, Request]] = []

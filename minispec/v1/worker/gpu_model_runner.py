@@ -88,6 +88,8 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         self.sampler = Sampler()
         self.drafter = make_drafter(vllm_config, self.device, self.dtype) if self.is_last_rank else None
         self.rejection_sampler = RejectionSampler()
+        self.use_async_scheduling = vllm_config.scheduler_config.async_scheduling
+        self.draft_token_ids: dict[str, list[int]] = {}  # async: the last stage's own drafts, per request
 
     def _make_input_batch(self) -> InputBatch:
         sched = self.vllm_config.scheduler_config
@@ -99,6 +101,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         all requests were aborted because an exception cut a step short, when
         this stage may have stopped half-way through updating its rows."""
         self.requests.clear()
+        self.draft_token_ids.clear()
         self.input_batch = self._make_input_batch()
         if self.drafter is not None:
             self.drafter.reset()
@@ -113,6 +116,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         in vLLM v0.9.2's order: remove, cache new requests, update cached ones,
         add (or re-add) rows, condense."""
         self.row_paths = {}
+        self.spec_decode_tokens = self._scheduled_drafts(out)
         self._remove_requests(out)
         req_ids_to_add = self._cache_new_requests(out)
         cached = out.scheduled_cached_reqs
@@ -122,7 +126,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         for req_id in req_ids_to_add:
             row = self.input_batch.add_request(self.requests[req_id])
             if self.row_paths[req_id] is RowPath.READDED:  # fix 1 writes the drafts; v0.9.2 did not
-                self.readd_spec_tokens(self, row, list(out.scheduled_spec_decode_tokens.get(req_id, ())))
+                self.readd_spec_tokens(self, row, list(self.spec_decode_tokens.get(req_id, ())))
         rows_before = dict(self.input_batch.req_id_to_index)
         self.input_batch.condense()
         for req_id, row in self.input_batch.req_id_to_index.items():
@@ -130,12 +134,37 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
             # path; vLLM's loop leaves such a row alone, and the trace's bookkeeping must too.
             if self.row_paths.get(req_id) is RowPath.STAYED and rows_before[req_id] != row:
                 self.row_paths[req_id] = RowPath.MOVED  # by condense, drafts and all
-        for req_id, drafts in out.scheduled_spec_decode_tokens.items():
+        for req_id, drafts in self.spec_decode_tokens.items():
             self.requests[req_id].spec_token_ids = list(drafts)
+
+    def _scheduled_drafts(self, out: SchedulerOutput) -> dict[str, list[int]]:
+        """The drafts each request runs this step. Synchronous: the values the scheduler sent.
+        Async: the scheduler sent ``-1`` placeholders and only their number counts; the values
+        are this stage's own proposals (vLLM 0.30.0 copies them on the GPU from
+        ``_draft_token_ids``, ``gpu_model_runner.py`` 1795-1830), 0 where it proposed fewer (a
+        0 that is accepted is the target's own greedy token, so output is unchanged)."""
+        if not self.use_async_scheduling:
+            return out.scheduled_spec_decode_tokens
+        spec = {}
+        for req_id, placeholders in out.scheduled_spec_decode_tokens.items():
+            own = self.draft_token_ids.get(req_id, [])[: len(placeholders)]
+            spec[req_id] = own + [0] * (len(placeholders) - len(own))
+        return spec
+
+    def _num_computed(self, state: CachedRequestState, num_computed: int) -> int:
+        """The scheduler's ``num_computed_tokens``, which under async scheduling assumes every
+        draft of the batches still in flight is accepted; this stage has run them (the last
+        stage runs batches in order) and takes the rejected ones back: a request that sampled
+        has computed all but its last token (vLLM 0.30.0 corrects the same on the GPU,
+        ``prev_num_draft_len``, ``gpu_model_runner.py`` 1382-1400)."""
+        if not self.use_async_scheduling or not state.output_token_ids:
+            return num_computed
+        return min(num_computed, state.num_tokens - 1)
 
     def _remove_requests(self, out: SchedulerOutput) -> None:
         for req_id in out.finished_req_ids:
             self.requests.pop(req_id, None)
+            self.draft_token_ids.pop(req_id, None)
             self.input_batch.remove_request(req_id)
             if self.drafter is not None:
                 self.drafter.remove(req_id)
@@ -160,8 +189,9 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         """Update request ``i`` of ``scheduled_cached_reqs``; False if it has no
         row and must be (re-)added."""
         cached = out.scheduled_cached_reqs
-        req_id, num_computed, new_block_ids = cached.req_ids[i], cached.num_computed_tokens[i], cached.new_block_ids[i]
+        req_id, new_block_ids = cached.req_ids[i], cached.new_block_ids[i]
         state = self.requests[req_id]
+        num_computed = self._num_computed(state, cached.num_computed_tokens[i])
         state.num_computed_tokens = num_computed
         if not self.is_last_rank:
             self._append_relayed_tokens(state, num_computed, cached.new_token_ids[i])
@@ -185,7 +215,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
             end = num_computed + len(new_token_ids)
             batch.token_ids_cpu[row, num_computed:end] = new_token_ids
             batch.num_tokens_no_spec[row] = batch.num_tokens[row] = end
-        self._write_spec_tokens(row, out.scheduled_spec_decode_tokens.get(req_id, ()))
+        self._write_spec_tokens(row, self.spec_decode_tokens.get(req_id, ()))
         return True
 
     def _append_relayed_tokens(self, state: CachedRequestState, num_computed: int, new_token_ids: list[int]):
@@ -301,4 +331,5 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         spec = [[] for _ in sampled]
         for row, state, d, q in zip(rows, states, drafts, probs):
             spec[row], state.draft_probs = d, q
+            self.draft_token_ids[state.req_id] = list(d)
         return spec

@@ -8,8 +8,12 @@ was scheduled, drafts included, so a request whose batch is still in flight has
 nothing left to schedule: that is why, with a batch queue, decode batches
 alternate between two sets of requests.
 
-Left out: priorities, prefix caching, encoder inputs, structured output, LoRA,
-async scheduling.
+Left out: priorities, prefix caching, encoder inputs, structured output, LoRA.
+What async scheduling needs from this class is here, as in vLLM 0.30.0's base ``Scheduler``
+(placeholders count as tokens to compute, ``scheduler.py`` 656-659; a request whose batches in
+flight already reach ``max_tokens`` is skipped, 616-631; ``next_decode_eligible_step``, 633-637;
+rejected drafts are taken back from the placeholders too, 1990-1995; no ``new_token_ids`` relay
+under PP + async, 1636); the placeholders are set by ``AsyncScheduler`` (``async_scheduler.py``).
 
 As in v0.9.2, a request leaves ``requests`` when it finishes (``_free_request``;
 vLLM's ``_free_blocks``, ``scheduler.py`` line 996), so one engine reused all
@@ -87,6 +91,7 @@ class Scheduler:
         self.finished_totals = RequestTotals()  # of the requests that have left self.requests
         self.num_preemptions = 0
         self.step_counter = 0
+        self.num_scheduled_batches = 0  # schedules that held work: the engine executes only those
 
     def skip_idle_steps(self, n: int) -> None:
         """Number the next schedule as if ``n`` had found nothing to do (the engine skips the idle
@@ -153,10 +158,13 @@ class Scheduler:
         i = 0
         while i < len(self.running) and budget > 0:
             request = self.running[i]
+            if self._wait_for_output(request):
+                i += 1
+                continue
             # Every token this step computes can emit one more, and all of them
             # must fit in max_model_len: hence the - 1.
             n = min(
-                request.num_tokens_with_spec - request.num_computed_tokens,
+                request.num_tokens_with_spec + request.num_output_placeholders - request.num_computed_tokens,
                 budget,
                 self.config.max_model_len - 1 - request.num_computed_tokens,
             )
@@ -172,7 +180,7 @@ class Scheduler:
             budget -= n
             i += 1
             # Drafts that did not fit are dropped (see the module docstring).
-            num_spec = n + request.num_computed_tokens - request.num_tokens
+            num_spec = n + request.num_computed_tokens - request.num_tokens - request.num_output_placeholders
             del request.spec_token_ids[max(num_spec, 0):]
             if request.spec_token_ids:
                 spec_tokens[request.request_id] = list(request.spec_token_ids)
@@ -212,15 +220,34 @@ class Scheduler:
             step=self.step_counter,
             preempted_req_ids=self.preempted_req_ids,
         )
+        self._update_after_schedule(output)
         self.step_counter += 1
-        # Advance at schedule time, drafts included (vLLM: _update_after_schedule).
-        for req_id, n in num_scheduled.items():
-            request = self.requests[req_id]
-            request.num_computed_tokens += n
-            request.num_inflight_batches += 1
+        self.num_scheduled_batches += output.total_num_scheduled_tokens > 0
         # A new set, not clear(): the output just built carries the old one.
         self.finished_req_ids, self.preempted_req_ids = set(), set()
         return output
+
+    def _wait_for_output(self, request: Request) -> bool:
+        """Async scheduling only (both conditions need placeholders or an eligible step set): is
+        there nothing to schedule for ``request`` until an output comes back? Its batches in
+        flight already reach ``max_tokens`` even if every draft is rejected (vLLM 0.30.0
+        ``scheduler.py`` 616-631), or V2's pipeline makes it wait ``pp_size`` steps (633-637).
+        minispec counts those in batches (``num_scheduled_batches``): vLLM runs its empty
+        schedules through the pipeline too, so pp_size steps are pp_size batches there, while
+        minispec executes none (``EngineCore``). Counted in steps, two empty steps let a request
+        reach the first stage before its broadcast was sent. Once its batch is back, it waits no more."""
+        params = request.sampling_params
+        done = (request.num_output_placeholders > 0 and request.num_computed_tokens + 2
+                - request.num_output_placeholders >= len(request.prompt_token_ids) + params.max_tokens)
+        gated = request.num_inflight_batches > 0 and self.num_scheduled_batches < request.next_decode_eligible_step
+        return done or gated
+
+    def _update_after_schedule(self, output: SchedulerOutput) -> None:
+        """Advance at schedule time, drafts included (vLLM: ``_update_after_schedule``)."""
+        for req_id, n in output.num_scheduled_tokens.items():
+            request = self.requests[req_id]
+            request.num_computed_tokens += n
+            request.num_inflight_batches += 1
 
     def _allocate_or_preempt(self, request, n, preempted, num_scheduled) -> list[int] | None:
         """Allocate, preempting from the back of ``running`` until it fits. The
@@ -258,7 +285,9 @@ class Scheduler:
             data.resumed_from_preemption.append(request in resumed_reqs)
             if request in resumed_reqs:
                 data.all_token_ids[req_id] = list(request.all_token_ids)
-            if self.use_pp:
+            if self.use_pp and not self.config.async_scheduling:
+                # (Under async scheduling the tokens are not known yet: the stages take
+                # them from the last stage's broadcast; vLLM 0.30.0 scheduler.py 1633-1636.)
                 # v0.9.2: the scheduled tokens minus the drafts, read from
                 # all_token_ids at num_computed_tokens. For a decode step that
                 # is only the last token emitted (bonus, or recovered after a
@@ -286,20 +315,30 @@ class Scheduler:
             if drafts:
                 rejected = len(drafts) + 1 - len(generated)
                 request.num_computed_tokens -= rejected
+                if request.num_output_placeholders > 0:  # async: they counted the drafts too
+                    request.num_output_placeholders -= rejected
                 request.num_draft_tokens += len(drafts)
                 request.num_accepted_tokens += len(generated) - 1
             request.num_sampling_steps += bool(generated)
-            stopped = False
-            for token in generated:
-                request.output_token_ids.append(token)
-                if stopped := self._check_stop(request):
-                    break
-            if stopped:
+            if self._update_request_with_output(request, generated):
                 self._finish(request)
                 finished.append(request)
             elif generated and output.spec_token_ids:
-                request.spec_token_ids = list(output.spec_token_ids[index])
+                self._take_drafts(request, output.spec_token_ids[index])
         return finished
+
+    def _update_request_with_output(self, request: Request, generated: list[int]) -> bool:
+        """Append what was sampled up to a stop; return whether it stopped (vLLM's name)."""
+        for token in generated:
+            request.output_token_ids.append(token)
+            if self._check_stop(request):
+                return True
+        return False
+
+    def _take_drafts(self, request: Request, drafts: list[int]) -> None:
+        """The drafts the last stage proposed are scheduled next step (vLLM 0.14.0 took them through
+        ``update_draft_token_ids``; minispec's output carries them)."""
+        request.spec_token_ids = list(drafts)
 
     def _check_stop(self, request: Request) -> bool:
         params, last = request.sampling_params, request.output_token_ids[-1]

@@ -42,6 +42,7 @@ class InputBatch:
     positions: torch.Tensor
     attn_metadata: object
     logits_indices: list[list[int]]  # per row: the 1 + d positions sampled
+    step: int = -1  # the scheduler step it was built for (minispec's: the broadcast's headers carry it)
 
     @property
     def num_reqs(self) -> int:

@@ -28,7 +28,7 @@ only ``"all"`` or this design's ``RunnerFixes``, and the switchboard refuses the
 Its own switches (``gpu/runner_fixes.py``: the 2026 faults, as ``faults=`` presets, and
 ``apply_broadcast``, the workshop's plug point for the whole post-processing of the
 broadcast, notebook 08's last exercise) are resolved to functions when the runner is
-built, all five here (``PPHandler`` is handed ``live_rows`` and ``sample_width``).
+built, all six here (``PPHandler`` is handed ``live_rows`` and ``sample_width``).
 
 The stage itself, everything above but the broadcast and the switches, is
 ``model_runner_base.GPUModelRunnerBase``, which the relay design shares
@@ -54,7 +54,10 @@ request as cached with ``resumed_from_preemption`` and its tokens in
 with the last stage's sampling state, whose random generator goes on where it stopped,
 as V1's runner's does.
 
-Left out: CUDA graphs, Triton kernels (numpy loops stand in), async scheduling and
+Async scheduling (``scheduler_config.async_scheduling``) needs nothing of this runner: it
+already takes only counts from the scheduler, so the ``-1`` draft placeholders are never read,
+and the ``AsyncScheduler`` schedules a decoding request again only ``pp_size`` steps on, when
+its broadcast is due. Left out: CUDA graphs, Triton kernels (numpy loops stand in),
 async output copies, streams, structured output, logprobs, penalties, LoRA,
 multimodal, pooling, KV connectors, data and context parallelism, EPLB.
 """
@@ -71,6 +74,7 @@ from minispec.v1.worker.gpu.runner_fixes import (
     APPLY_DRAFTS,
     LIVE_ROWS,
     NUM_REJECTED_ON_APPLY,
+    POST_DRAFTS,
     SAMPLE_WIDTH,
 )
 from minispec.v1.worker.gpu.states import RequestState
@@ -98,6 +102,7 @@ class GPUModelRunner(GPUModelRunnerBase):
         self.apply_drafts = self.switches.pick(APPLY_DRAFTS, apply_broadcast_drafts)
         self.num_rejected_on_apply = self.switches.pick(NUM_REJECTED_ON_APPLY, broadcast_rejected)
         self.apply_broadcast = self.switches.pick(APPLY_BROADCAST, self._apply_broadcast)
+        self.post_drafts = self.switches.pick(POST_DRAFTS, PPHandler.broadcast_drafts)
         self.live_rows = self.switches.pick(LIVE_ROWS, same_occupant)
         self.sample_width = self.switches.pick(SAMPLE_WIDTH, padded_width)
 

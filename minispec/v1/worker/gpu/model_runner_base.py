@@ -102,7 +102,7 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
             entries = self.pp_handler.get_prev_sampled_outputs(scheduled)
         except MessageMismatch as e:  # say where: the transport knows ranks and tags, not steps
             raise MessageMismatch(f"stage {self.pp_rank}, step {out.step}, applying {self.PAYLOAD}: {e}",
-                                  e.sent, e.posted) from None
+                                  e.sent, e.posted, e.violation) from None
         for entry in entries:
             self.apply_entry(entry)
 
@@ -191,6 +191,7 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
             seq_lens=num_computed + num_scheduled, input_ids_np=np.zeros(int(ends[-1]), dtype=np.int64),
             positions=positions, attn_metadata=meta,
             logits_indices=[list(range(e - 1 - d, e)) for e, d in zip(ends.tolist(), num_drafts.tolist())],
+            step=out.step,
         )
         prepare_prefill_inputs(batch.input_ids_np, batch, states)
         combine_sampled_and_draft_tokens(batch.input_ids_np, batch, states)
@@ -279,6 +280,11 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
             num_sampled[row], num_rejected[row] = len(tokens), len(rows) - len(tokens)
         return sampled, num_sampled, num_rejected
 
+    def post_drafts(self, handler, batch: InputBatch, draft_tokens) -> None:
+        """The last stage sends the next drafts down its hand-over (V2 may turn this into
+        its fault, ``POST_DRAFTS``; the base reads no switch)."""
+        handler.broadcast_drafts(batch, draft_tokens)
+
     def sample_tokens(self, hidden, batch: InputBatch) -> ModelRunnerOutput:
         sampled, num_sampled, num_rejected = self.sample(hidden, batch)
         if self.pp_handler is not None:
@@ -287,7 +293,7 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
                     batch.num_scheduled_tokens)
         spec = self.propose(batch, num_sampled)
         if self.pp_handler is not None and self.num_speculative_steps > 0:
-            self.pp_handler.broadcast_drafts(batch, self.req_states.draft_tokens[batch.idx_mapping_np])
+            self.post_drafts(self.pp_handler, batch, self.req_states.draft_tokens[batch.idx_mapping_np])
         return ModelRunnerOutput(
             req_ids=list(batch.req_ids),
             req_id_to_index={r: i for i, r in enumerate(batch.req_ids)},

@@ -47,7 +47,8 @@ functions, ``compute_need_sampled_mask`` and ``same_occupant``, without reaching
 switches.
 
 The messages go over the pipeline's own point-to-point group, checked (each carries its
-shape and dtype, ``send_checked`` / ``post_checked``: a message that does not fit the
+shape, dtype, the batch's step and its sequence number on the channel, so invariant 7 holds on
+every receive, ``send_checked`` / ``post_checked``: a message that does not fit the
 receive posted for it is named, where NCCL hangs and raw gloo scrambles or aborts), the
 same in both executors: the gloo ``StageGroup`` in "mp" and torchrun, ``InProcStageGroup`` in the
 in-process executor (``minispec/distributed/parallel_state.py``). vLLM broadcasts on a
@@ -178,9 +179,9 @@ class PPHandler:
             self.group.reset()
 
     # -- the last stage ---------------------------------------------------------
-    def _send(self, tensor: torch.Tensor) -> None:
+    def _send(self, tensor: torch.Tensor, step: int) -> None:
         for dst in range(self.last_rank):
-            send_checked(self.group, tensor, dst, SAMPLED_TAG)
+            send_checked(self.group, tensor, dst, SAMPLED_TAG, step)
 
     def broadcast(self, batch, sampled_tokens: np.ndarray, num_sampled: np.ndarray,
                   num_rejected: np.ndarray) -> None:
@@ -193,8 +194,8 @@ class PPHandler:
         cols = min(width, sampled_tokens.shape[1])
         tokens[:, :cols] = sampled_tokens[:, :cols]
         counts = np.stack([num_sampled, num_rejected]).astype(np.int32)
-        self._send(torch.from_numpy(tokens))
-        self._send(torch.from_numpy(counts))
+        self._send(torch.from_numpy(tokens), batch.step)
+        self._send(torch.from_numpy(counts), batch.step)
         self._tell(PPMessageKind.SAMPLED, batch, tokens.copy(), counts.copy())
 
     def broadcast_drafts(self, batch, draft_tokens: np.ndarray) -> None:
@@ -202,7 +203,7 @@ class PPHandler:
         if compute_need_sampled_mask(batch) is None:
             return
         drafts = np.ascontiguousarray(draft_tokens, dtype=np.int64)
-        self._send(torch.from_numpy(drafts))
+        self._send(torch.from_numpy(drafts), batch.step)
         self._tell(PPMessageKind.DRAFTS, batch, drafts.copy())
 
     # -- a non-last stage -------------------------------------------------------
@@ -214,7 +215,7 @@ class PPHandler:
         shapes = [((n, self.max_sample_len), torch.int64), ((2, n), torch.int32)]
         if self.num_speculative_steps > 0:
             shapes.append(((n, self.num_speculative_steps), torch.int64))
-        receives = [post_checked(self.group, torch.empty(shape, dtype=dtype), self.last_rank, SAMPLED_TAG)
+        receives = [post_checked(self.group, torch.empty(shape, dtype=dtype), self.last_rank, SAMPLED_TAG, batch.step)
                     for shape, dtype in shapes]
         idx = batch.idx_mapping_np.copy()
         self.queue.append(PendingRecv(receives, idx, mask, self.req_idx_gen_np[idx].copy()))

@@ -16,6 +16,9 @@ code (``model_runner.py``, ``pp_utils.py``), the fault is below:
   they were received for are applied; fault ``every_row_live``.
 * ``SAMPLE_WIDTH`` (``PPHandler.sample_width``): the sampled tokens travel at the width
   every receive was posted for; fault ``natural_width``.
+* ``POST_DRAFTS`` (``GPUModelRunner.post_drafts``): the last stage posts a batch's next
+  drafts once, against the one receive each non-last stage posted for them
+  (``PPHandler.broadcast_drafts``); fault ``post_drafts_twice``.
 * ``APPLY_BROADCAST``: a plug point for notebook 08's last exercise, a non-last stage's
   whole post-processing of one batch's broadcast,
   ``apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
@@ -59,11 +62,19 @@ def natural_width(batch, max_sample_len: int) -> int:
     return max_sample_len if batch.num_draft_tokens_per_req.any() else 1
 
 
+def post_drafts_twice(pp_handler, batch, draft_tokens: np.ndarray) -> None:
+    """v2-drafts-posted-twice: a second call site on the last stage posts the drafts again;
+    no stage posted a receive for the second copy, so it waits for the next batch's first."""
+    pp_handler.broadcast_drafts(batch, draft_tokens)
+    pp_handler.broadcast_drafts(batch, draft_tokens)
+
+
 APPLY_BROADCAST = Switch("apply_broadcast", ModelRunner.V2)
 APPLY_DRAFTS = Switch("apply_drafts", ModelRunner.V2, keep_stale_drafts, within=APPLY_BROADCAST)
 NUM_REJECTED_ON_APPLY = Switch("num_rejected_on_apply", ModelRunner.V2, ignore_rejected, within=APPLY_BROADCAST)
 LIVE_ROWS = Switch("live_rows", ModelRunner.V2, every_row_live)
 SAMPLE_WIDTH = Switch("sample_width", ModelRunner.V2, natural_width)
+POST_DRAFTS = Switch("post_drafts", ModelRunner.V2, post_drafts_twice)
 
 
 class FaultPreset(SwitchPreset):
@@ -73,6 +84,7 @@ class FaultPreset(SwitchPreset):
     V2_OPTIMISTIC_NUM_COMPUTED = "v2-optimistic-num-computed", (NUM_REJECTED_ON_APPLY,)
     V2_SLOT_REUSE = "v2-slot-reuse", (LIVE_ROWS,)
     V2_BROADCAST_WIDTH = "v2-broadcast-width", (SAMPLE_WIDTH,)
+    V2_DRAFTS_POSTED_TWICE = "v2-drafts-posted-twice", (POST_DRAFTS,)
 
 
 @dataclass(frozen=True, repr=False)
