@@ -6,6 +6,7 @@ import pytest
 
 from minispec.instruments.invariants import Invariant
 from minispec.lab import Workload, count_handover, handover_table, plot_handover
+from minispec.lab.viz.legible import too_small
 from minispec.lab.experiments.handover import MUST, DesignCost
 from minispec.lab.viz.figure import describe
 from minispec.v1.worker.switches import ModelRunner
@@ -59,8 +60,11 @@ def test_the_figure_stacks_each_channel_and_names_it():
     fig = plot_handover(_costs(), "hand-over per step")
     messages, nbytes = fig.axes
     assert [t.get_text() for t in messages.get_xticklabels()] == ["v2", "relay"]
-    assert sorted(t.get_text() for t in messages.texts) == sorted(["stage 0 -> stage 1", "stage 2 -> stage 0",
-                                                                   "stage 2 -> stage 0", "stage 2 -> stage 1"])
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["stage 0 -> stage 1", "stage 2 -> stage 0",
+                                                          "stage 2 -> stage 1"]
+    assert len({p.get_hatch() for p in messages.patches}) == 3  # a hatch per channel, not colour alone
+    assert too_small(fig) == []
     heights = sorted(round(p.get_height(), 2) for p in nbytes.patches if p.get_height())
     assert heights == [110.0, 120.0, 120.0, 120.0]
     assert "messages per engine step" in describe(fig)

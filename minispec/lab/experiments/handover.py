@@ -151,8 +151,7 @@ def _count_relay(llm: LLM, sent: list) -> None:
 def count_handover(design: ModelRunner | str, workload: Workload = Workload(), model=DEFAULT_TARGET) -> DesignCost:
     """Run ``workload`` in one process on ``design`` and count its hand-over's messages."""
     design = ModelRunner(design)
-    llm = LLM(model=model, **workload.engine(design))
-    llm.engine.max_concurrent_batches = 2  # as the "mp" run with two in flight (time_over_mp)
+    llm = LLM(model=model, max_concurrent_batches=2, **workload.engine(design))  # as time_over_mp's two in flight
     sent: list[tuple[str, str, int]] = []
     handlers = [r.pp_handler for r in llm.engine.executor.runners if getattr(r, "pp_handler", None) is not None]
     for handler in handlers:

@@ -4,8 +4,9 @@ table and one figure: pure renderers of ``DesignCost`` values.
 ``handover_table``: one row per design: messages per step, bytes per step on each channel,
 who waits on whom, the "mp" step time and the batch queue's overlap, and the one invariant
 the design must get right. ``plot_handover``: two panels, messages per step and bytes per
-step, one bar per design, stacked by channel, each segment labelled with its channel so
-nothing depends on colour.
+step, one bar per design, stacked by channel; each channel has its own hatch as well as its
+colour, named in the legend below, so nothing depends on colour. Sized by
+``minispec.lab.viz.legible``'s rule for a projected 1280×720 screen.
 
 No vLLM twin.
 """
@@ -15,10 +16,11 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from minispec.lab.viz.figure import DescribedFigure
+from minispec.lab.viz.legible import BODY, MAX_WIDTH_IN, SMALL, TITLE, legible_axes
 from minispec.lab.viz.palette import EDGE, OKABE_ITO, TEXT
 from minispec.lab.viz.table import Table
 
-WIDTH, HEIGHT = 11.0, 4.6  # inches at 100 dpi
+WIDTH, HEIGHT = MAX_WIDTH_IN, 5.2  # inches at 100 dpi
 COLOURS = [OKABE_ITO[c] for c in ("blue", "vermillion", "green", "orange", "purple")]
 HATCHES = ["", "//", "..", "xx", "\\\\"]  # a second cue beside the colour (five channels at PP 3)
 
@@ -58,10 +60,6 @@ def _stacked(ax, costs, per_step, ylabel: str) -> None:
         heights = [per_step(c, ch) for c in costs]
         bars = ax.bar(x, heights, bottom=bottom, color=COLOURS[i % len(COLOURS)], hatch=HATCHES[i % len(HATCHES)],
                       edgecolor=EDGE, label=ch)
-        for bar, h, b in zip(bars, heights, bottom):
-            if h:
-                ax.text(bar.get_x() + bar.get_width() / 2, b + h / 2, ch, ha="center", va="center", fontsize=7,
-                        color=TEXT, bbox=dict(facecolor="white", edgecolor="none", pad=1, alpha=0.8))
         bottom = [b + h for b, h in zip(bottom, heights)]
     ax.set_xticks(list(x), [str(c.design) for c in costs])
     ax.set_ylabel(ylabel)
@@ -75,8 +73,12 @@ def plot_handover(costs, title: str) -> Figure:
     messages, nbytes = fig.subplots(1, 2)
     _stacked(messages, costs, lambda c, ch: c.messages.get(ch, 0) / c.steps, "messages per step")
     _stacked(nbytes, costs, lambda c, ch: c.bytes_per_step(ch), "bytes per step")
-    messages.set_title("messages per engine step, by channel")
-    nbytes.set_title("bytes per engine step, by channel")
-    fig.suptitle(title, fontsize=12, color=TEXT)
-    fig.tight_layout()
+    messages.set_title("messages per engine step", fontsize=BODY)
+    nbytes.set_title("bytes per engine step", fontsize=BODY)
+    legible_axes(messages, nbytes)
+    handles, labels = messages.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncols=min(3, len(labels)) or 1, fontsize=SMALL,
+               title="channel (colour and hatch)", title_fontsize=SMALL, frameon=False)
+    fig.suptitle(title, fontsize=TITLE, color=TEXT)
+    fig.tight_layout(rect=(0, 0.22, 1, 1))
     return fig

@@ -72,6 +72,7 @@ class PendingRelay:
     ordinal: int
     receives: list
     rows: MicroBatch
+    step: int  # the engine step that scheduled it: its messages' headers say so (invariant 7)
 
 
 @dataclass
@@ -109,6 +110,7 @@ class RelayHandler:
         self.mbs: list[MicroBatch | None] = [None] * self.pp_size
         self.num_batches = 0  # batches this stage has run: the next one's ordinal
         self.held: list[torch.Tensor] = []  # the last stage's sampled part, until its drafts
+        self.held_step = -1  # the step of the batch it belongs to
 
     def on_req_idx_freed(self, req_idx: int) -> None:
         self.req_idx_gen_np[req_idx] += 1
@@ -128,7 +130,7 @@ class RelayHandler:
             return
         sampled = [torch.from_numpy(np.ascontiguousarray(sampled_tokens, dtype=np.int64)),
                    torch.from_numpy(np.stack([num_sampled, batch.seq_lens - num_rejected]).astype(np.int32))]
-        self.held = sampled
+        self.held, self.held_step = sampled, batch.step
         if not self.with_drafts:
             self._send_payload([])
 
@@ -141,7 +143,7 @@ class RelayHandler:
     def _send_payload(self, drafts: list[torch.Tensor]) -> None:
         """Start the payload around the ring: to stage 0 only."""
         for tensor in self.held + drafts:
-            send_checked(self.group, tensor, 0, RELAY_TAG)
+            send_checked(self.group, tensor, 0, RELAY_TAG, self.held_step)
         self.held = []
 
     # -- a non-last stage -------------------------------------------------------
@@ -158,8 +160,9 @@ class RelayHandler:
             return
         n, k = batch.num_reqs, self.num_speculative_steps
         shapes = [((n, k + 1), torch.int64), ((2, n), torch.int32)] + ([((n, k), torch.int64)] if self.with_drafts else [])
-        receives = [post_checked(self.group, torch.empty(s, dtype=d), self.src, RELAY_TAG) for s, d in shapes]
-        self.queue.append(PendingRelay(ordinal, receives, rows))
+        receives = [post_checked(self.group, torch.empty(s, dtype=d), self.src, RELAY_TAG, batch.step)
+                    for s, d in shapes]
+        self.queue.append(PendingRelay(ordinal, receives, rows, batch.step))
 
     def get_prev_sampled_outputs(self, scheduled_slots: set[int]) -> list[RelayPayload]:
         """Take, oldest first, every payload this batch needs (V2's handler's name and rule: up to the
@@ -180,7 +183,7 @@ class RelayHandler:
         tensors = [r.take() for r in entry.receives]
         if self.dst is not None:
             for tensor in tensors:
-                send_checked(self.group, tensor.clone(), self.dst, RELAY_TAG)
+                send_checked(self.group, tensor.clone(), self.dst, RELAY_TAG, entry.step)
         arrays = [t.numpy() for t in tensors]
         rows = self.mbs[self.pairing(entry.ordinal, self.pp_size)] or MicroBatch(np.zeros(0, np.int64),
                                                                                 np.zeros(0, bool), np.zeros(0, np.int64))
