@@ -46,14 +46,14 @@ by preset:
   raw gloo packs the narrow rows into the front of the buffer and says nothing (a wider
   message aborts the process); minispec's transport checks each message's shape and
   names the mismatch (``minispec.distributed.parallel_state.post_checked``).
-* ``v2-drafts-posted-twice`` (PR #56956, split from PR #53577): a second call site on the
-  last stage posts a batch's drafts again (``post_drafts_twice`` for the runner's
-  ``post_drafts``). No stage posted a receive for the copy, so the next batch's first
-  receive, posted for ``[n, k + 1]`` sampled tokens, is paired with the ``[n, k]`` drafts:
-  NCCL hangs ("double-posting misaligned the recv FIFO and hung the pipeline"); minispec's
+* ``v2-drafts-posted-twice``: a second call site on the last stage posts a batch's drafts
+  again (``post_drafts_twice`` for the runner's ``post_drafts``). No stage posted a receive
+  for the copy, so the next batch's first receive, posted for ``[n, k + 1]`` sampled tokens,
+  is paired with the ``[n, k]`` drafts. Under NCCL the pipeline hangs (PR #56956: "double-posting
+  misaligned the recv FIFO and hung the pipeline"; it was split from PR #53577); minispec's
   transport names the mismatch as invariant 7, message-schedule agreement: the receive
-  posted for batch_1's step got batch_0's copy. It needs no async scheduling and bites at every pipeline
-  depth (``tests/test_inflight_family.py``). The rest of the in-flight family, and why each
+  posted for batch_1's step got batch_0's copy. It needs no async scheduling and bites at
+  every pipeline depth (``tests/test_inflight_family.py``). The rest of the in-flight family, and why each
   is or is not a preset: ``minispec.lab.faults.in_flight``.
 
 The relay design's two faults (``model_runner="relay"``, ``RELAY_FAULTS``; switches in
