@@ -35,6 +35,7 @@ from pathlib import Path
 from unittest import mock
 
 from minispec.v1.worker import gpu_input_batch, gpu_model_runner
+from minispec.v1.worker.gpu import input_batch as v2_input_batch
 from minispec.v1.worker.gpu import model_runner as v2_runner
 from minispec.v1.worker.gpu import pp_utils, states
 from minispec.v1.worker.gpu.runner_fixes import APPLY_DRAFTS, LIVE_ROWS, NUM_REJECTED_ON_APPLY, SAMPLE_WIDTH
@@ -129,7 +130,15 @@ class Edit:
         return f"{owner}.{self.name}"
 
     def patches(self):
-        return [mock.patch.object(self.owner, self.name, self.mutated())]
+        """A module's function is patched where it is defined and in every minispec module
+        that imported it by name, since each looks it up in its own globals."""
+        mutated, original = self.mutated(), inspect.getattr_static(self.owner, self.name)
+        owners = [self.owner]
+        if isinstance(self.owner, types.ModuleType):
+            owners += [module for name, module in sorted(sys.modules.items())
+                       if name.startswith("minispec.") and module is not self.owner
+                       and getattr(module, self.name, None) is original]
+        return [mock.patch.object(owner, self.name, mutated) for owner in owners]
 
     def diff(self) -> str:
         return f"{self.where}: `{self.old}` -> `{self.new}`"
@@ -197,8 +206,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("v1-relay-twice", V1, SwitchSet(SYNC_ACCEPTED_TOKENS, relay_twice), relay_twice.__doc__),
     Mutant("v1-move-without-drafts", V1, SwitchSet(MOVE_ROW, move_without_drafts), move_without_drafts.__doc__),
     Mutant("v1-drafts-gated-by-rank", V1,
-           Edit(V1Runner, "_update_cached_request", "self._write_spec_tokens(row, out",
-                "self.is_last_rank or self._write_spec_tokens(row, out"),
+           Edit(V1Runner, "_update_cached_request", "self._write_spec_tokens(row, self.spec_decode_tokens",
+                "self.is_last_rank or self._write_spec_tokens(row, self.spec_decode_tokens"),
            "an in-batch row's drafts are written on non-last ranks only", "#20530"),
     Mutant("v1-relay-guard-inclusive", V1,
            Edit(V1Runner, "_append_relayed_tokens", "> state.num_tokens:", ">= state.num_tokens:"),
@@ -247,15 +256,15 @@ MUTANTS: tuple[Mutant, ...] = (
            Edit(pp_utils.PPHandler, "on_req_idx_freed", "self.req_idx_gen_np[req_idx] += 1", "None"),
            "a freed slot's generation is never bumped (the check kept, its counter dead)", "#39833"),
     Mutant("v2-advance-without-drafts", V2,
-           Edit(v2_runner, "post_update_num_computed_tokens", "+= batch.num_scheduled_tokens",
+           Edit(v2_input_batch, "post_update_num_computed_tokens", "+= batch.num_scheduled_tokens",
                 "+= batch.num_scheduled_tokens - batch.num_draft_tokens_per_req"),
            "a non-last rank's optimistic advance leaves out the drafts, then takes the rejected ones back too",
            "vllm-ascend #15171"),
     Mutant("v2-rollback-twice", V2,
-           Edit(v2_runner, "post_update", "query_len - int(num_rejected[i])", "query_len - 2 * int(num_rejected[i])"),
+           Edit(v2_input_batch, "post_update", "query_len - int(num_rejected[i])", "query_len - 2 * int(num_rejected[i])"),
            "the rejected drafts are taken back twice from num_computed_tokens"),
     Mutant("v2-first-sample-embedded", V2,
-           Edit(v2_runner, "post_update", "sampled_tokens[i, n - 1]", "sampled_tokens[i, 0]"),
+           Edit(v2_input_batch, "post_update", "sampled_tokens[i, n - 1]", "sampled_tokens[i, 0]"),
            "last_sampled_tokens takes the first token sampled, not the last (a slice at the wrong end)"),
     Mutant("v2-drafts-keyed-by-row", V2,
            Edit(V2Runner, "sample_tokens", "draft_tokens[batch.idx_mapping_np]", "draft_tokens[: batch.num_reqs]"),
