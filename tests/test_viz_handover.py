@@ -6,9 +6,9 @@ import pytest
 
 from minispec.instruments.invariants import Invariant
 from minispec.lab import Workload, count_handover, handover_table, plot_handover
-from minispec.lab.viz.legible import too_small
 from minispec.lab.experiments.handover import MUST, DesignCost
 from minispec.lab.viz.figure import describe
+from minispec.lab.viz.legible import too_small
 from minispec.v1.worker.switches import ModelRunner
 
 SMALL = Workload(pipeline_parallel_size=3, num_speculative_tokens=2, requests=4, max_tokens=6)

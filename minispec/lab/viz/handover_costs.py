@@ -58,8 +58,8 @@ def _stacked(ax, costs, per_step, ylabel: str) -> None:
     bottom = [0.0] * len(costs)
     for i, ch in enumerate(channels):
         heights = [per_step(c, ch) for c in costs]
-        bars = ax.bar(x, heights, bottom=bottom, color=COLOURS[i % len(COLOURS)], hatch=HATCHES[i % len(HATCHES)],
-                      edgecolor=EDGE, label=ch)
+        ax.bar(x, heights, bottom=bottom, color=COLOURS[i % len(COLOURS)], hatch=HATCHES[i % len(HATCHES)],
+               edgecolor=EDGE, label=ch)
         bottom = [b + h for b, h in zip(bottom, heights)]
     ax.set_xticks(list(x), [str(c.design) for c in costs])
     ax.set_ylabel(ylabel)
