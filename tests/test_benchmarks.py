@@ -62,7 +62,7 @@ def test_bench_explorer_prints_a_row_per_preset_and_the_fixed_designs():
     out = run("bench_explorer.py", "--max-requests", "1", "--workers", "1")
     presets = re.findall(r"^\| `([\w.-]+)` \|", out, re.MULTILINE)
     assert presets == ["vllm-0.9.2", "vllm-0.14", "v2-stale-drafts", "v2-optimistic-num-computed",
-                       "v2-slot-reuse", "v2-broadcast-width"]
+                       "v2-slot-reuse", "v2-broadcast-width", "v2-drafts-posted-twice"]
     # one request is enough for V2's stale drafts; V1's faults need a second request in the row
     assert "| `v2-stale-drafts` | 1 req, 2 prompt tokens, 2 steps" in out
     assert "| `vllm-0.9.2` | nothing within the scope | - | schedule 24" in out

@@ -173,7 +173,7 @@ HEADER_LEN = 2 + MAX_DIMS + 2  # dtype, ndim, the shape padded with -1, step, se
 class MessageMismatch(RuntimeError):
     """A checked message is not the one its receive was posted for: invariant 7, message-schedule
     agreement. ``sent`` and ``posted`` are the two shapes; ``violation`` the invariant's record
-    (its ``expected`` and ``actual`` the two ``Header``s) or None where no header was read."""
+    (its ``expected`` and ``actual``: the two headers, each a ``Header``) or None where no header was read."""
 
     def __init__(self, message: str, sent: tuple[int, ...] = (), posted: tuple[int, ...] = (), violation=None):
         super().__init__(message)
