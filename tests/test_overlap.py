@@ -1,6 +1,6 @@
-"""What the overlap benchmark and notebook 04 measure with: one PP=2 "mp" pipeline,
-two batches in flight and one alternately, on the shipped target (the random 52M
-model is the benchmark's, too slow to make in a test)."""
+"""What the overlap benchmark and notebook 04 measure with: PP=2 "mp" pipelines, one per
+setting (two batches in flight and one, by default), made through the engine arguments and run
+alternately, on the shipped target (the random 52M model is the benchmark's, too slow to make in a test)."""
 
 import os
 import signal
@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from minispec.config import DEFAULT_TARGET
+from minispec.instruments.timeline import StageSpan, Timeline
 from minispec.lab.experiments.overlap import (
     QUIET_MACHINE,
     Comparison,
@@ -145,3 +146,46 @@ def test_the_random_llama_is_made_without_transformers(tmp_path):
     assert out.stdout.split() == [str(101 * 64 + 2 * (4 * 64 * 64 + 3 * 64 * 96 + 2 * 64) + 64), "False"]
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["model_type"] == "llama" and config["tie_word_embeddings"] is True
+
+
+class FakeLLM:
+    """Stands in for ``LLM``: records the engine arguments each pipeline was made with, and has no
+    ``engine`` to set attributes on."""
+
+    made: list[dict] = []
+
+    def __init__(self, **kwargs):
+        self.kwargs, self.spans = kwargs, []
+        FakeLLM.made.append(kwargs)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def generate(self, prompts, params, arrival_steps=None):
+        self.spans.append(StageSpan(0, len(self.spans), ("0",), 0.0, 1e-3))
+
+    def timeline(self):
+        return Timeline(2, clock="seconds", spans=self.spans)
+
+
+def test_each_setting_is_a_pipeline_made_through_its_engine_arguments(monkeypatch):
+    from minispec.lab.experiments import overlap
+
+    FakeLLM.made = []
+    monkeypatch.setattr(overlap, "LLM", FakeLLM)
+    settings = {"async": dict(model_runner="v2", async_scheduling=True, max_concurrent_batches=3),
+                1: dict(max_concurrent_batches=1)}
+    result = compare_in_flight(DEFAULT_TARGET, random_prompts(4, 64), max_tokens=2, rounds=2, settings=settings)
+    assert result.stopped is None
+    assert [{k: m[k] for k in ("model_runner", "async_scheduling", "max_concurrent_batches") if k in m}
+            for m in FakeLLM.made] == list(settings.values())
+    assert all(m["pipeline_parallel_size"] == 2 and m["distributed_executor_backend"] == "mp" for m in FakeLLM.made)
+    assert [r.in_flight for r in result.runs.values()] == [3, 1]
+    assert all(len(r.seconds) == len(r.loads) == 2 for r in result.runs.values())
+    # The default is notebook 04's: two in flight and one, keyed by the number.
+    FakeLLM.made = []
+    assert list(compare_in_flight(DEFAULT_TARGET, random_prompts(4, 64), 2, rounds=1).runs) == [2, 1]
+    assert [m["max_concurrent_batches"] for m in FakeLLM.made] == [2, 1]

@@ -15,8 +15,8 @@ import json
 import math
 import os
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -93,6 +93,7 @@ def threads_per_stage(n: int = 1):
 class OverlapRun:
     in_flight: int
     seconds: list[float]  # wall time of each round
+    loads: list[float] = field(default_factory=list)  # the 1-minute load average before each round
     timeline: Timeline | None = None  # the last round's
 
 
@@ -136,9 +137,9 @@ def machine_load() -> tuple[float, int]:
 
 @dataclass
 class Comparison:
-    """Two batches in flight against one, measured alternately on one pipeline."""
+    """Two batches in flight against one (or other settings), measured alternately."""
 
-    runs: dict[int, OverlapRun]
+    runs: dict  # a setting's key (batches in flight, by default) -> its runs
     load_before: float
     cores: int
     threads: int
@@ -188,14 +189,19 @@ class Comparison:
         return "\n".join(self.lines())
 
 
+IN_FLIGHT = {2: dict(max_concurrent_batches=2), 1: dict(max_concurrent_batches=1)}  # notebook 04's two settings
+
+
 def compare_in_flight(model: Path, prompts: list[list[int]], max_tokens: int, rounds: int = 3,
                       together: bool = False, threads: int = 1, budget_s: float | None = None,
-                      engine: dict | None = None) -> Comparison:
-    """Generate ``prompts`` on PP=2 "mp" ``rounds`` times with two batches in flight and
-    ``rounds`` times with one, alternating, on one pipeline (``engine.max_concurrent_batches``
-    switched between calls), so a load that comes and goes hits both settings alike; the
-    best time of each is the one least disturbed. Interrupt Kernel stops it cleanly: the
-    result says what was stopped.
+                      settings: dict | None = None, engine: dict | None = None) -> Comparison:
+    """Generate ``prompts`` on "mp" ``rounds`` times in each of ``settings`` (a key for
+    each, mapped to the engine arguments that make it: ``IN_FLIGHT``, two batches in flight and
+    one, unless given), alternating. Each setting is its own pipeline, made through the engine
+    arguments (``max_concurrent_batches``, ``async_scheduling``, ``model_runner``) and open for the
+    whole measurement, so a load that comes and goes hits every setting alike; the best time of
+    each is the one least disturbed. Interrupt Kernel stops it cleanly: the result says what was
+    stopped.
 
     Half the requests arrive one engine step later, as in the forum thread, so
     decode batches alternate between the halves (``together`` puts them all at
@@ -207,35 +213,44 @@ def compare_in_flight(model: Path, prompts: list[list[int]], max_tokens: int, ro
 
     ``budget_s``: start no further round once the rounds so far took that long (at least one
     round runs), so a loaded laptop measures fewer rounds instead of taking longer. ``engine``:
-    further engine arguments (a design, drafts, more stages: the designs' comparison,
-    ``minispec.lab.experiments.handover``); two in flight then means ``max_concurrent_batches``
-    = 2 whatever the number of stages."""
+    further engine arguments for every setting (a design, drafts, more stages than the default
+    2: the designs' comparison, ``minispec.lab.experiments.handover``)."""
+    settings = IN_FLIGHT if settings is None else settings
+    args = dict(pipeline_parallel_size=2, max_num_seqs=len(prompts), max_num_batched_tokens=max(1, len(prompts) // 2))
+    args |= engine or {}
     load, cores = machine_load()
-    result = Comparison({n: OverlapRun(n, []) for n in (2, 1)}, load, cores, threads)
+    result = Comparison({key: OverlapRun(kw.get("max_concurrent_batches"), []) for key, kw in settings.items()},
+                        load, cores, threads)
     arrivals = [0 if together else i % 2 for i in range(len(prompts))]
     params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
     doing = "while the pipeline started"
     try:
-        args = dict(pipeline_parallel_size=2, max_num_seqs=len(prompts), max_num_batched_tokens=max(1, len(prompts) // 2))
-        args |= engine or {}
-        with threads_per_stage(threads), LLM(model=model, distributed_executor_backend="mp", **args) as llm:
-            llm.generate(prompts[:2], SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))  # warm-up
+        with threads_per_stage(threads), ExitStack() as stack:
+            llms = {key: stack.enter_context(LLM(model=model, distributed_executor_backend="mp", **(args | kw)))
+                    for key, kw in settings.items()}
+            for llm in llms.values():
+                llm.generate(prompts[:2], SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))  # warm-up
             began = time.perf_counter()
             for i in range(rounds):
                 if i and budget_s is not None and time.perf_counter() - began > budget_s:
                     break
-                for n, run in result.runs.items():
-                    doing = f"in round {i + 1} of {rounds}, {n} in flight"
-                    llm.engine.max_concurrent_batches = n
-                    llm.timeline().spans.clear()
-                    start = time.perf_counter()
-                    llm.generate(prompts, params, arrival_steps=arrivals)
-                    run.seconds.append(time.perf_counter() - start)
+                for key, run in result.runs.items():
+                    doing = f"in round {i + 1} of {rounds}, {key}{' in flight' * isinstance(key, int)}"
+                    run.loads.append(machine_load()[0])
+                    run.seconds.append(_timed(llms[key], prompts, params, arrivals))
                     run.timeline = Timeline(args["pipeline_parallel_size"], clock="seconds",
-                                            spans=list(llm.timeline().spans))
+                                            spans=list(llms[key].timeline().spans))
     except KeyboardInterrupt:
         result.stopped = f"Interrupt Kernel stopped the measurement {doing}"
     return result
+
+
+def _timed(llm: LLM, prompts: list[list[int]], params: SamplingParams, arrivals: list[int]) -> float:
+    """Seconds to generate ``prompts``; ``llm``'s timeline then holds this run only."""
+    llm.timeline().spans.clear()
+    start = time.perf_counter()
+    llm.generate(prompts, params, arrival_steps=arrivals)
+    return time.perf_counter() - start
 
 
 def measure_overlap(requests: int = 16, max_tokens: int = 12, rounds: int = 3, threads: int = 1,
