@@ -39,8 +39,8 @@ class InputBatch:
     query_start_loc_np: np.ndarray  # [num_reqs + 1]
     seq_lens: np.ndarray  # per row: the slot's num_computed_tokens + query length
     input_ids_np: np.ndarray  # filled by the two functions below
-    positions: torch.Tensor
-    attn_metadata: object
+    positions: torch.Tensor | None  # None until the runner attends (after recording the rows)
+    attn_metadata: object | None
     logits_indices: list[list[int]]  # per row: the 1 + d positions sampled
     step: int = -1  # the scheduler step it was built for (minispec's: the broadcast's headers carry it)
 

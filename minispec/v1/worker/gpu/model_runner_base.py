@@ -181,21 +181,28 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
         num_drafts = np.array([len(out.scheduled_spec_decode_tokens.get(r, ())) for r in req_ids], dtype=np.int64)
         query_start_loc = np.concatenate([[0], np.cumsum(num_scheduled)])
         num_computed = states.num_computed_tokens[idx]
-        positions, meta = make_attention_metadata(num_computed, num_scheduled, self.block_tables.block_table_np[idx],
-                                                  self.block_size, self.device)
         ends = query_start_loc[1:]
         batch = InputBatch(
             req_ids=req_ids, idx_mapping_np=idx, num_scheduled_tokens=num_scheduled,
             num_draft_tokens_per_req=num_drafts, num_computed_tokens_np=states.num_computed_tokens_np[idx],
             prefill_len_np=states.prefill_len[idx], query_start_loc_np=query_start_loc,
             seq_lens=num_computed + num_scheduled, input_ids_np=np.zeros(int(ends[-1]), dtype=np.int64),
-            positions=positions, attn_metadata=meta,
+            positions=None, attn_metadata=None,  # attend(), once the rows are recorded
             logits_indices=[list(range(e - 1 - d, e)) for e, d in zip(ends.tolist(), num_drafts.tolist())],
             step=out.step,
         )
         prepare_prefill_inputs(batch.input_ids_np, batch, states)
         combine_sampled_and_draft_tokens(batch.input_ids_np, batch, states)
         return batch
+
+    def attend(self, batch: InputBatch) -> None:
+        """The batch's positions and KV slots, from each slot's own count. Built after the
+        rows are recorded: a count run past the block table (a fault that never takes
+        rejected drafts back) is then reported by invariant 4, not as an IndexError here."""
+        idx = batch.idx_mapping_np
+        batch.positions, batch.attn_metadata = make_attention_metadata(
+            self.req_states.num_computed_tokens[idx], batch.num_scheduled_tokens, self.block_tables.block_table_np[idx],
+            self.block_size, self.device)
 
     # -- execute_model ----------------------------------------------------------
     @torch.inference_mode()
@@ -212,6 +219,7 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
         if self.recorder is not None:
             self._record_stage(out, batch, batch.input_ids_np.tolist(),
                                [embedded_drafts(batch, row) for row in range(batch.num_reqs)])
+        self.attend(batch)
         input_ids = torch.as_tensor(batch.input_ids_np, device=self.device)
         hidden = self.model(input_ids, batch.positions, batch.attn_metadata, intermediate_tensors)
         if not self.is_last_rank:
