@@ -29,7 +29,8 @@ from enum import StrEnum
 
 CHECKED = date(2026, 12, 2)  # when every state below was read, and every post found again
 VLLM = "vllm-project/vllm"
-_PROJECTS = {VLLM: "vLLM", "sgl-project/sglang": "SGLang", "vllm-project/vllm-ascend": "vllm-ascend",
+SGLANG = "sgl-project/sglang"
+_PROJECTS = {VLLM: "vLLM", SGLANG: "SGLang", "vllm-project/vllm-ascend": "vllm-ascend",
              "jupyterlab/jupyterlab": "JupyterLab"}
 
 
@@ -288,21 +289,21 @@ THREADS: tuple[Thread, ...] = (
           "scheduling", OPEN,
           (Post(DESCRIPTION, date(2026, 9, 20), ("broadcasting one column is not a sufficient contract for the async "
                                                  "spec path",)),)),
-    Thread("sgl-project/sglang", 30775, P, "Pipeline parallelism x speculative decoding (EAGLE/MTP) compatibility",
+    Thread(SGLANG, 30775, P, "Pipeline parallelism x speculative decoding (EAGLE/MTP) compatibility",
            MERGED, Verified.SEARCHED,
            (Post(DESCRIPTION, date(2026, 7, 10), (
                "non-spec PP decode already relies on a last->first output-dict relay (next sampled token becomes the "
                "next round's input, and every stage forwards the dict).",
                "Spec decoding is structurally identical — the relay payload just grows to `{accept_lens, "
                "new_seq_lens, bonus_token, next draft tree}`.")),)),
-    Thread("sgl-project/sglang", 27620, P, "Suffix decoding pp", ThreadState.CLOSED, Verified.SEARCHED,
+    Thread(SGLANG, 27620, P, "Suffix decoding pp", ThreadState.CLOSED, Verified.SEARCHED,
            (Post(DESCRIPTION, date(2026, 6, 9), ("The protocol (Approach A — replicate drafts, propagate accept)",)),)),
-    Thread("sgl-project/sglang", 29405, P, "Fix pipeline-parallel abort missing in-flight requests in non-current "
+    Thread(SGLANG, 29405, P, "Fix pipeline-parallel abort missing in-flight requests in non-current "
            "microbatch slots", MERGED, Verified.SEARCHED,
            (Post(DESCRIPTION, date(2026, 6, 26), (
                "This only manifests with more than two microbatch slots, since with two the current and previous "
                "slots already cover both.",)),)),
-    Thread("sgl-project/sglang", 40001, P, "[Spec][PP] Fix hybrid recurrent-state commit and micro-batch pairing "
+    Thread(SGLANG, 40001, P, "[Spec][PP] Fix hybrid recurrent-state commit and micro-batch pairing "
            "under PP x speculative decoding", OPEN, Verified.TITLE),
     Thread("vllm-project/vllm-ascend", 14184, P, "[Feature] Support MTP with PP in MRV2", MERGED, Verified.SEARCHED,
            (Post(DESCRIPTION, date(2026, 8, 13), (
@@ -320,7 +321,7 @@ THREADS: tuple[Thread, ...] = (
 
 # A reference in prose: "owner/name#N", "sglang #N" / "vllm-ascend PR #N" / "JupyterLab issue #N", a
 # bare "#N" (vLLM's), or a thread's URL. Colours ("#999999") are quoted or run on into letters.
-_NAMED = {"sglang": "sgl-project/sglang", "vllm-ascend": "vllm-project/vllm-ascend",
+_NAMED = {"sglang": SGLANG, "vllm-ascend": "vllm-project/vllm-ascend",
           "jupyterlab": "jupyterlab/jupyterlab"}
 REFERENCE = re.compile(
     r"github\.com/(?P<url_repo>[\w.-]+/[\w.-]+)/(?:pull|issues)/(?P<url_num>\d+)"
