@@ -25,7 +25,7 @@ LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # website build, no vLLM, and not the long tests; one pytest worker per core (pytest-xdist).
 FAST := -n auto -m "not browser and not torchrun and not slow and not docs and not vllm"
 
-.PHONY: venv demo check lint test test-fast lab workshop rerun bench mutants train clean notebooks cite-check
+.PHONY: venv demo check lint test test-slow test-all test-fast lab workshop rerun bench mutants train clean notebooks cite-check
 
 venv: $(DEV_STAMP)
 
@@ -55,8 +55,20 @@ check: $(LAB_STAMP)
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 
+# The default suite (the README's test command): the linter, then every test and notebook but
+# the slow tier and vLLM's own code (make vllm-check runs those 40 tests), one pytest worker per
+# core. --dist loadfile keeps a file's tests on one worker, so a notebook's cells run in order in
+# one kernel.
+SUITE := -n auto --dist loadfile
 test: lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(SUITE) -m "not slow and not vllm"
+
+# The slow tier: worker processes, the statistical tests, the long property sweeps and greedy
+# grids, every notebook re-run and restarted (tools/rerun.py). CI runs it after make test.
+test-slow: lint
+	$(BIN)/python -m pytest tests $(SUITE) -m "slow and not vllm"
+
+test-all: test test-slow
 
 test-fast: lint
 	$(BIN)/python -m pytest tests $(FAST)
