@@ -88,3 +88,15 @@ def test_the_figure_says_it_in_words_and_is_legible():
 def test_the_figure_refuses_nothing_to_draw():
     with pytest.raises(ValueError, match="plot_pairing: expected at least one pipeline depth"):
         plot_pairing({}, "x")
+
+
+def test_run_fault_runs_the_catalogued_scenario_at_another_depth():
+    from minispec.lab.faults.reproduce import run_fault
+    from minispec.lab.viz.faults import render_fault_run
+
+    masked = run_fault(PAIRING, pipeline_parallel_size=2)
+    assert not masked.catalogued and masked.fault.scenario.pipeline_parallel_size == 2
+    assert (masked.violation, masked.transport_error, masked.fixed_clean) == (None, None, True)
+    text = render_fault_run(masked)
+    assert "nothing caught: the faulty run finished clean" in text and "where FAULTS says" not in text
+    assert run_fault(PAIRING, pipeline_parallel_size=3).catalogued  # the catalogue's own depth
