@@ -21,7 +21,7 @@ from minispec.lab.viz.figure import DescribedFigure
 from minispec.lab.viz.legible import BODY, SMALL, TITLE
 from minispec.lab.viz.palette import EDGE, FILL_LIGHT, OKABE_ITO, TEXT, WHITE
 
-WIDTH, PANEL_HEIGHT = 8.4, 2.55  # inches at 100 dpi: 840 px wide, shown 1:1 at 1280 x 720
+WIDTH, PANEL_HEIGHT = 8.4, 2.3  # inches at 100 dpi: about 830 x 550 px, shown 1:1 at 1280 x 720
 BOX_W, BOX_H = 0.86, 0.56
 RIGHT, WRONG = OKABE_ITO["blue"], OKABE_ITO["vermillion"]
 
