@@ -1,4 +1,4 @@
-"""The "masked at PP = 2" data (minispec/lab/faults/pairing.py) and its figure
+"""The "masked at PP = 2" data (minispec/lab/faults/relay_pairing.py) and its figure
 (minispec/lab/viz/pairing.py): each payload's pairing agrees with what the relay's own
 handler applies in a real run, at PP 2 and 3, with and without ``relay-pairing``; the
 figure says it in words and marks, and is legible on a projected 1280x720 screen."""
@@ -11,7 +11,7 @@ import pytest
 
 from minispec.lab.experiments.schedule import build_llm
 from minispec.lab.faults.catalogue import RELAY_FAULTS, RelayFaultPreset
-from minispec.lab.faults.pairing import held, pairings
+from minispec.lab.faults.relay_pairing import held, pairings
 from minispec.lab.viz.legible import too_small
 from minispec.lab.viz.pairing import plot_pairing
 from minispec.v1.worker.relay.pp_relay import RelayHandler

@@ -76,7 +76,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "faults.reproduce": ("run_fault",),
     "faults.pp_sync": ("TIMELINE", "DESIGNS", "THE_INVARIANT"),
     "faults.in_flight": ("FAMILY",),
-    "faults.pairing": ("pairings",),
+    "faults.relay_pairing": ("pairings",),
     "viz.text": ("char_decoder", "render_step", "render_stage", "render_trace", "render_comparison", "output_step"),
     "viz.row_log": ("render_row_log", "row_changes"),
     "viz.batch": ("render_batch", "render_gather", "LEGEND"),

@@ -1,5 +1,5 @@
 """Which batch's rows each relayed payload is applied to, one panel per pipeline depth: a
-pure renderer, ``{pp_size: pairings} -> Figure`` (the data: ``minispec.lab.faults.pairing``).
+pure renderer, ``{pp_size: pairings} -> Figure`` (the data: ``minispec.lab.faults.relay_pairing``).
 
 In each panel the bottom row is the batches a non-last stage ran, each in its micro-batch
 slot, and the top row the payloads that come back around the ring, one per batch. An
@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch
 
-from minispec.lab.faults.pairing import Paired
+from minispec.lab.faults.relay_pairing import Paired
 from minispec.lab.viz.figure import DescribedFigure
 from minispec.lab.viz.legible import BODY, SMALL, TITLE
 from minispec.lab.viz.palette import EDGE, FILL_LIGHT, OKABE_ITO, TEXT, WHITE
