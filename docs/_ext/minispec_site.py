@@ -28,7 +28,7 @@ from docutils import nodes
 
 # Pages in each caption: named pages in this order, then any other page a wildcard
 # finds (a new guide in docs/ appears without a change here).
-TOC = [("Walkthrough", ["notebooks/0*", "notebooks/glossary", "notebooks/*"]),
+TOC = [("Walkthrough", ["notebooks/[0-9]*", "notebooks/glossary", "notebooks/*"]),
        ("Workshop", ["docs/workshop", "docs/opening", "docs/handout", "docs/*"]),
        ("Reference", ["docs/api", "docs/invariants", "docs/adding_a_runner", "README"])]
 ICONS = Path(__file__).resolve().parents[1] / "_icons" / "fontawesome.js"

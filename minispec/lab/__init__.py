@@ -23,7 +23,8 @@ Runs and scenarios (``experiments``)
     ``chi_square``, ``first_divergence``, ``first_batches``, ``measure_overlap``;
     Model Runner V2 watched: ``run_watched``; the explorer: ``explore``, ``search``, ``Scope``;
     the mutation benchmark: ``MUTANTS``, ``mutant``, ``explorer_catch``, ``acceptance_catch``;
-    the designs' hand-over measured: ``compare_designs``, ``count_handover``, ``Workload``.
+    the designs' hand-over measured: ``compare_designs``, ``count_handover``, ``Workload``;
+    async scheduling watched: ``run_ahead``.
 
 The workshop's exercises (``exercises``)
     ``check_draft_slots``, ``check_acceptance``, ``check_fix1``, ``check_fault2``,
@@ -32,7 +33,7 @@ The workshop's exercises (``exercises``)
 
 Faults (``faults``)
     ``FAULTS``, ``RELAY_FAULTS``, ``EVERY_FAULT``, ``LEFT_OUT``, ``run_fault``, ``TIMELINE``,
-    ``DESIGNS``, ``THE_INVARIANT``.
+    ``DESIGNS``, ``THE_INVARIANT``; the in-flight family: ``FAMILY``, ``pairings``.
 
 Renderers (``viz``)
     text: ``char_decoder``, ``render_step``, ``render_stage``, ``render_trace``,
@@ -43,7 +44,8 @@ Renderers (``viz``)
     ``WORKSHOP``, ``plot_gantt``, ``plot_gantt_compare``, ``plot_step_rows``,
     ``plot_stage_rows``, ``plot_strip_diff``, ``plot_acceptance``, ``plot_history``,
     ``plot_rejection_example``, ``plot_acceptance_vs_k``, ``plot_sampled_vs_target``,
-    ``plot_designs``, ``plot_handover``, ``plot_timeline``; the stepper: ``thread_runs``, ``schedule_runs``,
+    ``plot_designs``, ``plot_handover``, ``plot_timeline``, ``plot_pairing``; async scheduling: ``render_ahead``;
+    the stepper: ``thread_runs``, ``schedule_runs``,
     ``trace_stepper``.
 
 vLLM's own code (``vllm_reference``)
@@ -66,12 +68,15 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "experiments.explorer": ("explore", "search", "Scope"),
     "experiments.mutants": ("MUTANTS", "mutant", "explorer_catch", "acceptance_catch"),
     "experiments.handover": ("compare_designs", "count_handover", "Workload"),
+    "experiments.run_ahead": ("run_ahead",),
     "exercises.checkers": ("check_draft_slots", "check_acceptance", "check_fix1", "check_fault2", "check_fix2",
                            "check_condense", "check_recovered", "check_broadcast", "condense_trace", "thread_trace",
                            "decoder", "show_solution"),
     "faults.catalogue": ("FAULTS", "RELAY_FAULTS", "EVERY_FAULT", "LEFT_OUT"),
     "faults.reproduce": ("run_fault",),
     "faults.pp_sync": ("TIMELINE", "DESIGNS", "THE_INVARIANT"),
+    "faults.in_flight": ("FAMILY",),
+    "faults.relay_pairing": ("pairings",),
     "viz.text": ("char_decoder", "render_step", "render_stage", "render_trace", "render_comparison", "output_step"),
     "viz.row_log": ("render_row_log", "row_changes"),
     "viz.batch": ("render_batch", "render_gather", "LEGEND"),
@@ -85,6 +90,8 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "viz.designs": ("designs_table", "plot_designs"),
     "viz.handover_costs": ("handover_table", "plot_handover"),
     "viz.sync_timeline": ("timeline_table", "plot_timeline"),
+    "viz.pairing": ("plot_pairing",),
+    "viz.placeholders": ("render_ahead",),
     "viz.map": ("render_map", "flow", "FULL", "WORKSHOP"),
     "viz.gantt": ("plot_gantt", "plot_gantt_compare"),
     "viz.plots": ("plot_step_rows", "plot_stage_rows", "plot_strip_diff", "plot_acceptance"),

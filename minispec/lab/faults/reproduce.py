@@ -4,15 +4,17 @@ transport's error), and the same scenario without the fault.
 
 ``run_fault(name)`` returns a ``FaultRun``: what stopped the faulty run, whether that is
 what ``FAULTS[name].expected`` says, and whether the fixed run is clean (no invariant
-fired and every request's output equals plain greedy decoding). The renderer is
-``minispec.lab.viz.faults``.
+fired and every request's output equals plain greedy decoding). ``run_fault(name,
+pipeline_parallel_size=n)`` runs the same scenario on ``n`` stages instead, where the
+catalogue says nothing (``FaultRun.catalogued`` is False): how a fault masked at one depth
+shows at another. The renderer is ``minispec.lab.viz.faults``.
 
 vLLM twin: none (the presets: ``minispec/lab/faults/catalogue.py`` and ``minispec/v1/worker/fault_presets.py``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from minispec.distributed.parallel_state import MessageMismatch
 from minispec.instruments.invariants import InvariantViolation, Violation
@@ -34,6 +36,7 @@ class FaultRun:
     transport_error: str | None  # the transport's message, if it stopped the run instead
     fixed_clean: bool  # without the fault: no invariant fired, and the outputs are greedy's
     trace: object = None  # the faulty run's Trace, up to where it stopped
+    catalogued: bool = True  # run on the catalogue's own scenario, where ``expected`` applies
 
     @property
     def as_expected(self) -> bool:
@@ -67,11 +70,15 @@ def _fixed_clean(fault: Fault) -> bool:
     return trace.outputs == schedule_reference(fault.scenario)
 
 
-def run_fault(name: FaultPreset | RelayFaultPreset | str) -> FaultRun:
+def run_fault(name: FaultPreset | RelayFaultPreset | str, pipeline_parallel_size: int | None = None) -> FaultRun:
+    """``pipeline_parallel_size``: the scenario's stages; None: the catalogue's."""
     if name not in EVERY_FAULT:
         raise ValueError(f"run_fault: {name!r}: expected one of {sorted(map(str, EVERY_FAULT))}")
     fault = next(f for preset, f in EVERY_FAULT.items() if preset == name)
     if not fault.scenario.check_invariants:
         raise ValueError(f"run_fault: {name!r}'s scenario must check invariants live (check_invariants=True)")
+    catalogued = pipeline_parallel_size in (None, fault.scenario.pipeline_parallel_size)
+    if not catalogued:
+        fault = replace(fault, scenario=replace(fault.scenario, pipeline_parallel_size=pipeline_parallel_size))
     violation, transport_error, trace = _faulty(fault)
-    return FaultRun(fault, violation, transport_error, _fixed_clean(fault), trace)
+    return FaultRun(fault, violation, transport_error, _fixed_clean(fault), trace, catalogued)

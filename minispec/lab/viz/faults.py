@@ -60,7 +60,7 @@ def render_fault_run(run: FaultRun, decode=None) -> str:
                                    initial_indent="  ", subsequent_indent="    "))
     else:
         lines.append("  nothing caught: the faulty run finished clean")
-    if not run.as_expected:  # a maintainer's warning: the catalogue is out of date
+    if run.catalogued and not run.as_expected:  # a maintainer's warning: the catalogue is out of date
         lines.append("  where FAULTS says it bites: NO")
     lines.append("  fixed: " + ("clean, every output equals plain greedy decoding" if run.fixed_clean
                                 else "NOT clean"))

@@ -120,6 +120,7 @@ class PPMessage:
 
     kind: PPMessageKind
     rank: int
+    step: int  # the scheduler step the batch was built for (``InputBatch.step``)
     req_ids: tuple[str, ...]  # the batch's rows
     slots: tuple[int, ...]  # each row's slot
     tensors: tuple[np.ndarray, ...]
@@ -164,8 +165,8 @@ class PPHandler:
     def _tell(self, kind: PPMessageKind, batch, *tensors: np.ndarray) -> None:
         if not self.listeners:
             return
-        message = PPMessage(kind, self.group.rank, tuple(batch.req_ids), tuple(int(s) for s in batch.idx_mapping_np),
-                            tensors)
+        message = PPMessage(kind, self.group.rank, batch.step, tuple(batch.req_ids),
+                            tuple(int(s) for s in batch.idx_mapping_np), tensors)
         for listener in self.listeners:
             listener(message)
 
