@@ -771,5 +771,5 @@ def test_a_printed_report_breaks_its_lines_between_words():
     printed = str(report).split("\n")
     assert max(map(len, printed)) <= REPORT_WIDTH < max(len(row) for line in report.lines for row in line.split("\n"))
     assert " ".join(str(report).split()) == " ".join("\n".join(report.lines).split())  # the same words, in order
-    assert printed[1] == "    scheduler sent ` st`)"  # the first line's end, under its start
-    assert any(row.strip() == "scheduled=[ st]  STALE (row held C before)" for row in printed)
+    assert printed[1] == "    (the scheduler sent ` st`)"  # the first line's end, under its start
+    assert any(row.endswith(" scheduled=[ st]  STALE (row held C before)") for row in printed)

@@ -54,9 +54,9 @@ from minispec.v1.worker.runner_fixes import Preset, RunnerFixes
 
 PLUG_ENV = "MINISPEC_PLUG_SOLUTIONS"
 # Characters a printed report line may take: JupyterLab's output area holds about 100 at 1280x720
-# with the file browser open at 100 % zoom, or closed at 125 %, and 90 at 150 % (screenshots of 08,
-# 2026-12-02); past that the browser breaks words in two (``STAL`` / ``E``).
-REPORT_WIDTH = 88
+# with the file browser open at 100 % zoom, or closed at 125 %, and 84 closed at 150 % (screenshots
+# of 08, 2026-12-02); past that the browser breaks words in two (``STAL`` / ``E``).
+REPORT_WIDTH = 80
 
 
 def _fold(row: str) -> str:
