@@ -760,3 +760,16 @@ def move_row_unbroken(batch, src, tgt):
 ], ids=["counters-forgotten", "drafts-copied"])
 def test_condense_checks_the_learners_move_row_itself(move_row, first_line):
     assert ex.check_condense(move_row, solutions.condense).lines[0] == first_line
+
+
+def test_a_printed_report_breaks_its_lines_between_words():
+    """The browser breaks an output line that is too wide in the middle of a word (``STAL`` /
+    ``E`` in 08 §1 at 1280x720); the report folds its own lines between words, indented."""
+    from minispec.lab.exercises.checkers import REPORT_WIDTH
+
+    report = ex.check_draft_slots("abc")
+    printed = str(report).split("\n")
+    assert max(map(len, printed)) <= REPORT_WIDTH < max(len(row) for line in report.lines for row in line.split("\n"))
+    assert " ".join(str(report).split()) == " ".join("\n".join(report.lines).split())  # the same words, in order
+    assert printed[1] == "    (the scheduler sent ` st`)"  # the first line's end, under its start
+    assert any(row.endswith(" scheduled=[ st]  STALE (row held C before)") for row in printed)

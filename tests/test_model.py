@@ -120,3 +120,17 @@ def test_bad_checkpoints_are_named(tmp_path, random_llama_dir):
         get_model(tmp_path / "gpt")
     with pytest.raises(ValueError, match="pipeline_parallel_size=6: expected an integer from 1 to the model's 5"):
         get_model(random_llama_dir, 0, 6)
+
+
+def test_loading_a_stage_does_not_import_torch_dynamo(random_llama_dir):
+    """The stage is built on the meta device, where any arithmetic (nn.Embedding's own init, the
+    rotary frequencies) imports torch._dynamo: 2-4 s in every process that loads a stage, twice per
+    pipeline in notebook 04's measured cell. A fresh interpreter, because another test may have imported it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, torch; from minispec.model_executor.model_loader import get_model; "
+            "m = get_model(sys.argv[1], 0, 2); "
+            "print('torch._dynamo' in sys.modules, m.model.layers['0'].self_attn.rotary_emb.inv_freq.device)")
+    out = subprocess.run([sys.executable, "-c", code, str(random_llama_dir)], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "cpu"], out.stdout + out.stderr

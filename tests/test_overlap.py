@@ -59,7 +59,7 @@ def test_the_verdict_says_slower_below_one_and_why():
     fast = comparison(one=1.55, two=1.0, load=0.3)
     assert fast.lines()[0] == ("the batch queue finished the same work 1.55x faster than one batch in flight "
                                "(ideal 2.0; best of 2 runs each; load 0.3 on 2 cores before the run)")
-    assert fast.lines()[1:3] == ["  2 in flight: best 1.00 s (runs 1.00, 1.10)", "  1 in flight: best 1.55 s (runs 1.55, 1.86)"]
+    assert fast.lines()[2:4] == ["  2 in flight: best 1.00 s (runs 1.00, 1.10)", "  1 in flight: best 1.55 s (runs 1.55, 1.86)"]
     assert fast.lines()[-1] == f"on a quiet machine: {QUIET_MACHINE}"
     assert "measured ahead of time (2026-11-30" in fast.lines()[-1]
 
@@ -122,6 +122,18 @@ def test_a_ratio_above_the_ideal_says_it_is_noise():
     assert "noise" in above and "about 2x" in above
     below = Comparison({2: OverlapRun(2, [1.0]), 1: OverlapRun(1, [1.7])}, 3.2, 2, 1).verdict()
     assert "ideal 2.0;" in below and "noise" not in below
+
+
+def test_the_measurement_reports_its_own_noise():
+    """The largest spread of one setting's runs, and whether a ratio that close to 1.0 is a gain."""
+    small = comparison(one=1.55, two=1.0)  # runs 1.00, 1.10 and 1.55, 1.86: up to 20% apart
+    assert small.noise == pytest.approx(0.2)
+    assert small.lines()[1] == ("noise: the runs of one setting differed by up to 20% with the same work, "
+                                "less than the ratio's distance from 1.0, so the difference is real")
+    near = comparison(one=1.1, two=1.0)  # ratio 1.10, within the 20%
+    assert near.lines()[1].endswith("so a ratio this close to 1.0 is no measured gain or loss")
+    single = Comparison({2: OverlapRun(2, [1.0]), 1: OverlapRun(1, [1.7])}, 3.2, 2, 1)
+    assert single.noise is None and single.lines()[1].startswith("noise: unknown, with one run each")
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ import torch
 from safetensors import safe_open
 
 from minispec.config import LlamaArchitecture
-from minispec.model_executor.models.llama import LlamaForCausalLM, RotaryEmbedding
+from minispec.model_executor.models.llama import LlamaForCausalLM
 from minispec.model_executor.models.standin import StandInForCausalLM
 
 
@@ -63,9 +63,5 @@ def get_model(
             raise ValueError(f"model={str(path)!r}: tensor {ckpt_name!r} has shape {tuple(tensor.shape)}: expected "
                              f"{expected[own_name]} from config.json (do the config and the weights belong together?)")
         state[own_name] = tensor.to(dtype)
-    model.load_state_dict(state, assign=True, strict=True)
-    # Buffers (rotary inv_freq) were built on "meta"; rebuild them for real.
-    for module in model.modules():
-        if isinstance(module, RotaryEmbedding):
-            module.inv_freq = module.compute_inv_freq()
+    model.load_state_dict(state, assign=True, strict=True)  # the rotary inv_freq buffers were built real
     return model.requires_grad_(False).to(device).eval()

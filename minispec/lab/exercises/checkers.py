@@ -26,6 +26,7 @@ import dis
 import functools
 import numbers
 import os
+import textwrap
 from dataclasses import dataclass
 
 from minispec.instruments.invariants import Invariant, check_trace
@@ -52,6 +53,17 @@ from minispec.v1.worker.gpu.runner_fixes import RunnerFixes as RunnerFixesV2
 from minispec.v1.worker.runner_fixes import Preset, RunnerFixes
 
 PLUG_ENV = "MINISPEC_PLUG_SOLUTIONS"
+# Characters a printed report line may take: JupyterLab's output area holds about 100 at 1280x720
+# with the file browser open at 100 % zoom, or closed at 125 %, and 84 closed at 150 % (screenshots
+# of 08, 2026-12-02); past that the browser breaks words in two (``STAL`` / ``E``).
+REPORT_WIDTH = 80
+
+
+def _fold(row: str) -> str:
+    """``row`` broken between words to ``REPORT_WIDTH``, each further line indented under its start."""
+    indent = " " * (len(row) - len(row.lstrip(" ")) + 4)
+    return textwrap.fill(row, REPORT_WIDTH, subsequent_indent=indent, break_long_words=False,
+                         break_on_hyphens=False, drop_whitespace=True) if len(row) > REPORT_WIDTH else row
 
 
 @dataclass
@@ -62,7 +74,7 @@ class Report:
     plugged: bool = False
 
     def __str__(self) -> str:
-        return "\n".join(self.lines)
+        return "\n".join(_fold(row) for line in self.lines for row in line.split("\n"))
 
     def _ipython_display_(self):
         from IPython.display import display

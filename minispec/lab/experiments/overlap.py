@@ -150,6 +150,22 @@ class Comparison:
         """Best time with one batch in flight over best time with two (ideal ``IDEAL``)."""
         return min(self.runs[1].seconds) / min(self.runs[2].seconds)
 
+    @property
+    def noise(self) -> float | None:
+        """How far apart the runs of one setting were, at most: (slowest - fastest) / fastest, the
+        largest over the settings; None with one run each (then nothing says how noisy it was)."""
+        spreads = [max(run.seconds) / min(run.seconds) - 1 for run in self.runs.values() if len(run.seconds) > 1]
+        return max(spreads) if spreads else None
+
+    def noise_line(self) -> str:
+        """The measurement's own noise, in words: how much of the ratio it can account for."""
+        if self.noise is None:
+            return "noise: unknown, with one run each (run the cell again to see how far a second result moves)"
+        close = abs(self.ratio - 1) <= self.noise
+        within = ("so a ratio this close to 1.0 is no measured gain or loss" if close
+                  else "less than the ratio's distance from 1.0, so the difference is real")
+        return f"noise: the runs of one setting differed by up to {self.noise:.0%} with the same work, {within}"
+
     def verdict(self) -> str:
         """The result in words: "faster" only when it was, and why it may not be."""
         load = f"load {self.load_before:.1f} on {self.cores} cores before the run"
@@ -171,7 +187,7 @@ class Comparison:
         if self.stopped:
             return [f"stopped: {self.stopped}; the worker process was shut down and nothing was measured.",
                     "Run the cell again to measure (under 20 s)."]
-        return [self.verdict()] + [self.run_line(run) for run in self.runs.values()] + [
+        return [self.verdict(), self.noise_line()] + [self.run_line(run) for run in self.runs.values()] + [
             f"on a quiet machine: {QUIET_MACHINE}"]
 
     @staticmethod
@@ -253,20 +269,28 @@ def _timed(llm: LLM, prompts: list[list[int]], params: SamplingParams, arrivals:
     return time.perf_counter() - start
 
 
-def measure_overlap(requests: int = 16, max_tokens: int = 12, rounds: int = 3, threads: int = 1,
-                    budget_s: float = 8.0) -> Comparison:
+def measure_overlap(requests: int = 16, max_tokens: int = 8, rounds: int = 3, threads: int = 1,
+                    budget_s: float = 5.0, prompt_tokens: int = 4) -> Comparison:
     """Notebook 04's measurement: a ``HEAVY`` random Llama made in a temporary directory
     (200 MB, removed afterwards), then ``compare_in_flight`` on it, best of up to ``rounds``
     rounds within ``budget_s`` (issue 24: the cell fits its 20 s on a loaded laptop). Interrupt
-    Kernel at any point gives a result that says what was stopped, not a traceback."""
+    Kernel at any point gives a result that says what was stopped, not a traceback.
+
+    Where its time went (2026-12-02, minispec's 2-core development machine, profiled at load 1-10):
+    starting each pipeline 7-9 s (its worker process imports torch, and loading a stage imported
+    torch._dynamo too, since removed: ``model_loader.get_model``), making the model 0.5-4 s, and
+    each run of 16 requests x 12 prompt tokens x 12 tokens 4-15 s, half of it prefill at the 8-token
+    budget. Hence short prompts (``prompt_tokens``: 8 prefill batches, not 24), 8 tokens, and a
+    smaller budget. The cell as the kernel runs it, three times each, alternating, at load 9-12:
+    before, 73, 39 and 40 s (15-16 s of CPU); now 22, 20 and 30 s (9-11 s of CPU)."""
     import tempfile
 
     load, cores = machine_load()
     try:
         with tempfile.TemporaryDirectory() as tmp:
             heavy = random_llama(Path(tmp))
-            return compare_in_flight(heavy, random_prompts(requests, HEAVY["vocab_size"]), max_tokens, rounds,
-                                     threads=threads, budget_s=budget_s)
+            return compare_in_flight(heavy, random_prompts(requests, HEAVY["vocab_size"], prompt_tokens), max_tokens,
+                                     rounds, threads=threads, budget_s=budget_s)
     except KeyboardInterrupt:
         return Comparison({n: OverlapRun(n, []) for n in (2, 1)}, load, cores, threads,
                           stopped="Interrupt Kernel stopped the measurement while it made the model")

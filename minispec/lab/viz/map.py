@@ -8,8 +8,10 @@ each stage updates its own ``InputBatch`` from it. The left column is the
 engine's loop, one ``GPUModelRunner`` per pipeline stage runs to the right, each with
 its own ``InputBatch`` below it.
 
-Two layouts: ``WORKSHOP`` (the default) has large type and a few words per box,
-so it can be read on a 1280×720 projector; ``FULL`` adds to every box the
+Two layouts: ``WORKSHOP`` (the default) has large type, a few words per box and
+each arrow numbered in the step's order (``flow`` lists what passes, under the same
+numbers), so every text is at least 14 px on a 1280×720 screen by
+``minispec.lab.viz.legible``'s rule; ``FULL`` adds to every box the
 minispec module and the vLLM file it mirrors, for reading at a desk. Each box
 names only its minispec module; its vLLM file is the twin that module's
 docstring names (``minispec.lab.vllm_reference.twin_map.twin_of``), so the map cannot disagree
@@ -47,10 +49,12 @@ class Layout:
     label_size: float
     title_size: float
     paths: bool  # show the minispec module and vLLM file in each box
+    numbered: bool = False  # each arrow shows its number in ``flow``, not what passes (the list says that)
 
 
-WORKSHOP = Layout(box_w=3.0, box_h=0.85, gap=1.35, rows=(4.55, 3.5, 2.45, 1.4, 0.2), height=5.85,
-                  name_size=15, role_size=13, label_size=12, title_size=16, paths=False)
+# 15 pt in a figure drawn about 1230 px wide, shown at 848: 14.4 px (legible.py's rule)
+WORKSHOP = Layout(box_w=3.0, box_h=1.05, gap=1.35, rows=(5.8, 4.4, 3.0, 1.6, 0.2), height=7.3,
+                  name_size=15, role_size=15, label_size=15, title_size=16, paths=False, numbered=True)
 FULL = Layout(box_w=3.7, box_h=1.15, gap=0.9, rows=(7.0, 5.35, 3.7, 2.05, 0.3), height=8.5,
               name_size=10, role_size=8.5, label_size=8, title_size=12, paths=True)
 
@@ -144,7 +148,15 @@ def _bar_route(a: Box, b: Box, rise: float) -> tuple[tuple[float, float], tuple[
 
 def _fit(size: float, text: str, room: float, em: float) -> float:
     """``size``, or smaller, so that ``text`` fits ``room`` inches (``em``: mean character width in ems)."""
-    return min(size, room * 72 / (em * len(text)))
+    return min(size, room * 72 / (em * max(map(len, text.split("\n")))))
+
+
+def _name_lines(name: str, size: float, room: float, em: float) -> str:
+    """``name`` on one line if it fits ``room`` at ``size``, else broken after its ": " or its last "."""
+    if _fit(size, name, room, em) == size:
+        return name
+    head, sep, tail = name.partition(": ") if ": " in name else name.rpartition(".")
+    return f"{head}{sep.strip()}\n{tail}"
 
 
 def _draw_box(ax, b: Box, layout: Layout) -> None:
@@ -153,13 +165,13 @@ def _draw_box(ax, b: Box, layout: Layout) -> None:
                                 facecolor=LAYERS[b.layer] + "40", edgecolor=LAYERS[b.layer], hatch=hatch,
                                 linestyle=linestyle, linewidth=1.5, gid=f"box:{b.name}"))
     cx = b.x + b.w / 2
-    name_y = b.y + b.h - (0.17 if layout.paths else 0.25)
-    # a long name shrinks to its box rather than spill out of it
-    ax.text(cx, name_y, b.name, ha="center", va="center", fontsize=_fit(layout.name_size, b.name, 0.92 * b.w, 0.62),
-            weight="bold",
-            gid=f"name:{b.name}")
+    # a long name goes on two lines in the workshop's large type, and shrinks to its box rather than spill out
+    name = b.name if layout.paths else _name_lines(b.name, layout.name_size, 0.92 * b.w, 0.62)
+    name_y = b.y + b.h - (0.17 if layout.paths else 0.25 + 0.06 * name.count("\n"))
+    ax.text(cx, name_y, name, ha="center", va="center", fontsize=_fit(layout.name_size, name, 0.92 * b.w, 0.62),
+            weight="bold", linespacing=1.1, gid=f"name:{b.name}")
     lines = f"{b.role}\nminispec/{b.minispec}\nvLLM: {b.vllm}" if layout.paths else b.role
-    ax.text(cx, b.y + (0.45 if layout.paths else 0.27), lines, ha="center", va="center", fontsize=layout.role_size,
+    ax.text(cx, b.y + (0.45 if layout.paths else 0.22), lines, ha="center", va="center", fontsize=layout.role_size,
             family="monospace" if layout.paths else None, linespacing=1.3, gid=f"text:{b.name}",
             bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1))
 
@@ -176,7 +188,8 @@ def render_map(pipeline_parallel_size: int = 2, layout: Layout = WORKSHOP) -> Fi
         _draw_box(ax, b, layout)
     last_runner = f"stage {pipeline_parallel_size - 1}: GPUModelRunner"
     rise = (layout.rows[2] - layout.rows[3] - layout.box_h) / 2  # the bar runs half-way up to the next row
-    for source, target, label in flow(pipeline_parallel_size):
+    shared: list[str] = []  # the numbers of the bars to the middle stages, shown on the longest one
+    for number, (source, target, label) in enumerate(flow(pipeline_parallel_size), 1):
         a, b = boxes[source], boxes[target]
         over = a.y == b.y and b.x - a.x - a.w > layout.gap + 0.01  # boxes in between: go over them
         (start, end, route) = _bar_route(a, b, rise) if over else (*_ends(a, b), "arc3")
@@ -184,7 +197,10 @@ def render_map(pipeline_parallel_size: int = 2, layout: Layout = WORKSHOP) -> Fi
                                      color=TEXT, shrinkA=2, shrinkB=2, connectionstyle=route,
                                      gid=f"arrow:{source}->{target}"))
         if over and target != last_runner:
+            shared.append(str(number))
             continue  # the bars to the stages in between share one line: one label, on the longest
+        if layout.numbered:
+            label, shared = ", ".join([*shared, str(number)]) if over else str(number), []
         mid = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2 + (rise if over else 0))
         # labels left of vertical arrows (the bar to the later stages rises on their right), above
         # horizontal ones

@@ -45,7 +45,9 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("inv_freq", self.compute_inv_freq(), persistent=False)
 
     def compute_inv_freq(self) -> torch.Tensor:
-        exponents = torch.arange(0, self.head_dim, 2, dtype=torch.int64).float() / self.head_dim
+        # On the CPU even while get_model builds the stage on the meta device: it is not in the
+        # checkpoint, so it must be real, and arithmetic on meta tensors imports torch._dynamo (2-4 s).
+        exponents = torch.arange(0, self.head_dim, 2, dtype=torch.int64, device="cpu").float() / self.head_dim
         return 1.0 / (self.theta**exponents)
 
     def forward(self, positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor):
@@ -111,7 +113,13 @@ class LlamaModel(nn.Module):
         super().__init__()
         self.start_layer, self.end_layer = get_pp_indices(arch.num_hidden_layers, pp_rank, pp_size)
         self.is_first_rank, self.is_last_rank = pp_rank == 0, pp_rank == pp_size - 1
-        self.embed_tokens = nn.Embedding(arch.vocab_size, arch.hidden_size) if self.is_first_rank else None
+        # Left uninitialised, as vLLM v0.9.2 leaves it (``UnquantizedEmbeddingMethod.create_weights``,
+        # ``vllm/model_executor/layers/vocab_parallel_embedding.py`` 28-40, from reading the code): the
+        # checkpoint fills it. ``nn.Embedding``'s own normal_ init on the meta device (get_model)
+        # would import torch._dynamo, 2-4 s in every process that loads a stage.
+        self.embed_tokens = (nn.Embedding(arch.vocab_size, arch.hidden_size,
+                                          _weight=torch.empty(arch.vocab_size, arch.hidden_size))
+                             if self.is_first_rank else None)
         # Keyed by the global layer index so checkpoint names map one to one.
         self.layers = nn.ModuleDict(
             {str(i): LlamaDecoderLayer(arch) for i in range(self.start_layer, self.end_layer)}
