@@ -35,15 +35,6 @@ def test_each_candidate_agrees_with_the_presets_and_the_thread_table():
         Candidate("vLLM #56956", "", (), False, "", Outcome.NEEDS_ASYNC, TWICE)
 
 
-def test_what_the_waiting_candidates_wait_for_is_still_refused():
-    """NEEDS_ASYNC means V1 under async scheduling with PP, which EngineArgs refuses for now:
-    when it is built, this fails, and the candidates are due to become presets."""
-    from minispec import LLM
-
-    with pytest.raises(ValueError, match="async_scheduling"):
-        LLM(pipeline_parallel_size=2, model_runner="v1", async_scheduling=True)
-
-
 def _at_depth(pp: int):
     return dataclasses.replace(FAULTS[TWICE].scenario, pipeline_parallel_size=pp)
 
