@@ -182,11 +182,12 @@ LEFT_OUT = {
         "vLLM PR #41133 (merged; its description of 2026-04-28) moved the write offset of a non-last rank's relayed tokens "
         "from num_computed_tokens (0.17.0 vllm/v1/worker/gpu_model_runner.py 1153-1160) to num_tokens_no_spec "
         "(0.30.0 1496-1518, whose comment names the two cases where they differ: a chunked prefill, and async "
-        "scheduling under PP, which relays no new_token_ids). minispec's V1 runner writes at num_computed_tokens, "
-        "as 0.17.0 did (gpu_model_runner.py, _update_cached_request), and loses nothing by it: it has no async "
-        "scheduling, a prefill chunk's prompt stays in its row, and after a verify step the positions between the "
-        "two offsets hold the drafts the row was given and the scheduler accepted. Every hypothesis schedule of "
+        "scheduling under PP, which relays no new_token_ids). Synchronously, minispec's V1 runner writes at "
+        "num_computed_tokens, as 0.17.0 did (gpu_model_runner.py, _write_relayed_tokens), and loses nothing by "
+        "it: a prefill chunk's prompt stays in its row, and after a verify step the positions between the two "
+        "offsets hold the drafts the row was given and the scheduler accepted. Every hypothesis schedule of "
         "tests/test_properties.py (chunked prefill and preemption included) runs clean under fixes='all' with "
-        "that offset, so no scenario bites; it is not a preset (from reading the code)."
+        "that offset, so no synchronous scenario bites, and this name is not a preset. Under pipeline "
+        "parallelism with async scheduling it bites: faults='v1-pp-async-num-tokens-no-spec' puts it back there."
     ),
 }
