@@ -1,11 +1,9 @@
 """V1 under pipeline parallelism with async scheduling (``minispec/v1/worker/pp_prev_sampled.py``):
 the last stage's broadcast of the previous sampled tokens, over the checked transport, in
-process, over "mp" and under torchrun; greedy output equals transformers' (the whole grid is in
-``tests/test_greedy_equivalence.py``)."""
+process and over "mp" (torchrun: ``tests/test_torchrun.py``); greedy output equals transformers'
+(the whole grid is in ``tests/test_greedy_equivalence.py``)."""
 
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
@@ -108,41 +106,3 @@ def test_multiproc_v1_pp_async_equals_transformers(reference):
         assert generate(llm) == reference
     finally:
         llm.shutdown()
-
-
-TORCHRUN_SCRIPT = """
-import json, os, sys
-from minispec import LLM, SamplingParams
-from minispec.entrypoints.cli.serve import run_headless
-
-engine = dict(pipeline_parallel_size=3, distributed_executor_backend="torchrun", model_runner="v1",
-              async_scheduling=True, speculative_config={{"method": "ngram", "num_speculative_tokens": 3}},
-              max_num_seqs=16, max_num_batched_tokens=96, block_size=8, num_gpu_blocks=64)
-if int(os.environ["RANK"]) > 0:
-    run_headless(**engine)
-    sys.exit(0)
-llm = LLM(**engine)
-outs = llm.generate({prompts!r}, SamplingParams(temperature=0, max_tokens={max_tokens}))
-llm.shutdown()
-with open(sys.argv[1], "w") as f:
-    json.dump([o.outputs[0].token_ids for o in outs], f)
-"""
-
-
-@pytest.mark.torchrun
-def test_torchrun_v1_pp_async_equals_transformers(reference, tmp_path):
-    """Three ranks started by torchrun: the broadcast goes over gloo between processes."""
-    import json
-    import subprocess
-    import sys
-
-    from test_torchrun import ROOT, free_port
-
-    script, result = tmp_path / "pipeline.py", tmp_path / "tokens.json"
-    script.write_text(TORCHRUN_SCRIPT.format(prompts=PROMPTS, max_tokens=MAX_TOKENS))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "3",
-           "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}", str(script), str(result)]
-    env = dict(os.environ, PYTHONPATH=ROOT, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(result.read_text()) == reference
