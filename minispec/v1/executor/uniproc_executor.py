@@ -52,7 +52,7 @@ class UniProcExecutor(Executor):
     def __init__(self, config, recorder=None):
         self.runners = [make_runner(config, rank, recorder) for rank in range(config.pipeline_parallel_size)]
         # Every design takes its view of one in-process group (WorkerBase.bind_pp_group):
-        # Model Runner V2's stages message each other on it (the last stage's broadcast); V1's send nothing.
+        # the last stage's broadcast goes over it (Model Runner V2; V1 under async scheduling).
         group = InProcStageGroup(0)
         for rank, runner in enumerate(self.runners):
             runner.bind_pp_group(group.for_rank(rank))

@@ -26,6 +26,10 @@ function it calls. It is one implementation of the runner contract (``worker_bas
 runner does not pass it either (0.9.1's did, and 0.9.2's ``vllm/v1/worker/tpu_model_runner.py``
 365-368 still does); its ``InputBatch`` keeps the free rows itself, and so
 does minispec's (see ``gpu_input_batch.py``).
+Under pipeline parallelism with async scheduling the scheduler relays no tokens: the last stage
+broadcasts each batch's sampled tokens, and a non-last stage applies them before it builds its
+next inputs (``_pp_broadcast_prev_sampled_token_ids`` and its receive, vLLM 0.30.0's names;
+``pp_prev_sampled.py`` says what minispec sends beyond vLLM's one column, and why).
 Left out: CUDA graphs, the Worker class, structured output, LoRA, multimodal.
 One departure from 0.14.0 under ``"vllm-0.14"``: 0.14.0 first evicts a resumed
 request that still holds a row (``cached - (scheduled - resumed)``,
@@ -162,7 +166,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
     def _scheduled_drafts(self, out: SchedulerOutput) -> dict[str, list[int]]:
         """The drafts each request runs this step. Synchronous: the values the scheduler sent.
         Async: the scheduler sent ``-1`` placeholders and only their number counts; the values
-        are this stage's own proposals (vLLM 0.30.0 copies them on the GPU from
+        are the last stage's proposals (on a non-last stage, from its broadcast) (vLLM 0.30.0 copies them on the GPU from
         ``_draft_token_ids``, ``gpu_model_runner.py`` 1795-1830), 0 where it proposed fewer (a
         0 that is accepted is the target's own greedy token, so output is unchanged)."""
         if not self.use_async_scheduling:
