@@ -17,8 +17,8 @@ round each in turn, so a load that comes and goes hits them all alike.
 Async scheduling (vLLM's ``async_scheduling``) schedules the next batch while
 the last is still in flight, to hide the scheduler's time behind the forward.
 Each setting (``SETTINGS``) is its own pipeline made through the engine
-arguments; the engine refuses some (V1 with PP and async scheduling is not
-built), and the benchmark prints its reason for each instead of a time.
+arguments, both designs with async scheduling included (V1's under PP: its last
+stage broadcasts the previous sampled tokens, ``minispec/v1/worker/pp_prev_sampled.py``).
 
 Printed, for a random-weight Llama of a few tens of millions of parameters
 (made now, in a temporary directory) and for the shipped tiny target: the
@@ -47,7 +47,6 @@ import torch  # noqa: E402
 
 from minispec import LLM, SamplingParams  # noqa: E402
 from minispec.config import DEFAULT_TARGET  # noqa: E402
-from minispec.engine.arg_utils import EngineArgs  # noqa: E402
 from minispec.lab.experiments.overlap import (  # noqa: E402
     HEAVY,
     IDEAL,
@@ -86,26 +85,14 @@ class Setting:
 SETTINGS = tuple(Setting(r, a, n) for r in ("v1", "v2") for a in (False, True) for n in (1, 2, 3))
 
 
-def refusal(model: Path, setting: Setting) -> str | None:
-    """Why the engine refuses ``setting`` at PP=2 "mp" (its own error), or None."""
-    try:
-        EngineArgs(model=model, pipeline_parallel_size=2, distributed_executor_backend="mp",
-                   **setting.engine_args()).create_engine_config()
-    except ValueError as e:
-        return str(e)
-    return None
-
-
-def compare(model: Path, vocab: int, args, settings=SETTINGS) -> tuple[Comparison, dict[Setting, str]]:
-    """Every repeat's wall time and the last timeline of each setting the engine accepts, and
-    why it refused the others."""
-    refused = {s: why for s in settings if (why := refusal(model, s))}
+def compare(model: Path, vocab: int, args, settings=SETTINGS) -> Comparison:
+    """Every repeat's wall time and the last timeline of each setting."""
     ids = random_prompts(args.requests, vocab)
     result = compare_in_flight(model, ids, args.max_tokens, args.repeat, args.together, args.threads,
-                               settings={s: s.engine_args() for s in settings if s not in refused})
+                               settings={s: s.engine_args() for s in settings})
     if result.stopped:
         raise SystemExit(str(result))
-    return result, refused
+    return result
 
 
 def ratio_line(setting: Setting, runs: dict) -> str:
@@ -118,10 +105,9 @@ def ratio_line(setting: Setting, runs: dict) -> str:
             f"median {statistics.median(ratios):.2f}){noise}")
 
 
-def report(name: str, measured: tuple[Comparison, dict[Setting, str]], out_dir: Path) -> list[Path]:
+def report(name: str, result: Comparison, out_dir: Path) -> list[Path]:
     from minispec.lab.viz.gantt import plot_gantt
 
-    result, refused = measured
     print(f"\n{name} (load {result.load_before:.1f} on {result.cores} cores before the run)")
     print(f"  ratio: the same runner's synchronous 1-in-flight time over this one's (ideal {IDEAL}, goal >= 1.85)")
     paths = []
@@ -136,8 +122,6 @@ def report(name: str, measured: tuple[Comparison, dict[Setting, str]], out_dir: 
                 title = f"{name.split()[0]}, {setting}{', first steps' if max_step else ''}"
                 plot_gantt(tl, title=title, max_step=max_step).savefig(path, dpi=110)
                 paths.append(path)
-    for setting, why in refused.items():
-        print(f"  {setting}: refused: {why}")
     return paths
 
 

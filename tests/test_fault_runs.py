@@ -74,5 +74,5 @@ def test_drafts_that_disagree_are_shown_decoded(stale):
 
 def test_an_unknown_preset_is_named():
     with pytest.raises(ValueError, match=r"run_fault: 'stale': expected one of \['relay-no-seq-lens', 'relay-pairing', "
-                                         r"'v2-broadcast-width'"):
+                                         r"'v1-pp-async-column-0'"):
         run_fault("stale")

@@ -4,9 +4,10 @@ Every configuration -- 1, 2 or 3 pipeline stages, k in {0, 1, 3, 5}, n-gram or
 draft-model drafts -- must reproduce transformers' own ``generate`` token for
 token, for 16 requests arriving in waves (so two batches really are in flight)
 with a KV cache small enough that requests get preempted and resumed. The
-engine also checks invariants 2-5 live on every step. With ``async_scheduling=True`` (V1 at
-one stage, V2 at 1-4) the same tokens come out; there invariants 2-5 are not checked (they are
-stated for a synchronous schedule) and invariant 7 is, by the transport.
+engine also checks invariants 2-5 live on every step. With ``async_scheduling=True`` (V1 and
+V2 at 1-4 stages, V1's grid as whole as the relay's: k 0-5, both proposers, and chunked
+prefill) the same tokens come out; there invariants 2-5 are not checked (they are stated for a
+synchronous schedule) and invariant 7 is, by the transport.
 
 The same for the relay designs (``model_runner="relay"`` and ``"replicated"``, issue 25):
 PP 1-4, k 0-5, both proposers (replicated drafting: the n-gram one only, it refuses a
@@ -70,15 +71,23 @@ def _check_greedy(reference, pp, k, method, model_runner=None, async_scheduling=
     if k:
         assert stats["accepted_tokens"] > 0
     if async_scheduling:  # batches in flight as vLLM 0.30.0 sets them (config/vllm.py 588-599)
-        assert llm.engine.max_concurrent_batches == (pp + 1 if model_runner == "v2" else 2)
+        assert llm.engine.max_concurrent_batches == (pp + 1 if model_runner == "v2" else max(pp, 2))
     return llm
 
 
+def _methods(design: str, k: int) -> tuple[str | None, ...]:
+    if not k:
+        return (None,)
+    return ("ngram",) if design == "replicated" else ("ngram", "draft_model")
+
+
 SYNC = [(pp, k, m, None, False) for pp, k, m in CONFIGS]
-# Async scheduling (vLLM's async_scheduling): V1 without pipeline parallelism (V1 with it is
-# refused), Model Runner V2 at 1-4 stages. A few in the fast tier, the rest slow.
-ASYNC_FAST = [(1, 3, "ngram", "v1", True), (2, 5, "draft_model", "v2", True), (4, 3, "ngram", "v2", True)]
-ASYNC = [(1, k, m, "v1", True) for k, m in [(0, None), (1, "draft_model"), (5, "ngram"), (5, "draft_model")]] + [
+# Async scheduling (vLLM's async_scheduling): V1 at 1-4 stages, k 0-5, both proposers (under
+# PP its last stage broadcasts the previous sampled tokens), Model Runner V2 at 1-4 stages. A
+# few in the fast tier, the rest slow.
+ASYNC_FAST = [(1, 3, "ngram", "v1", True), (3, 2, "draft_model", "v1", True), (2, 5, "draft_model", "v2", True),
+              (4, 3, "ngram", "v2", True)]
+ASYNC = [(pp, k, m, "v1", True) for pp in (1, 2, 3, 4) for k in range(6) for m in _methods("v1", k)] + [
     (pp, k, m, "v2", True) for pp in (1, 2, 3, 4) for k, m in [(0, None), (1, "ngram"), (3, "draft_model"),
                                                                 (5, "ngram"), (5, "draft_model")]
 ]
@@ -93,12 +102,6 @@ def _id(c) -> str:
 @pytest.mark.parametrize("pp,k,method,model_runner,async_scheduling", ALL, ids=[_id(c) for c in ALL])
 def test_greedy_equals_transformers_generate(reference, pp, k, method, model_runner, async_scheduling):
     _check_greedy(reference, pp, k, method, model_runner, async_scheduling)
-
-
-def _methods(design: str, k: int) -> tuple[str | None, ...]:
-    if not k:
-        return (None,)
-    return ("ngram",) if design == "replicated" else ("ngram", "draft_model")
 
 
 RELAY_GRID = [(d, pp, k, m) for d in ("relay", "replicated") for pp in (1, 2, 3, 4) for k in range(6)
@@ -116,6 +119,21 @@ def test_each_relay_design_equals_transformers_generate(reference, design, pp, k
 @pytest.mark.parametrize("design,pp,k,method", RELAY_SLOW, ids=[f"{d}-pp{p}-k{k}-{m}" for d, p, k, m in RELAY_SLOW])
 def test_each_relay_design_equals_transformers_generate_whole_grid(reference, design, pp, k, method):
     _check_greedy(reference, pp, k, method, design)
+
+
+@pytest.mark.parametrize("pp,method", [(3, "draft_model"), pytest.param(2, "ngram", marks=pytest.mark.slow),
+                                       pytest.param(4, "ngram", marks=pytest.mark.slow)])
+def test_v1_async_with_chunked_prefill(reference, pp, method):
+    """V1 under async scheduling with a token budget smaller than the longest prompts: they are
+    prefilled in chunks, some while other requests' batches are in flight, and the small KV pool
+    preempts (asserted in ``_check_greedy``). Recording is refused under async, so the chunks are
+    read off the prompts: a prompt longer than the budget cannot be scheduled whole."""
+    from minispec.transformers_utils.tokenizer import load_tokenizer
+
+    budget = 24
+    assert max(len(load_tokenizer(DEFAULT_TARGET).encode(p).ids) for p in PROMPTS) > budget
+    _check_greedy(reference, pp, 3, method, "v1", True, max_num_batched_tokens=budget, num_gpu_blocks=24,
+                  max_model_len=128)
 
 
 @pytest.mark.parametrize("design,method", [("relay", "draft_model"),

@@ -13,7 +13,7 @@ import pytest
 from minispec.distributed.parallel_state import MessageMismatch
 from minispec.instruments.invariants import Invariant
 from minispec.lab.experiments.schedule import build_llm, run_recorded, schedule_reference
-from minispec.lab.faults.catalogue import FAULTS, FaultPreset, TransportError
+from minispec.lab.faults.catalogue import EVERY_FAULT, FAULTS, FaultPreset, TransportError, V1FaultPreset
 from minispec.lab.faults.in_flight import FAMILY, Candidate, Outcome
 from minispec.lab.vllm_reference.threads import references, thread
 from minispec.v1.worker.switches import ModelRunner
@@ -26,22 +26,15 @@ def test_each_candidate_agrees_with_the_presets_and_the_thread_table():
         cited = references(c.reference)
         assert cited and all(thread(*ref) for ref in cited), c.reference
         if c.outcome in (Outcome.PRESET, Outcome.SAME_AS):
-            assert FAULTS[c.preset].design in c.designs and not c.needs_async, c.reference
-        if c.outcome is Outcome.NEEDS_ASYNC:
-            assert c.needs_async and c.designs == (ModelRunner.V1,), c.reference
+            fault = EVERY_FAULT[c.preset]
+            assert fault.design in c.designs, c.reference
+            # a candidate that needs async scheduling bites in a scenario that schedules asynchronously
+            assert c.needs_async == fault.scenario.async_scheduling, c.reference
     built = {c.preset for c in FAMILY if c.outcome is Outcome.PRESET}
-    assert built == {TWICE}
+    assert built == {TWICE, *V1FaultPreset}
+    assert {c.designs for c in FAMILY if c.preset in set(V1FaultPreset)} == {(ModelRunner.V1,)}
     with pytest.raises(ValueError, match="a preset is expected exactly for PRESET and SAME_AS"):
-        Candidate("vLLM #56956", "", (), False, "", Outcome.NEEDS_ASYNC, TWICE)
-
-
-def test_what_the_waiting_candidates_wait_for_is_still_refused():
-    """NEEDS_ASYNC means V1 under async scheduling with PP, which EngineArgs refuses for now:
-    when it is built, this fails, and the candidates are due to become presets."""
-    from minispec import LLM
-
-    with pytest.raises(ValueError, match="async_scheduling"):
-        LLM(pipeline_parallel_size=2, model_runner="v1", async_scheduling=True)
+        Candidate("vLLM #56956", "", (), False, "", Outcome.NOT_HERE, TWICE)
 
 
 def _at_depth(pp: int):

@@ -50,6 +50,12 @@ CASES = [
      "fixes=RunnerFixes(commit_seq_lens=False) applies to model_runner='relay'; got model_runner='v1'"),
     ("faults", "v2-drafts-posted-twice", {v2.POST_DRAFTS: v2.post_drafts_twice},
      "faults='v2-drafts-posted-twice' applies to model_runner='v2'; got model_runner='v1'"),
+    ("faults", "v1-pp-async-column-0", {v1.PREV_SAMPLED_LAYOUT: v1.column_zero_layout},
+     "faults='v1-pp-async-column-0' applies to model_runner='v1'; got model_runner='v2'"),
+    ("faults", "v1-pp-async-trim-last-rank", {v1.TRIM_OPTIMISTIC: v1.trim_on_last_rank_only},
+     "faults='v1-pp-async-trim-last-rank' applies to model_runner='v1'; got model_runner='relay'"),
+    ("faults", "v1-pp-async-num-tokens-no-spec", {v1.NUM_TOKENS_NO_SPEC: v1.end_from_num_computed},
+     "faults='v1-pp-async-num-tokens-no-spec' applies to model_runner='v1'; got model_runner='v2'"),
     ("fixes", v1.RunnerFixes(readd_spec_tokens=mine), {v1.READD_SPEC_TOKENS: mine},
      "fixes=RunnerFixes(readd_spec_tokens=mine) applies to model_runner='v1'; got model_runner='v2'"),
     ("fixes", v1.RunnerFixes(readd_spec_tokens=False), {v1.READD_SPEC_TOKENS: v1.skip_spec_tokens},
@@ -104,7 +110,7 @@ def test_a_preset_or_plug_given_to_the_other_argument_is_refused():
                                          r"'vllm-0.9.2'\] or a RunnerFixes$"):
         config(model_runner="v2", fixes=v2.FaultPreset.V2_STALE_DRAFTS)
     with pytest.raises(ValueError, match=r"^faults=RunnerFixes\(apply_broadcast=mine\): expected None or one of "
-                                         r"\['relay-no-seq-lens', 'relay-pairing', 'v2-broadcast-width', "):
+                                         r"\['relay-no-seq-lens', 'relay-pairing', 'v1-pp-async-column-0', "):
         config(model_runner="v2", faults=v2.RunnerFixes(apply_broadcast=mine))
     with pytest.raises(ValueError, match=r"^faults='vllm-0.9.2': expected None or one of"):
         config(faults="vllm-0.9.2")

@@ -67,6 +67,14 @@ def test_torchrun_relay_designs_match_transformers(tmp_path, design, method):
                                                   speculative_config={"method": method, "num_speculative_tokens": 3}))
 
 
+def test_torchrun_v1_async_on_three_ranks_matches_transformers(tmp_path):
+    """V1 under pipeline parallelism with async scheduling: the last stage's broadcast of the
+    previous sampled tokens goes over gloo between processes (issue 22)."""
+    _torchrun_matches_transformers(tmp_path, dict(pipeline_parallel_size=3, model_runner="v1", async_scheduling=True,
+                                                  speculative_config={"method": "draft_model",
+                                                                      "num_speculative_tokens": 3}))
+
+
 def _torchrun_matches_transformers(tmp_path, engine: dict):
     script, result = tmp_path / "pipeline.py", tmp_path / "tokens.json"
     script.write_text(textwrap.dedent(SCRIPT.format(prompts=PROMPT_IDS, max_tokens=MAX_TOKENS, engine=engine)))

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from datetime import date  # noqa: E402
 
-from minispec.lab.faults.catalogue import EVERY_FAULT, LEFT_OUT, FirstViolation  # noqa: E402
+from minispec.lab.faults.catalogue import EVERY_FAULT, LEFT_OUT, FirstViolation, GreedyDivergence  # noqa: E402
 from minispec.lab.vllm_reference.threads import VLLM, Citation, thread  # noqa: E402
 
 README = ROOT / "README.md"
@@ -32,6 +32,9 @@ def first_broken(expected) -> str:
     if isinstance(expected, FirstViolation):
         return (f"invariant {int(expected.invariant)} ({expected.invariant.title}): step {expected.step}, "
                 f"stage {expected.stage}, request {expected.req_id}")
+    if isinstance(expected, GreedyDivergence):
+        return (f"invariant 1 (greedy equivalence; nothing stops the run): request {expected.req_id}, "
+                f"its token {expected.index}")
     return f"the transport's MessageMismatch: step {expected.step}, stage {expected.stage}"
 
 
@@ -44,7 +47,7 @@ def render_table() -> str:
     left_out = Citation(thread(VLLM, 41133), date(2026, 4, 28)).render()  # LEFT_OUT's one entry
     for name in LEFT_OUT:
         lines.append(f"| `{name}` (not a preset) | {left_out} | see `LEFT_OUT` in `minispec/v1/worker/runner_fixes.py` "
-                     "| does not bite in minispec | — |")
+                     "| does not bite synchronously; under PP + async scheduling: `v1-pp-async-num-tokens-no-spec` | — |")
     return "\n".join(lines) + "\n"
 
 

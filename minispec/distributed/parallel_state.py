@@ -250,7 +250,8 @@ class InProcStageGroup:
 
     As gloo does, a message goes to the oldest receive posted for its source and
     tag, and fills the front of a larger buffer. Where gloo would wait, this
-    raises: in one thread a receive nobody has sent to yet can never complete.
+    raises ``NotSentYet``: in one thread a receive nobody has sent to yet cannot complete
+    until another stage runs (the in-process executor then runs the others first).
     """
 
     def __init__(self, rank: int, mailbox: dict | None = None):
@@ -288,6 +289,12 @@ class InProcStageGroup:
         self.message_seqs.clear()
 
 
+class NotSentYet(RuntimeError):
+    """In one process, a receive whose message no stage has sent yet: gloo would wait. The
+    in-process executor runs the other stages first and tries again (``UniProcExecutor.tick``);
+    where no stage can run, it raises this."""
+
+
 class InProcReceive:
     def __init__(self, buffer: torch.Tensor, src: int, dst: int, tag: int):
         self.buffer, self.src, self.dst, self.tag, self.filled = buffer, src, dst, tag, False
@@ -305,6 +312,6 @@ class InProcReceive:
 
     def take(self, idle: bool = False) -> torch.Tensor:
         if not self.filled:
-            raise RuntimeError(f"rank {self.dst} waits for a message from rank {self.src} (tag {self.tag}) that "
+            raise NotSentYet(f"rank {self.dst} waits for a message from rank {self.src} (tag {self.tag}) that "
                                "was never sent: in one process it would wait forever")
         return self.buffer

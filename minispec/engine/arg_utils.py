@@ -47,7 +47,7 @@ from minispec.v1.worker.gpu.runner_fixes import RunnerFixes as RunnerFixesV2
 from minispec.v1.worker.gpu_worker import resolve_worker_cls
 from minispec.v1.worker.relay.runner_fixes import RelayFaultPreset
 from minispec.v1.worker.relay.runner_fixes import RunnerFixes as RunnerFixesRelay
-from minispec.v1.worker.runner_fixes import Preset, RunnerFixes
+from minispec.v1.worker.runner_fixes import Preset, RunnerFixes, V1FaultPreset
 from minispec.v1.worker.switchboard import resolve_switches
 from minispec.v1.worker.switches import ModelRunner
 
@@ -71,7 +71,7 @@ class EngineArgs:
     distributed_executor_backend: str = "uni"
     max_concurrent_batches: int | None = None  # None: VllmConfig.max_concurrent_batches's (one per stage)
     model_runner: ModelRunner | str | None = None  # a ModelRunner; None: MINISPEC_USE_V2_MODEL_RUNNER's, else "v1"
-    faults: FaultPreset | RelayFaultPreset | str | None = None  # one fault preset by name; None: none
+    faults: V1FaultPreset | FaultPreset | RelayFaultPreset | str | None = None  # one fault preset by name; None: none
     worker_cls: type | str | None = None  # a runner design from outside minispec (gpu_worker.resolve_worker_cls)
     async_scheduling: bool = False  # vLLM's: schedule ahead with placeholders (v1/core/sched/async_scheduler.py)
 
@@ -97,9 +97,6 @@ class EngineArgs:
         require(is_int(self.seed) and 0 <= self.seed < 2**63, "seed", self.seed, "an integer in [0, 2**63)")
         check_device(self.device)
         parallel.validate_for(arch)
-        require(not (self.async_scheduling and model_runner == ModelRunner.V1 and parallel.pipeline_parallel_size > 1),
-                "async_scheduling", self.async_scheduling,
-                "False with model_runner='v1' and pipeline_parallel_size > 1 (not built yet; use model_runner='v2')")
         _check_sizes(arch, scheduler, cache)
         config = VllmConfig(
             model=Path(self.model), arch=arch, parallel_config=parallel, cache_config=cache,

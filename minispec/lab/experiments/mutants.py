@@ -213,7 +213,7 @@ MUTANTS: tuple[Mutant, ...] = (
            Edit(V1Runner, "_append_relayed_tokens", "> state.num_tokens:", ">= state.num_tokens:"),
            "a non-last rank appends the relay even when nothing is missing (posted twice)", "#20247"),
     Mutant("v1-relay-one-slot-late", V1,
-           Edit(V1Runner, "_update_cached_request", "batch.token_ids_cpu[row, num_computed:end]",
+           Edit(V1Runner, "_write_relayed_tokens", "batch.token_ids_cpu[row, num_computed:end]",
                 "batch.token_ids_cpu[row, num_computed + 1:end + 1]"),
            "a non-last rank writes the relayed tokens one slot late", "#41133"),
     Mutant("v1-resumed-blocks-appended", V1,

@@ -51,6 +51,7 @@ class Schedule:
     model: str | None = None  # None: the shipped target; the explorer's runs name the stand-in
     script: tuple[tuple[str, tuple[int, ...]], ...] = ()  # method "scripted": right drafts per proposal
     max_concurrent_batches: int | None = None  # None: one per stage
+    async_scheduling: bool = False
 
     @property
     def prompts(self) -> tuple[str, ...]:
@@ -72,10 +73,11 @@ def plural(n: int, word: str) -> str:
 
 
 def build_llm(schedule: Schedule, fixes="all", model_runner: str | None = None, faults: str | None = None,
-              worker_cls=None):
+              worker_cls=None, record: bool = True):
     """A recording engine for ``schedule`` under ``fixes``, its requests queued, not yet run.
     ``model_runner``, ``faults`` and ``worker_cls``: as ``LLM``'s (Model Runner V2 and its fault
-    presets, issue 17; a runner design from outside minispec)."""
+    presets, issue 17; a runner design from outside minispec). ``record=False``: an engine that
+    keeps no trace (what async scheduling allows where recording is refused with it)."""
     from minispec.entrypoints.llm import LLM
 
     s = schedule
@@ -84,11 +86,11 @@ def build_llm(schedule: Schedule, fixes="all", model_runner: str | None = None, 
     llm = LLM(
         **model, pipeline_parallel_size=s.pipeline_parallel_size,
         speculative_config=spec | ({"script": dict(s.script)} if s.script else {}),
-        max_concurrent_batches=s.max_concurrent_batches, fixes=fixes, record=True,
+        max_concurrent_batches=s.max_concurrent_batches, fixes=fixes, record=record,
         check_invariants=s.check_invariants, max_num_seqs=s.max_num_seqs,
         max_num_batched_tokens=s.max_num_batched_tokens, max_model_len=s.max_model_len, block_size=s.block_size,
         num_gpu_blocks=s.num_gpu_blocks, seed=0 if s.seed is None else s.seed, model_runner=model_runner,
-        faults=faults, worker_cls=worker_cls,
+        faults=faults, worker_cls=worker_cls, async_scheduling=s.async_scheduling,
     )
     params = SamplingParams(temperature=s.temperature, max_tokens=s.max_tokens, seed=s.seed,
                             stop_token_ids=list(s.stop_token_ids))

@@ -68,8 +68,38 @@ The relay design's two faults (``model_runner="relay"``, ``RELAY_FAULTS``; switc
   travels without ``new_seq_lens``, and the non-last stages keep the count their forward
   advanced, drafts rejected included.
 
+V1's three faults under pipeline parallelism with async scheduling (``model_runner="v1"``,
+``V1_FAULTS``; switches in ``minispec/v1/worker/runner_fixes.py``), from the in-flight family
+(issue 22, ``minispec.lab.faults.in_flight``), each on the thread's requests scheduled
+asynchronously. The trace's invariants 2-5 are not checked under async scheduling and no
+message goes out of schedule, so what each breaks first is invariant 1, greedy equivalence
+(``GreedyDivergence``: the first request, in the scenario's order, whose output differs from
+greedy decoding, and where):
+
+* ``v1-pp-async-column-0`` (vLLM #57755): the patch that lets V1 boot with speculative decoding
+  under PP + async, column 0 of the sampled tokens at vLLM's width 1 and nothing else: a
+  non-last stage loses the accepted drafts and the bonus token from its history and embeds
+  zeros for the drafts. MTP acceptance collapsed from 45.6 % to 8 % in the thread; here the
+  draft model's falls from about 49 % to 12 %.
+* ``v1-pp-async-trim-last-rank`` (vLLM #54260): the take-back of the scheduler's optimistic count
+  (every draft in flight assumed accepted) runs on the last stage only. In vLLM the overshoot is
+  in the non-last ranks' ``output_token_ids`` and grows until the ranks disagree on whether to
+  broadcast, and NCCL deadlocks; minispec's twin of that trim is the take-back of the optimistic
+  ``num_computed_tokens`` (``take_back_rejected``), and each stage decides whether a broadcast
+  comes from its own rows and the scheduler's counts, which the fault leaves alike on every
+  stage, so here it never deadlocks: the non-last stages compute at positions past their history
+  after each rejection, and the output goes wrong.
+* ``v1-pp-async-num-tokens-no-spec`` (PR #41133): a non-last stage's row ends at the scheduler's
+  ``num_computed_tokens``, 0.17.0's offset: under async scheduling nothing is relayed, so the row
+  ends before the last sampled token, which the next broadcast (and the drafts) then overwrite.
+
+Two of them need drafts: without speculative decoding the column-0 layout is the full one and
+nothing is optimistic, so both run clean at ``k = 0``, while the third bites there too (its
+token loss is not about drafts). None is masked at PP = 2: all three bite alike at PP = 2 and 3
+(``tests/test_fault_presets.py``).
+
 They are kept apart from ``FAULTS`` (Model Runner V2's) so that what iterates ``FAULTS``
-(notebook 09) is unchanged; ``EVERY_FAULT`` holds both.
+(notebook 09) is unchanged; ``EVERY_FAULT`` holds all three dicts.
 
 Left out (``LEFT_OUT``): ``v1-num-tokens-no-spec`` (PR #41133), with the reason. SGLang PR
 #29405 (abort scanning only the current and the previous micro-batch slot, visible from
@@ -92,11 +122,11 @@ from minispec.lab.experiments.schedule import Request, Schedule
 from minispec.lab.vllm_reference.threads import SGLANG, VLLM, Citation, thread
 from minispec.v1.worker.gpu.runner_fixes import FaultPreset
 from minispec.v1.worker.relay.runner_fixes import RelayFaultPreset
-from minispec.v1.worker.runner_fixes import LEFT_OUT
+from minispec.v1.worker.runner_fixes import LEFT_OUT, V1FaultPreset
 from minispec.v1.worker.switches import ModelRunner
 
-__all__ = ["EVERY_FAULT", "FAULTS", "LEFT_OUT", "RELAY_FAULTS", "Fault", "FaultPreset", "FirstViolation",
-           "RelayFaultPreset", "TransportError"]
+__all__ = ["EVERY_FAULT", "FAULTS", "LEFT_OUT", "RELAY_FAULTS", "V1_FAULTS", "Fault", "FaultPreset", "FirstViolation",
+           "GreedyDivergence", "RelayFaultPreset", "TransportError", "V1FaultPreset"]
 
 
 @dataclass(frozen=True)
@@ -120,14 +150,25 @@ class TransportError:
 
 
 @dataclass(frozen=True)
+class GreedyDivergence:
+    """Nothing stops the run: the first thing broken is invariant 1, greedy equivalence. The first
+    request, in the scenario's order, whose output differs from greedy decoding, and the index of
+    its first wrong token."""
+
+    req_id: str
+    index: int
+    why: str
+
+
+@dataclass(frozen=True)
 class Fault:
-    preset: FaultPreset | RelayFaultPreset
+    preset: FaultPreset | RelayFaultPreset | V1FaultPreset
     citations: tuple[Citation, ...]  # the threads, their posts and quotes drawn from the one table
     source: str  # the release lines of the fix, from reading the code, or why there are none
     summary: str
     fix: str  # what cures it (the runner's default)
     scenario: Schedule
-    expected: FirstViolation | TransportError
+    expected: FirstViolation | TransportError | GreedyDivergence
 
     @property
     def reference(self) -> str:
@@ -271,4 +312,45 @@ RELAY_FAULTS: dict[RelayFaultPreset, Fault] = {
     ),
 }
 
-EVERY_FAULT: dict[FaultPreset | RelayFaultPreset, Fault] = {**FAULTS, **RELAY_FAULTS}
+# The thread's requests, scheduled asynchronously: V1 then keeps pp_size batches in flight, and
+# every request is in every batch.
+THREAD_ASYNC = replace(thread_schedule(), name="the thread scenario under async scheduling", async_scheduling=True)
+
+V1_FAULTS: dict[V1FaultPreset, Fault] = {
+    V1FaultPreset.V1_PP_ASYNC_COLUMN_0: Fault(
+        V1FaultPreset.V1_PP_ASYNC_COLUMN_0,
+        (_cite(57755, date(2026, 9, 20), "broadcast only `sampled_token_ids[:, :1]`, keep the receiver at "
+               "`[num_reqs, 1]`", "the workaround it reports, which boots and corrupts output silently"),),
+        "no release fixes it: the width-1 assertion is in vLLM 0.30.0 vllm/v1/worker/gpu_model_runner.py 4856-4858 "
+        "(0.29.0 4918-4919, 0.33.0 4534-4535); minispec's fix: minispec/v1/worker/pp_prev_sampled.py (full_layout)",
+        "the last stage broadcasts column 0 of the sampled tokens at width 1, with no counts and no drafts",
+        "the last stage broadcasts all k + 1 columns, how many of each row are valid, and the next drafts",
+        THREAD_ASYNC,
+        GreedyDivergence("A", 3, "stage 0 holds one token per step, the first accepted draft, and embeds zeros "
+                                 "for the drafts: acceptance falls from about 49 % to 12 %"),
+    ),
+    V1FaultPreset.V1_PP_ASYNC_TRIM_LAST_RANK: Fault(
+        V1FaultPreset.V1_PP_ASYNC_TRIM_LAST_RANK,
+        (_cite(54260, date(2026, 8, 28), "The trim branch is an `elif`, so it only ever executes on the last PP rank.",
+               "reported there, in vLLM's V1 runner"),
+         _cite(54270, date(2026, 8, 28), role="its fix, closed unmerged")),
+        "no release fixes it: the elif is in vLLM 0.30.0 vllm/v1/worker/gpu_model_runner.py 1448 (0.29.0 1439, "
+        "0.33.0 1409); minispec's fix: minispec/v1/worker/runner_fixes.py (take_back_rejected, on every stage)",
+        "the take-back of the optimistic count runs on the last stage only; the others keep the scheduler's",
+        "every stage takes the rejected drafts back from the scheduler's optimistic num_computed_tokens",
+        THREAD_ASYNC,
+        GreedyDivergence("A", 4, "after the first rejection stage 0 computes at positions past its history"),
+    ),
+    V1FaultPreset.V1_PP_ASYNC_NUM_TOKENS_NO_SPEC: Fault(
+        V1FaultPreset.V1_PP_ASYNC_NUM_TOKENS_NO_SPEC,
+        (_cite(41133, date(2026, 4, 28), "In async-scheduling, `new_token_ids` is empty, so `token_ids_cpu` not "
+               "touched.", "merged; its gsm8k table: PP 2 with async 0.8324 against 0.8741 under TP"),),
+        "the fix in vLLM 0.30.0: vllm/v1/worker/gpu_model_runner.py 1496-1518 (the fault: 0.17.0 1153-1160)",
+        "a non-last stage's row ends at the scheduler's num_computed_tokens, before the last sampled token",
+        "a non-last stage's row ends no earlier than its num_tokens_no_spec, which the broadcast advanced",
+        THREAD_ASYNC,
+        GreedyDivergence("A", 2, "the next broadcast (or the drafts) overwrites the last sampled token on stage 0"),
+    ),
+}
+
+EVERY_FAULT: dict[FaultPreset | RelayFaultPreset | V1FaultPreset, Fault] = {**FAULTS, **RELAY_FAULTS, **V1_FAULTS}

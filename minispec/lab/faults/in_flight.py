@@ -8,16 +8,13 @@ keeps ``pp_size + 1`` batches in flight under it (vLLM 0.30.0 ``vllm/config/vllm
 589-599), and every message between stages must then say which step it belongs to. Each
 candidate below says which runner design it belongs to (``designs``: the scheduler's
 faults belong to both; SGLang's to neither, minispec's relay design being another part of
-the project), whether it needs async scheduling, which minispec has only in part (issue 22 §1), and
-its outcome:
+the project), whether it needs async scheduling, and its outcome:
 
-* ``PRESET``: a fault preset puts it back (``FAULTS`` in ``catalogue.py`` holds its
-  scenario and the first thing that goes wrong);
+* ``PRESET``: a fault preset puts it back (``EVERY_FAULT`` in ``catalogue.py`` holds its
+  scenario and the first thing that goes wrong; V1's three under PP + async scheduling, in
+  ``V1_FAULTS``, were waiting for V1's broadcast of the previous sampled tokens, the code they
+  break, until ``minispec/v1/worker/pp_prev_sampled.py``);
 * ``SAME_AS``: it leaves the stages in the state an existing preset already reproduces;
-* ``NEEDS_ASYNC``: it cannot bite without async scheduling under pipeline parallelism on
-  its design; every such candidate is V1's, and ``EngineArgs`` refuses V1 with both for now
-  (``minispec/engine/arg_utils.py``): V1's broadcast of the previous sampled tokens, the code
-  they break, is not built yet;
 * ``NOT_HERE``: the code it breaks is not in minispec.
 
 Every thread cited is in ``minispec.lab.vllm_reference.threads`` with the date and the
@@ -30,6 +27,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from minispec.v1.worker.gpu.runner_fixes import FaultPreset
+from minispec.v1.worker.runner_fixes import V1FaultPreset
 from minispec.v1.worker.switches import ModelRunner
 
 V1, V2 = ModelRunner.V1, ModelRunner.V2
@@ -38,7 +36,6 @@ V1, V2 = ModelRunner.V1, ModelRunner.V2
 class Outcome(StrEnum):
     PRESET = "a fault preset"
     SAME_AS = "the state an existing preset reproduces"
-    NEEDS_ASYNC = "needs async scheduling under pipeline parallelism"
     NOT_HERE = "the code it breaks is not in minispec"
 
 
@@ -50,7 +47,7 @@ class Candidate:
     needs_async: bool
     source: str  # the release lines of the fix, or why there are none
     outcome: Outcome
-    preset: FaultPreset | None = None  # for PRESET and SAME_AS
+    preset: FaultPreset | V1FaultPreset | None = None  # for PRESET and SAME_AS
 
     def __post_init__(self):
         if (self.preset is not None) != (self.outcome in (Outcome.PRESET, Outcome.SAME_AS)):
@@ -66,9 +63,8 @@ FAMILY: tuple[Candidate, ...] = (
         "broadcasting column 0 instead boots but corrupts output silently, and MTP acceptance under PP 2 is 8 % "
         "against 45.6 % under TP 2",
         (V1,), True,
-        "no release fixes it: the width-1 assertion is in vLLM 0.29.0 vllm/v1/worker/gpu_model_runner.py "
-        "lines 4918-4919, 0.30.0 lines 4856-4857 and 0.33.0 lines 4534-4535 (from reading the code)",
-        Outcome.NEEDS_ASYNC,
+        "see V1_FAULTS[V1FaultPreset.V1_PP_ASYNC_COLUMN_0].source",
+        Outcome.PRESET, V1FaultPreset.V1_PP_ASYNC_COLUMN_0,
     ),
     Candidate(
         "vLLM #54260 (open, 2026-08-28); PR #54270 (closed unmerged, 2026-08-28)",
@@ -76,9 +72,8 @@ FAMILY: tuple[Candidate, ...] = (
         "the last rank takes; non-last ranks never trim, and the ranks drift until they disagree on whether to "
         "broadcast and NCCL deadlocks",
         (V1,), True,
-        "no release fixes it: the elif is in vLLM 0.29.0 vllm/v1/worker/gpu_model_runner.py line 1439, 0.30.0 "
-        "line 1448 and 0.33.0 line 1409 (from reading the code)",
-        Outcome.NEEDS_ASYNC,
+        "see V1_FAULTS[V1FaultPreset.V1_PP_ASYNC_TRIM_LAST_RANK].source",
+        Outcome.PRESET, V1FaultPreset.V1_PP_ASYNC_TRIM_LAST_RANK,
     ),
     Candidate(
         "vLLM #53402 (closed, a fork's report; its author's comment of 2026-08-23)",
@@ -138,9 +133,9 @@ FAMILY: tuple[Candidate, ...] = (
         "non-last ranks set num_tokens_no_spec from num_computed_tokens; gsm8k 0.8324 under PP 2 with async (the "
         "default) against 0.8741 under TP and 0.8757 under PP 2 without async",
         (V1,), True,
-        "the fix in vLLM 0.30.0 vllm/v1/worker/gpu_model_runner.py lines 1496-1518 (LEFT_OUT['v1-num-tokens-no-spec'] in "
+        "see V1_FAULTS[V1FaultPreset.V1_PP_ASYNC_NUM_TOKENS_NO_SPEC].source (LEFT_OUT['v1-num-tokens-no-spec'] in "
         "minispec/v1/worker/runner_fixes.py says why no synchronous schedule bites)",
-        Outcome.NEEDS_ASYNC,
+        Outcome.PRESET, V1FaultPreset.V1_PP_ASYNC_NUM_TOKENS_NO_SPEC,
     ),
     Candidate(
         "sglang PR #29405 (merged, 2026-06-26)",

@@ -1,6 +1,7 @@
-"""Each fault preset of Model Runner V2 run on its own scenario and caught: the first
-thing that goes wrong (the live invariant checker's first violation, or the checked
-transport's error), and the same scenario without the fault.
+"""Each fault preset run on its own scenario and caught: the first thing that goes wrong (the
+live invariant checker's first violation, the checked transport's error, or, for V1's faults
+under async scheduling, where the trace's invariants are not checked, the first output that
+differs from greedy decoding), and the same scenario without the fault.
 
 ``run_fault(name)`` returns a ``FaultRun``: what stopped the faulty run, whether that is
 what ``FAULTS[name].expected`` says, and whether the fixed run is clean (no invariant
@@ -24,8 +25,9 @@ from minispec.lab.faults.catalogue import (
     Fault,
     FaultPreset,
     FirstViolation,
+    GreedyDivergence,
     RelayFaultPreset,
-    TransportError,
+    V1FaultPreset,
 )
 
 
@@ -37,6 +39,7 @@ class FaultRun:
     fixed_clean: bool  # without the fault: no invariant fired, and the outputs are greedy's
     trace: object = None  # the faulty run's Trace, up to where it stopped
     catalogued: bool = True  # run on the catalogue's own scenario, where ``expected`` applies
+    divergence: GreedyDivergence | None = None  # a run nothing stopped: its first output off greedy's
 
     @property
     def as_expected(self) -> bool:
@@ -45,7 +48,9 @@ class FaultRun:
         if isinstance(e, FirstViolation):
             return v is not None and (v.invariant, v.step, v.stage, v.req_id) == (e.invariant, e.step, e.stage,
                                                                                   e.req_id)
-        assert isinstance(e, TransportError)
+        if isinstance(e, GreedyDivergence):
+            d = self.divergence
+            return self.violation is None and d is not None and (d.req_id, d.index) == (e.req_id, e.index)
         return self.transport_error is not None and self.transport_error.startswith(
             f"stage {e.stage}, step {e.step}, applying the last stage's broadcast: {e.message}")
 
@@ -62,6 +67,30 @@ def _faulty(fault: Fault):
     return None, None, llm.trace
 
 
+def first_divergence(outputs: dict[str, list[int]], reference: dict[str, list[int]]) -> GreedyDivergence | None:
+    """The first request, in the reference's order, whose output differs from it, and where."""
+    for req_id, want in reference.items():
+        got = outputs[req_id]
+        if got != want:
+            index = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            return GreedyDivergence(req_id, index, f"{req_id}'s token {index}: {got[index:index + 4]}, greedy "
+                                                   f"{want[index:index + 4]}")
+    return None
+
+
+def _outputs(fault: Fault, faults: str | None) -> dict[str, list[int]]:
+    """A run that keeps no trace (recording is refused under async scheduling)."""
+    llm = build_llm(fault.scenario, model_runner=fault.design, faults=faults, record=False)
+    return {out.request_id: list(out.outputs[0].token_ids) for out in llm.wait_for_completion()}
+
+
+def _run_unchecked(fault: Fault, catalogued: bool) -> FaultRun:
+    reference = schedule_reference(fault.scenario)
+    divergence = first_divergence(_outputs(fault, str(fault.preset)), reference)
+    return FaultRun(fault, None, None, _outputs(fault, None) == reference, catalogued=catalogued,
+                    divergence=divergence)
+
+
 def _fixed_clean(fault: Fault) -> bool:
     try:
         trace = run_recorded(build_llm(fault.scenario, model_runner=fault.design))
@@ -70,15 +99,18 @@ def _fixed_clean(fault: Fault) -> bool:
     return trace.outputs == schedule_reference(fault.scenario)
 
 
-def run_fault(name: FaultPreset | RelayFaultPreset | str, pipeline_parallel_size: int | None = None) -> FaultRun:
+def run_fault(name: FaultPreset | RelayFaultPreset | V1FaultPreset | str,
+              pipeline_parallel_size: int | None = None) -> FaultRun:
     """``pipeline_parallel_size``: the scenario's stages; None: the catalogue's."""
     if name not in EVERY_FAULT:
         raise ValueError(f"run_fault: {name!r}: expected one of {sorted(map(str, EVERY_FAULT))}")
     fault = next(f for preset, f in EVERY_FAULT.items() if preset == name)
-    if not fault.scenario.check_invariants:
-        raise ValueError(f"run_fault: {name!r}'s scenario must check invariants live (check_invariants=True)")
     catalogued = pipeline_parallel_size in (None, fault.scenario.pipeline_parallel_size)
     if not catalogued:
         fault = replace(fault, scenario=replace(fault.scenario, pipeline_parallel_size=pipeline_parallel_size))
+    if isinstance(fault.expected, GreedyDivergence):
+        return _run_unchecked(fault, catalogued)
+    if not fault.scenario.check_invariants:
+        raise ValueError(f"run_fault: {name!r}'s scenario must check invariants live (check_invariants=True)")
     violation, transport_error, trace = _faulty(fault)
     return FaultRun(fault, violation, transport_error, _fixed_clean(fault), trace, catalogued)

@@ -201,7 +201,8 @@ THREADS: tuple[Thread, ...] = (
           (Post(DESCRIPTION, date(2026, 4, 28), (
               "The current PP mode causes degraded accuracy with concurrent requests.",
               "However, in `_update_states` with PP mode, the above code incorrectly updates it to "
-              "`num_computed_tokens`.")),),
+              "`num_computed_tokens`.",
+              "In async-scheduling, `new_token_ids` is empty, so `token_ids_cpu` not touched.")),),
           note="its description's gsm8k table (Qwen3-8B, strict-match): TP 0.8741; PP 2 0.8324; "
                "PP 2 + no-async-scheduling 0.8757"),
     _vllm(42187, P, "[ModelRunnerV2] Avoid pipeline parallel bubbles", MERGED,
@@ -269,7 +270,9 @@ THREADS: tuple[Thread, ...] = (
     _vllm(54260, I, "[Bug]: PP + async scheduling + spec decode: output_token_ids trim only runs on the last PP rank, "
           "desynchronizing the ranks until NCCL deadlocks", OPEN,
           (Post(DESCRIPTION, date(2026, 8, 28), ("The trim branch is an `elif`, so it only ever executes on the last "
-                                                 "PP rank.",)),)),
+                                                 "PP rank.",
+                                                 "the non-last ranks accumulate an unbounded overshoot in "
+                                                 "`req_state.output_token_ids`")),)),
     _vllm(54270, P, "Fix output token state synchronization across PP ranks", CLOSED,
           (Post(DESCRIPTION, date(2026, 8, 28), (
               "The resulting state divergence could make PP ranks disagree on whether to perform the sampled-token "
@@ -288,7 +291,9 @@ THREADS: tuple[Thread, ...] = (
           "breaks under spec decode, and a column-truncation workaround silently corrupts output with async "
           "scheduling", OPEN,
           (Post(DESCRIPTION, date(2026, 9, 20), ("broadcasting one column is not a sufficient contract for the async "
-                                                 "spec path",)),)),
+                                                 "spec path",
+                                                 "broadcast only `sampled_token_ids[:, :1]`, keep the receiver at "
+                                                 "`[num_reqs, 1]`")),)),
     Thread(SGLANG, 30775, P, "Pipeline parallelism x speculative decoding (EAGLE/MTP) compatibility",
            MERGED, Verified.SEARCHED,
            (Post(DESCRIPTION, date(2026, 7, 10), (

@@ -77,7 +77,7 @@ def run_stage(group: StageGroup, runner, config) -> None:
     The next batch's control message and hidden states are always posted for
     before this batch's forward starts, so they arrive while it runs."""
     rank, last = group.rank, runner.is_last_rank
-    runner.bind_pp_group(group)  # Model Runner V2's broadcast goes over this group too; V1 ignores it
+    runner.bind_pp_group(group)  # the last stage's broadcast goes over this group too (V2; V1 under async)
     shape = (config.scheduler_config.max_num_batched_tokens, config.arch.hidden_size)
 
     def post_hidden():  # in host memory: gloo sends and receives CPU tensors only

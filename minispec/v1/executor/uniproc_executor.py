@@ -13,7 +13,10 @@ every stage event deterministic and steppable. The stages stay readable as
 Time advances in *ticks*: in one tick every stage that has a batch waiting runs
 it, oldest batch (the one furthest along) first, so a batch moves one stage per
 tick and two batches can be on two stages at once -- the overlap a real
-pipeline has. ``wait(batch)`` ticks until that batch has left the last stage.
+pipeline has. ``wait(batch)`` ticks until that batch has left the last stage. A stage
+whose batch needs a message not sent yet waits its turn (``tick``), so V1's stage 0 under
+pipeline parallelism with async scheduling idles until the last stage has sampled the batch
+before (what vLLM's GPU does too, waiting on the broadcast in ``_prepare_input_ids``).
 Recovery is plain: ``abort_all`` empties the pipeline and gives every stage a
 fresh start (``WorkerBase.drop_all_requests``), and nothing can
 fail outside this process, so ``check_health`` has nothing to check.
@@ -27,7 +30,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterator
 
-from minispec.distributed.parallel_state import InProcStageGroup
+from minispec.distributed.parallel_state import InProcStageGroup, NotSentYet
 from minispec.instruments.events import Event, EventKind
 from minispec.instruments.timeline import StageSpan, Timeline
 from minispec.v1.core.sched.output import SchedulerOutput
@@ -49,7 +52,7 @@ class UniProcExecutor(Executor):
     def __init__(self, config, recorder=None):
         self.runners = [make_runner(config, rank, recorder) for rank in range(config.pipeline_parallel_size)]
         # Every design takes its view of one in-process group (WorkerBase.bind_pp_group):
-        # Model Runner V2's stages message each other on it (the last stage's broadcast); V1's send nothing.
+        # the last stage's broadcast goes over it (Model Runner V2; V1 under async scheduling).
         group = InProcStageGroup(0)
         for rank, runner in enumerate(self.runners):
             runner.bind_pp_group(group.for_rank(rank))
@@ -81,15 +84,24 @@ class UniProcExecutor(Executor):
         """Nothing to stop: every stage lives in this process."""
 
     def tick(self) -> list[Event]:
-        """Run one pipeline tick; return the stage events it ran."""
-        events, busy = [], set()
+        """Run one pipeline tick; return the stage events it ran. A stage waiting for a message
+        no stage has sent yet (``NotSentYet``: V1's broadcast under PP + async scheduling, which
+        it takes before touching its rows) sits this tick out, as it would wait on gloo; if no
+        stage could run, nothing ever will, and the wait is raised."""
+        events, busy, waiting = [], set(), None
         for batch in list(self.in_flight):  # oldest first: FIFO on every stage
             stage = batch.next_stage
             if stage in busy:
                 continue
             busy.add(stage)
-            self._run_stage(batch, stage)
+            try:
+                self._run_stage(batch, stage)
+            except NotSentYet as wait:
+                waiting = wait
+                continue
             events.append(Event(EventKind.STAGE, batch.scheduler_output.step, stage))
+        if waiting is not None and not events:
+            raise waiting
         self.num_ticks += 1
         return events
 

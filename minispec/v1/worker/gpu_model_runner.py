@@ -26,6 +26,10 @@ function it calls. It is one implementation of the runner contract (``worker_bas
 runner does not pass it either (0.9.1's did, and 0.9.2's ``vllm/v1/worker/tpu_model_runner.py``
 365-368 still does); its ``InputBatch`` keeps the free rows itself, and so
 does minispec's (see ``gpu_input_batch.py``).
+Under pipeline parallelism with async scheduling the scheduler relays no tokens: the last stage
+broadcasts each batch's sampled tokens, and a non-last stage applies them before it builds its
+next inputs (``_pp_broadcast_prev_sampled_token_ids`` and its receive, vLLM 0.30.0's names;
+``pp_prev_sampled.py`` says what minispec sends beyond vLLM's one column, and why).
 Left out: CUDA graphs, the Worker class, structured output, LoRA, multimodal.
 One departure from 0.14.0 under ``"vllm-0.14"``: 0.14.0 first evicts a resumed
 request that still holds a row (``cached - (scheduled - resumed)``,
@@ -55,7 +59,18 @@ from minispec.v1.sample.rejection_sampler import RejectionSampler
 from minispec.v1.sample.sampler import Sampler
 from minispec.v1.spec_decode import make_drafter
 from minispec.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
-from minispec.v1.worker.runner_fixes import MOVE_ROW, READD_SPEC_TOKENS, SYNC_ACCEPTED_TOKENS, take_accepted_drafts
+from minispec.v1.worker.pp_prev_sampled import PrevSampled, PrevSampledBroadcast, full_layout
+from minispec.v1.worker.runner_fixes import (
+    MOVE_ROW,
+    NUM_TOKENS_NO_SPEC,
+    PREV_SAMPLED_LAYOUT,
+    READD_SPEC_TOKENS,
+    SYNC_ACCEPTED_TOKENS,
+    TRIM_OPTIMISTIC,
+    end_of_history,
+    take_accepted_drafts,
+    take_back_rejected,
+)
 from minispec.v1.worker.utils import load_stage_model, request_generator
 from minispec.v1.worker.worker_base import WorkerBase
 
@@ -82,6 +97,9 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         self.readd_spec_tokens = switches.pick(READD_SPEC_TOKENS, GPUModelRunner._write_spec_tokens)
         self.sync_accepted_tokens = switches.pick(SYNC_ACCEPTED_TOKENS, take_accepted_drafts)
         self.move_row = switches.pick(MOVE_ROW, InputBatch._move_row)
+        self.prev_sampled_layout = switches.pick(PREV_SAMPLED_LAYOUT, full_layout)
+        self.trim_optimistic = switches.pick(TRIM_OPTIMISTIC, take_back_rejected)
+        self.num_tokens_no_spec_end = switches.pick(NUM_TOKENS_NO_SPEC, end_of_history)
         self.input_batch = self._make_input_batch()
         self.requests: dict[str, CachedRequestState] = {}
         self.row_paths: dict[str, RowPath] = {}  # trace bookkeeping, per scheduled request
@@ -89,7 +107,8 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         self.drafter = make_drafter(vllm_config, self.device, self.dtype) if self.is_last_rank else None
         self.rejection_sampler = RejectionSampler()
         self.use_async_scheduling = vllm_config.scheduler_config.async_scheduling
-        self.draft_token_ids: dict[str, list[int]] = {}  # async: the last stage's own drafts, per request
+        self.draft_token_ids: dict[str, list[int]] = {}  # async: the last stage's drafts, per request
+        self.pp_prev_sampled: PrevSampledBroadcast | None = None  # PP + async only: bind_pp_group
 
     def _make_input_batch(self) -> InputBatch:
         sched = self.vllm_config.scheduler_config
@@ -102,13 +121,20 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         this stage may have stopped half-way through updating its rows."""
         self.requests.clear()
         self.draft_token_ids.clear()
+        if self.pp_prev_sampled is not None:
+            self.pp_prev_sampled.reset()
         self.input_batch = self._make_input_batch()
         if self.drafter is not None:
             self.drafter.reset()
 
     def bind_pp_group(self, group) -> None:
-        """Nothing to bind: a V1 stage learns everything from the scheduler's output (and a
-        non-last stage its sampled tokens from the relay, which is where fault 2 lives)."""
+        """Synchronously, nothing to bind: a V1 stage learns everything from the scheduler's output
+        (a non-last stage its sampled tokens from the relay, which is where fault 2 lives). Under
+        pipeline parallelism with async scheduling the last stage broadcasts them on ``group``
+        (``pp_prev_sampled.py``)."""
+        if self.use_async_scheduling and self.pp_size > 1:
+            k = self.vllm_config.speculative_config.num_speculative_tokens
+            self.pp_prev_sampled = PrevSampledBroadcast(group, self.pp_size, self.prev_sampled_layout(k))
 
     # -- _update_states ---------------------------------------------------
     def _update_states(self, out: SchedulerOutput) -> None:
@@ -140,7 +166,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
     def _scheduled_drafts(self, out: SchedulerOutput) -> dict[str, list[int]]:
         """The drafts each request runs this step. Synchronous: the values the scheduler sent.
         Async: the scheduler sent ``-1`` placeholders and only their number counts; the values
-        are this stage's own proposals (vLLM 0.30.0 copies them on the GPU from
+        are the last stage's proposals (on a non-last stage, from its broadcast) (vLLM 0.30.0 copies them on the GPU from
         ``_draft_token_ids``, ``gpu_model_runner.py`` 1795-1830), 0 where it proposed fewer (a
         0 that is accepted is the target's own greedy token, so output is unchanged)."""
         if not self.use_async_scheduling:
@@ -155,11 +181,10 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         """The scheduler's ``num_computed_tokens``, which under async scheduling assumes every
         draft of the batches still in flight is accepted; this stage has run them (the last
         stage runs batches in order) and takes the rejected ones back: a request that sampled
-        has computed all but its last token (vLLM 0.30.0 corrects the same on the GPU,
-        ``prev_num_draft_len``, ``gpu_model_runner.py`` 1382-1400)."""
-        if not self.use_async_scheduling or not state.output_token_ids:
+        has computed all but its last token (``runner_fixes.take_back_rejected``)."""
+        if not self.use_async_scheduling:
             return num_computed
-        return min(num_computed, state.num_tokens - 1)
+        return self.trim_optimistic(state, num_computed, self.is_last_rank)
 
     def _remove_requests(self, out: SchedulerOutput) -> None:
         for req_id in out.finished_req_ids:
@@ -193,8 +218,11 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         state = self.requests[req_id]
         num_computed = self._num_computed(state, cached.num_computed_tokens[i])
         state.num_computed_tokens = num_computed
-        if not self.is_last_rank:
-            self._append_relayed_tokens(state, num_computed, cached.new_token_ids[i])
+        # Under PP + async scheduling the scheduler relays nothing (vLLM 0.30.0 1427-1430): the
+        # tokens came with the last stage's broadcast (_pp_receive_prev_sampled_token_ids).
+        new_token_ids = cached.new_token_ids[i] if cached.new_token_ids else []
+        if not self.is_last_rank and self.pp_prev_sampled is None:
+            self._append_relayed_tokens(state, num_computed, new_token_ids)
         if cached.resumed_from_preemption[i]:
             state.block_ids = list(new_block_ids)
         else:
@@ -211,12 +239,21 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         batch.num_computed_tokens_cpu[row] = num_computed
         batch.block_table.append_row(new_block_ids, row)
         if not self.is_last_rank:
-            new_token_ids = cached.new_token_ids[i]
-            end = num_computed + len(new_token_ids)
-            batch.token_ids_cpu[row, num_computed:end] = new_token_ids
-            batch.num_tokens_no_spec[row] = batch.num_tokens[row] = end
+            self._write_relayed_tokens(row, num_computed, new_token_ids)
         self._write_spec_tokens(row, self.spec_decode_tokens.get(req_id, ()))
         return True
+
+    def _write_relayed_tokens(self, row: int, num_computed: int, new_token_ids: list[int]) -> None:
+        """A non-last stage's row: the relayed tokens written at ``num_computed`` (as 0.17.0 does);
+        under async scheduling none are relayed and the row ends where its history does, the
+        broadcast's tokens included (``num_tokens_no_spec_end``, PR #41133's switch)."""
+        batch = self.input_batch
+        if self.pp_prev_sampled is None:
+            end = num_computed + len(new_token_ids)
+            batch.token_ids_cpu[row, num_computed:end] = new_token_ids
+        else:
+            end = self.num_tokens_no_spec_end(int(batch.num_tokens_no_spec[row]), num_computed, len(new_token_ids))
+        batch.num_tokens_no_spec[row] = batch.num_tokens[row] = end
 
     def _append_relayed_tokens(self, state: CachedRequestState, num_computed: int, new_token_ids: list[int]):
         """Non-last stages learn sampled tokens only from the scheduler, which
@@ -259,16 +296,59 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
     # -- execute_model ----------------------------------------------------
     @torch.inference_mode()
     def execute_model(self, out: SchedulerOutput, intermediate_tensors=None):
+        if self.pp_prev_sampled is not None and not self.is_last_rank:
+            # first, before any row changes: in one process it may raise NotSentYet, and is run again
+            self._pp_apply_prev_sampled_token_ids(out)
         self._update_states(out)
         inputs = self._prepare_inputs(out)
         if self.recorder is not None:
             self._record_stage(out, inputs, inputs.input_ids.tolist(), inputs.verified_drafts)
         hidden = self.model(inputs.input_ids, inputs.positions, inputs.meta, intermediate_tensors)
         if not self.is_last_rank:
+            if self.pp_prev_sampled is not None:
+                self._pp_receive_prev_sampled_token_ids_to_input_batch(out, inputs)
             return hidden
         output = self._sample_and_propose(hidden, inputs)
+        if self.pp_prev_sampled is not None:
+            self._pp_broadcast_prev_sampled_token_ids(out, output)
         self._record_sampled(out, output)
         return output
+
+    # -- PP + async scheduling: the previous sampled tokens (pp_prev_sampled.py) ---------
+    def _pp_broadcast_prev_sampled_token_ids(self, out: SchedulerOutput, output: ModelRunnerOutput) -> None:
+        """The last stage: this batch's sampled tokens (and minispec's counts and drafts) to every other."""
+        self.pp_prev_sampled.broadcast(out.step, output.sampled_token_ids, output.spec_token_ids)
+
+    def _pp_receive_prev_sampled_token_ids_to_input_batch(self, out: SchedulerOutput, inputs: PreparedInputs) -> None:
+        """A non-last stage, right after its forward: post the receives for this batch's broadcast,
+        for the rows the last stage will sample (alike on both sides: a row samples once its
+        scheduled tokens reach the end of its history)."""
+        batch = self.input_batch
+        req_ids = batch.req_ids
+        num_tokens = np.array([self.requests[r].num_tokens for r in req_ids])
+        samples = batch.num_computed_tokens_cpu[: len(req_ids)] + inputs.num_scheduled >= num_tokens
+        self.pp_prev_sampled.receive(out.step, req_ids, samples)
+
+    def _pp_apply_prev_sampled_token_ids(self, out: SchedulerOutput) -> None:
+        """A non-last stage, before it touches its rows: every broadcast a request scheduled now
+        needs, applied to its history, its row (at ``num_tokens_no_spec``) and its drafts."""
+        for entry in self.pp_prev_sampled.take_needed(set(out.num_scheduled_tokens)):
+            self._apply_prev_sampled(entry)
+
+    def _apply_prev_sampled(self, entry: PrevSampled) -> None:
+        batch = self.input_batch
+        for req_id, tokens in entry.tokens.items():
+            state = self.requests.get(req_id)
+            if state is None:  # finished since
+                continue
+            state.output_token_ids.extend(tokens)
+            row = batch.req_id_to_index.get(req_id)
+            if row is not None:
+                start = batch.num_tokens_no_spec[row]
+                batch.token_ids_cpu[row, start : start + len(tokens)] = tokens
+                batch.num_tokens_no_spec[row] = batch.num_tokens[row] = start + len(tokens)
+            if entry.drafts is not None:
+                self.draft_token_ids[req_id] = entry.drafts[req_id]
 
     def describe_rows(self, scheduler_output: SchedulerOutput, inputs: PreparedInputs) -> list[RowRecord]:
         """Each row of the persistent batch as it stands after ``_prepare_inputs``: its

@@ -47,6 +47,24 @@ function it calls:
 * ``move_row(batch, src, tgt) -> None``, called by ``InputBatch.condense`` for each
   row it moves down.
 
+Under pipeline parallelism with async scheduling (``minispec/v1/worker/pp_prev_sampled.py``), three
+more switches, each with a fault preset (``V1FaultPreset``, ``faults=``) from the in-flight family
+(issue 22; ``minispec.lab.faults.in_flight``; where each bites: ``FAULTS`` in
+``minispec/lab/faults/catalogue.py``):
+
+* ``PREV_SAMPLED_LAYOUT``: what the last stage's broadcast of the previous sampled tokens carries,
+  built alike on both sides. The fix is minispec's ``full_layout`` (all ``k + 1`` columns, the
+  valid counts, the next drafts); the fault, ``column_zero_layout``, is the patch vLLM #57755
+  reports: column 0 at vLLM's width 1, and nothing else (``v1-pp-async-column-0``).
+* ``TRIM_OPTIMISTIC``: ``(state, num_computed_tokens, is_last_rank) -> int``, each stage's take-back
+  of the scheduler's optimistic count (every draft in flight assumed accepted). The fix,
+  ``take_back_rejected``, runs on every stage; the fault, ``trim_on_last_rank_only``, only on the
+  last, as the ``elif`` of vLLM #54260 does (``v1-pp-async-trim-last-rank``).
+* ``NUM_TOKENS_NO_SPEC``: ``(start, num_computed_tokens, num_new) -> int``, where a non-last stage's
+  row ends once the relayed tokens are in (``start``: its ``num_tokens_no_spec``). The fix,
+  ``end_of_history``, is 0.30.0's; the fault, ``end_from_num_computed``, 0.17.0's, which PR #41133
+  fixed (``v1-pp-async-num-tokens-no-spec``).
+
 ``LEFT_OUT`` names a fault of V1's runner that is not a preset, and why.
 Model Runner V2's switches and its plug point are its own:
 ``minispec/v1/worker/gpu/runner_fixes.py``.
@@ -58,6 +76,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from minispec.v1.worker.gpu_input_batch import CachedRequestState
+from minispec.v1.worker.pp_prev_sampled import PrevSampledLayout
 from minispec.v1.worker.switches import ModelRunner, Switch, SwitchPreset, SwitchSettings
 
 
@@ -86,9 +105,48 @@ def take_accepted_drafts(state: CachedRequestState, num_computed_tokens: int, ne
     return state.spec_token_ids[:missing] + list(new_token_ids)
 
 
+def column_zero_layout(num_speculative_tokens: int) -> PrevSampledLayout:
+    """v1-pp-async-column-0 (vLLM #57755): vLLM's ``[num_reqs, 1]`` broadcast, fed column 0 of the
+    sampled tokens so its width assertion passes; no counts, no drafts."""
+    return PrevSampledLayout(1, False, 0)
+
+
+def take_back_rejected(state: CachedRequestState, num_computed_tokens: int, is_last_rank: bool) -> int:
+    """The scheduler's ``num_computed_tokens`` assumes every draft of the batches in flight is
+    accepted; this stage has applied them all (it takes every output it needs first), so a
+    request that sampled has computed all but its last token (vLLM 0.30.0 corrects the same on
+    the GPU, ``prev_num_draft_len``, ``gpu_model_runner.py`` 1382-1422, and trims
+    ``output_token_ids``, 1448-1458). On every stage."""
+    if not state.output_token_ids:
+        return num_computed_tokens
+    return min(num_computed_tokens, state.num_tokens - 1)
+
+
+def trim_on_last_rank_only(state: CachedRequestState, num_computed_tokens: int, is_last_rank: bool) -> int:
+    """v1-pp-async-trim-last-rank (vLLM #54260): the take-back sits in a branch only the last
+    stage takes; every other stage keeps the optimistic count."""
+    return take_back_rejected(state, num_computed_tokens, is_last_rank) if is_last_rank else num_computed_tokens
+
+
+def end_of_history(start: int, num_computed_tokens: int, num_new: int) -> int:
+    """Where a non-last stage's row ends (vLLM 0.30.0 ``gpu_model_runner.py`` 1496-1518): never
+    before what it already holds, which under async scheduling is the broadcast's tokens."""
+    return max(start, num_computed_tokens + num_new)
+
+
+def end_from_num_computed(start: int, num_computed_tokens: int, num_new: int) -> int:
+    """v1-pp-async-num-tokens-no-spec (PR #41133): 0.17.0's offset (``gpu_model_runner.py``
+    1153-1160), the scheduler's count plus the relayed tokens, of which async scheduling relays
+    none: the row ends before the last sampled token."""
+    return num_computed_tokens + num_new
+
+
 READD_SPEC_TOKENS = Switch("readd_spec_tokens", ModelRunner.V1, skip_spec_tokens)
 SYNC_ACCEPTED_TOKENS = Switch("sync_accepted_tokens", ModelRunner.V1, slice_relayed_tokens)
 MOVE_ROW = Switch("move_row", ModelRunner.V1)
+PREV_SAMPLED_LAYOUT = Switch("prev_sampled_layout", ModelRunner.V1, column_zero_layout)
+TRIM_OPTIMISTIC = Switch("trim_optimistic", ModelRunner.V1, trim_on_last_rank_only)
+NUM_TOKENS_NO_SPEC = Switch("num_tokens_no_spec", ModelRunner.V1, end_from_num_computed)
 
 
 class Preset(SwitchPreset):
@@ -97,6 +155,15 @@ class Preset(SwitchPreset):
     VLLM_0_9_2 = "vllm-0.9.2", (READD_SPEC_TOKENS, SYNC_ACCEPTED_TOKENS)
     VLLM_0_14 = "vllm-0.14", (SYNC_ACCEPTED_TOKENS,)
     ALL = "all"
+
+
+class V1FaultPreset(SwitchPreset):
+    """The ``faults=`` presets of V1 under pipeline parallelism with async scheduling: one fault
+    of the in-flight family each."""
+
+    V1_PP_ASYNC_COLUMN_0 = "v1-pp-async-column-0", (PREV_SAMPLED_LAYOUT,)
+    V1_PP_ASYNC_TRIM_LAST_RANK = "v1-pp-async-trim-last-rank", (TRIM_OPTIMISTIC,)
+    V1_PP_ASYNC_NUM_TOKENS_NO_SPEC = "v1-pp-async-num-tokens-no-spec", (NUM_TOKENS_NO_SPEC,)
 
 
 @dataclass(frozen=True, repr=False)
@@ -115,11 +182,12 @@ LEFT_OUT = {
         "vLLM PR #41133 (merged; its description of 2026-04-28) moved the write offset of a non-last rank's relayed tokens "
         "from num_computed_tokens (0.17.0 vllm/v1/worker/gpu_model_runner.py 1153-1160) to num_tokens_no_spec "
         "(0.30.0 1496-1518, whose comment names the two cases where they differ: a chunked prefill, and async "
-        "scheduling under PP, which relays no new_token_ids). minispec's V1 runner writes at num_computed_tokens, "
-        "as 0.17.0 did (gpu_model_runner.py, _update_cached_request), and loses nothing by it: it has no async "
-        "scheduling, a prefill chunk's prompt stays in its row, and after a verify step the positions between the "
-        "two offsets hold the drafts the row was given and the scheduler accepted. Every hypothesis schedule of "
+        "scheduling under PP, which relays no new_token_ids). Synchronously, minispec's V1 runner writes at "
+        "num_computed_tokens, as 0.17.0 did (gpu_model_runner.py, _write_relayed_tokens), and loses nothing by "
+        "it: a prefill chunk's prompt stays in its row, and after a verify step the positions between the two "
+        "offsets hold the drafts the row was given and the scheduler accepted. Every hypothesis schedule of "
         "tests/test_properties.py (chunked prefill and preemption included) runs clean under fixes='all' with "
-        "that offset, so no scenario bites; it is not a preset (from reading the code)."
+        "that offset, so no synchronous scenario bites, and this name is not a preset. Under pipeline "
+        "parallelism with async scheduling it bites: faults='v1-pp-async-num-tokens-no-spec' puts it back there."
     ),
 }

@@ -23,7 +23,7 @@ from minispec.v1.worker.gpu.runner_fixes import FaultPreset
 from minispec.v1.worker.gpu.runner_fixes import RunnerFixes as RunnerFixesV2
 from minispec.v1.worker.relay.runner_fixes import RelayFaultPreset
 from minispec.v1.worker.relay.runner_fixes import RunnerFixes as RunnerFixesRelay
-from minispec.v1.worker.runner_fixes import LEFT_OUT, Preset, RunnerFixes
+from minispec.v1.worker.runner_fixes import LEFT_OUT, Preset, RunnerFixes, V1FaultPreset
 from minispec.v1.worker.switches import ModelRunner, Switch, Switches, SwitchPreset, SwitchSettings
 
 
@@ -42,7 +42,7 @@ class Argument:
 
 ARGUMENTS = {
     "fixes": Argument((Preset,), (RunnerFixes, RunnerFixesV2, RunnerFixesRelay)),
-    "faults": Argument((FaultPreset, RelayFaultPreset), optional=True),
+    "faults": Argument((V1FaultPreset, FaultPreset, RelayFaultPreset), optional=True),
 }
 
 

@@ -82,7 +82,7 @@ class WorkerBase(ABC, Generic[InputsT]):
     def bind_pp_group(self, group) -> None:
         """Take the group this stage messages the other stages on (``StageGroup`` across
         processes, an ``InProcStageGroup`` rank in one), before the first step. A design
-        whose stages learn everything from the scheduler (V1) has nothing to bind."""
+        whose stages learn everything from the scheduler (V1, synchronously) has nothing to bind."""
 
     @abstractmethod
     def describe_rows(self, scheduler_output: SchedulerOutput, inputs: InputsT) -> list[RowRecord]:

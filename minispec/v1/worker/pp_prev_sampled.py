@@ -1,0 +1,165 @@
+"""V1 under pipeline parallelism with async scheduling: the last stage's broadcast of the
+previous sampled tokens (vLLM 0.30.0: ``vllm/v1/worker/gpu_model_runner.py``,
+``_pp_broadcast_prev_sampled_token_ids`` 4849-4864 and
+``_pp_receive_prev_sampled_token_ids_to_input_batch`` 4866-4894, from PR #32618; the
+scheduler then relays no ``new_token_ids``, ``vllm/v1/core/sched/scheduler.py`` 1633-1636).
+
+Under async scheduling the scheduler schedules a request again before its batch's output is
+back, so it cannot relay what was sampled; only the last stage knows. vLLM's last stage
+broadcasts each batch's sampled tokens after sampling it (called at 4612-4615), and each
+non-last stage posts its receive for them right after its own forward of the batch (4572-4574)
+and waits for it before it builds its next inputs (``_prepare_input_ids``, 1807-1810).
+minispec does the same over the pipeline's checked transport (``send_checked`` /
+``post_checked``, so invariant 7 checks every message): one message per non-last rank,
+skipped on both sides when no row of the batch samples (vLLM: ``_is_all_reqs_chunked_prefill``,
+4177-4184; here each side decides from its own rows, alike).
+
+What travels, for the batch's rows in batch order (``PrevSampledLayout``):
+
+1. ``sampled_token_ids`` ``[num_reqs, k + 1]`` int64, -1 padded: every token sampled, the
+   accepted drafts and the bonus (or recovered) token;
+2. ``[num_sampled; num_drafts]`` ``[2, num_reqs]`` int32: how many of each row are valid, and
+   how many drafts the last stage proposed next;
+3. with ``k > 0``, the next drafts ``[num_reqs, k]`` int64.
+
+vLLM sends only ``[num_reqs, 1]`` and asserts it (0.30.0 ``gpu_model_runner.py`` 4856-4858; the
+same assertion in 0.29.0 at 4918-4919 and 0.33.0 at 4534-4535): V1 under PP + async has no
+speculative decoding in any release. The three messages above are **minispec's fix where no
+release has one**: a non-last stage needs every accepted token (else its history loses them,
+July 2025's fault 2 again, vLLM #57755), their number, and the drafts it must embed as the
+next step's inputs. The fault preset ``v1-pp-async-column-0`` puts back the obvious patch
+#57755 reports, column 0 of the sampled tokens at width 1 and nothing else
+(``column_zero_layout``).
+
+A non-last stage applies entries on first need, at the start of a step, before
+``_update_states`` touches its rows: oldest first, every entry up to the newest one that holds
+a request scheduled now (as Model Runner V2 does here, ``gpu/pp_utils.py``). The last stage runs
+batches in order, so nothing is waited for that it will not send. Taking an entry appends its
+tokens to each request's ``output_token_ids`` and, where the request holds a row, writes them
+at ``num_tokens_no_spec`` and advances it (vLLM advances ``num_tokens_no_spec`` by one
+placeholder per row, 4888-4893: its tokens go to the GPU ``input_ids`` directly); the drafts
+become the stage's own (``draft_token_ids``), which ``_scheduled_drafts`` reads.
+
+In one process (``UniProcExecutor``) a receive not sent yet raises ``NotSentYet``; the
+executor runs the other stages first and retries. Taken tensors are kept on their entry, so a
+retry never takes a message twice. Left out: CUDA streams and the GPU scatter of
+``prev_sampled_token_ids`` into ``input_ids``, ``discard_request_mask``, torchrun's
+``broadcast_pp_output`` mode.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from minispec.distributed.parallel_state import InProcStageGroup, post_checked, send_checked
+
+# Its own tag (the executors use 1-4, Model Runner V2's broadcast 17).
+PREV_SAMPLED_TAG = 19
+
+
+@dataclass(frozen=True)
+class PrevSampledLayout:
+    """What the broadcast carries: the sampled tokens' width, and whether the counts and the
+    next drafts travel too. Both sides build it from the same function (a switch)."""
+
+    width: int
+    counts: bool
+    num_drafts: int  # the drafts message's width; 0: none sent
+
+    def shapes(self, n: int) -> list[tuple[tuple[int, int], torch.dtype]]:
+        shapes = [((n, self.width), torch.int64)]
+        if self.counts:
+            shapes.append(((2, n), torch.int32))
+        if self.num_drafts:
+            shapes.append(((n, self.num_drafts), torch.int64))
+        return shapes
+
+
+def full_layout(num_speculative_tokens: int) -> PrevSampledLayout:
+    """minispec's fix: all ``k + 1`` columns, the valid counts and the next drafts."""
+    return PrevSampledLayout(num_speculative_tokens + 1, True, num_speculative_tokens)
+
+
+@dataclass
+class PendingPrevSampled:
+    """One batch's posted receives on a non-last stage."""
+
+    req_ids: list[str]
+    samples: np.ndarray  # per row: does the batch sample for it
+    receives: list
+    tensors: list[np.ndarray] = field(default_factory=list)  # once taken
+
+
+@dataclass
+class PrevSampled:
+    """One batch's broadcast, per sampling row: the tokens to append, and the next drafts
+    (None: the layout carries none)."""
+
+    tokens: dict[str, list[int]]
+    drafts: dict[str, list[int]] | None
+
+
+class PrevSampledBroadcast:
+    def __init__(self, group, pp_size: int, layout: PrevSampledLayout):
+        self.group, self.last_rank, self.layout = group, pp_size - 1, layout
+        self.queue: deque[PendingPrevSampled] = deque()
+
+    def reset(self) -> None:
+        self.queue.clear()
+        if isinstance(self.group, InProcStageGroup):
+            self.group.reset()
+
+    # -- the last stage -------------------------------------------------------
+    def broadcast(self, step: int, sampled: list[list[int]], drafts: list[list[int]]) -> None:
+        """``sampled``: per row, what the last stage emitted; ``drafts``: per row, what it proposed."""
+        if not any(sampled):
+            return
+        n, layout = len(sampled), self.layout
+        tokens = np.full((n, max(layout.width, 1)), -1, dtype=np.int64)
+        for row, t in enumerate(sampled):
+            tokens[row, : min(len(t), layout.width)] = t[: layout.width]
+        messages = [tokens]
+        if layout.counts:
+            messages.append(np.array([[len(t) for t in sampled], [len(d) for d in drafts or [[]] * n]], np.int32))
+        if layout.num_drafts:
+            next_drafts = np.full((n, layout.num_drafts), -1, dtype=np.int64)
+            for row, d in enumerate(drafts):
+                next_drafts[row, : len(d)] = d
+            messages.append(next_drafts)
+        for message in messages:
+            for dst in range(self.last_rank):
+                send_checked(self.group, torch.from_numpy(message), dst, PREV_SAMPLED_TAG, step)
+
+    # -- a non-last stage -----------------------------------------------------
+    def receive(self, step: int, req_ids: list[str], samples: np.ndarray) -> None:
+        """Post this batch's receives, right after this stage's forward of it."""
+        if not samples.any():
+            return
+        receives = [post_checked(self.group, torch.empty(shape, dtype=dtype), self.last_rank, PREV_SAMPLED_TAG, step)
+                    for shape, dtype in self.layout.shapes(len(req_ids))]
+        self.queue.append(PendingPrevSampled(list(req_ids), samples.copy(), receives))
+
+    def take_needed(self, scheduled: set[str]) -> list[PrevSampled]:
+        """Oldest first, every entry up to the newest that holds a request in ``scheduled``.
+        Each entry is taken whole before any leaves the queue, so ``NotSentYet`` leaves the
+        queue as it was."""
+        newest = max((i for i, e in enumerate(self.queue) if scheduled & set(e.req_ids)), default=-1)
+        for entry in list(self.queue)[: newest + 1]:
+            entry.tensors = entry.tensors or [r.take().numpy() for r in entry.receives]
+        return [self._unpack(self.queue.popleft()) for _ in range(newest + 1)]
+
+    def _unpack(self, entry: PendingPrevSampled) -> PrevSampled:
+        tokens_np = entry.tensors[0]
+        counts = entry.tensors[1] if self.layout.counts else None
+        tokens, drafts = {}, {} if self.layout.num_drafts else None
+        for row in np.flatnonzero(entry.samples):
+            req_id = entry.req_ids[row]
+            num_sampled = int(counts[0, row]) if counts is not None else 1
+            tokens[req_id] = tokens_np[row, :num_sampled].tolist()
+            if drafts is not None:
+                drafts[req_id] = entry.tensors[2][row, : int(counts[1, row])].tolist()
+        return PrevSampled(tokens, drafts)
