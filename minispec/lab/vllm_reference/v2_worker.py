@@ -29,7 +29,8 @@ are minispec's, recorded), the input batch (only the fields the code above reads
 filled as ``prepare_inputs`` fills them), the scheduler output (plain data),
 pinned memory and UVA views, CUDA streams and events, the NCCL broadcast
 (``InProcBroadcast``: every rank in this process, in the order minispec ran the
-stage-steps), and the step at which a non-last rank takes a broadcast entry from
+stage-steps; a broadcast that does not fit stalls every later wait of its rank),
+and the step at which a non-last rank takes a broadcast entry from
 its FIFO (``apply_broadcasts``: when minispec's run took it).
 
 No vLLM code is stored in minispec: this file imports vLLM from the cache; it
