@@ -276,3 +276,14 @@ def test_seed_40_vllm_0_29_drops_the_misfit_entry_without_waiting(seed_40_width)
     vllm = next(r["buffers"] for r in row.vllm_steps["random seed 40"] if (r["step"], r["stage"]) == (6, 0))
     assert vllm["broadcast_unwaited"] == first.minispec and not {"req-0", "req-1"} & set(vllm["req_id_to_index"])
     assert row.unwaited == ["random seed 40"] and row.ok
+
+
+@pytest.mark.parametrize("argv, message", [(["--v2-first-seed", "-1"], "--v2-first-seed=-1: expected a number >= 0"),
+                                           (["--v2-only", "--write-artifact"], "--v2-only leaves out")])
+def test_bad_arguments_are_named_before_anything_is_built(argv, message, capsys, monkeypatch):
+    from minispec.lab.vllm_reference import __main__ as cli
+
+    monkeypatch.setattr(environment, "ensure", lambda: pytest.fail("built the environment"))
+    with pytest.raises(SystemExit):
+        cli.main(argv)
+    assert message in capsys.readouterr().err

@@ -5,7 +5,8 @@ pairing is not as expected.
 ``--random N`` sets the number of random schedules (200), ``--random-v2 N`` Model
 Runner V2's (``--random``'s unless given), ``--v2-first-seed S`` the first of
 V2's seeds (0), so that a long V2 run can go in shards; ``--v2-only`` runs
-Model Runner V2's check alone; ``--write-artifact`` rewrites
+Model Runner V2's check alone; ``--v2-mismatched`` adds V2's mismatched pairings
+on the random schedules; ``--write-artifact`` rewrites
 ``artifacts/thread.json`` from this run.
 """
 
@@ -40,6 +41,8 @@ def main(argv=None) -> int:
                         help="random schedules per Model Runner V2 pairing (default: --random's)")
     parser.add_argument("--v2-first-seed", type=int, default=0, help="the first of V2's random seeds (default 0)")
     parser.add_argument("--v2-only", action="store_true", help="run Model Runner V2's check alone")
+    parser.add_argument("--v2-mismatched", action="store_true",
+                        help="run V2's mismatched pairings on the random schedules too, not only on the thread")
     parser.add_argument("--write-artifact", action="store_true", help="rewrite the stored artifact")
     args = parser.parse_args(argv)
     args.random_v2 = args.random if args.random_v2 is None else args.random_v2
@@ -63,7 +66,8 @@ def main(argv=None) -> int:
 def _check_v2(args) -> tuple[bool, float]:
     """Model Runner V2's check and its table; returns whether it was as expected, and its seconds."""
     start = time.monotonic()
-    v2 = v2_run.check(args.random_v2, first_seed=args.v2_first_seed)
+    pairings = v2_run.PAIRINGS + (v2_run.MISMATCHED_RANDOM if args.v2_mismatched else ())
+    v2 = v2_run.check(args.random_v2, pairings, first_seed=args.v2_first_seed)
     print("\nModel Runner V2: vLLM's RequestState, PPHandler and broadcast post-processing on minispec's V2 runs")
     print(report.render_v2_table(v2.rows))
     for row in v2.rows:

@@ -30,7 +30,7 @@ vLLM twin: none.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from minispec.distributed.parallel_state import MessageMismatch
@@ -69,6 +69,8 @@ PAIRINGS = (
     Pairing("0.30.0", "vllm", STALE_DRAFTS, THREAD, False, "0.30.0 broadcasts the drafts"),
     Pairing("0.30.0", "vllm", BROADCAST_WIDTH, THREAD, False, "0.30.0 pads to k + 1"),
 )
+# The mismatched pairings on random schedules too: the long run's (``--v2-mismatched``), not CI's.
+MISMATCHED_RANDOM = tuple(replace(p, scenario=RANDOM) for p in PAIRINGS if not p.expect_equal)
 
 
 def run_minispec(scenario: str, preset: str, seeds: range) -> dict[str, V2Capture]:
