@@ -7,26 +7,31 @@ the vLLM environment (``make vllm-check`` builds it), unless ``MINISPEC_REQUIRE_
 """
 
 import os
+from pathlib import Path
 
 import pytest
+import torch
 
-from minispec.lab.vllm_reference import environment, report
+from minispec.lab.vllm_reference import environment, report, v2_run
 from minispec.lab.vllm_reference.compare import Comparison, compare_until_stopped
 from minispec.lab.vllm_reference.v2_capture import Timing
 from minispec.lab.vllm_reference.v2_run import (
     BROADCAST_WIDTH,
     FIXED,
     PAIRINGS,
+    RANDOM,
     STALE_DRAFTS,
     THREAD,
+    Pairing,
     V2Row,
     run_minispec,
+    unwaited_mismatch,
 )
 
 
 @pytest.fixture(scope="module")
 def thread_runs():
-    return {preset: run_minispec(THREAD, preset, 0)["thread"] for preset in (FIXED, STALE_DRAFTS, BROADCAST_WIDTH)}
+    return {preset: run_minispec(THREAD, preset, range(0))["thread"] for preset in (FIXED, STALE_DRAFTS, BROADCAST_WIDTH)}
 
 
 # -- minispec's side -------------------------------------------------------
@@ -114,8 +119,56 @@ def test_render_v2_table():
             V2Row(PAIRINGS[-2], 1, 1, [], Comparison(52, 52, []), None, {}, {})]
     lines = report.render_v2_table(rows).splitlines()
     assert lines[0].split()[:3] == ["vLLM", "sampler", "width"]
-    assert lines[2].split() == ["0.30.0", "vllm", "fixed", "thread", "1/1", "34/34", "1/1", "equal", "-", "ok"]
+    assert lines[2].split() == ["0.30.0", "vllm", "fixed", "thread", "1/1", "34/34", "1/1", "0/1", "equal", "-", "ok"]
     assert lines[3].split()[-3:] == ["differ", "-", "FAILED"]  # expected to differ, and equal
+
+
+@pytest.fixture
+def v2_worker(monkeypatch):
+    """The worker module, which vLLM's environment imports as a script (torch only, until it runs vLLM's code)."""
+    monkeypatch.syspath_prepend(str(Path(v2_run.WORKER).parent))
+    import v2_worker
+
+    return v2_worker
+
+
+def test_a_broadcast_that_does_not_fit_stalls_every_later_wait_of_its_rank(v2_worker):
+    """NCCL runs a stream's broadcasts in order: a receive posted after the one a
+    broadcast did not fit waits behind it, even when it fits itself."""
+    group = v2_worker.InProcBroadcast(2)
+    events = []
+    for width in (1, 5):  # the last rank sends [2, 1], then [2, 5], into two [2, 5] receives
+        group.rank = 0
+        group.broadcast(torch.empty(2, 5, dtype=torch.int64), src=1)
+        events.append(group.record_event())
+        group.rank = 1
+        group.broadcast(torch.zeros(2, width, dtype=torch.int64), src=1)
+    assert events[1].unfit() is None and events[0].unfit() == {"sent": [2, 1], "posted": [2, 5]}
+    with pytest.raises(v2_worker.BroadcastMismatch) as caught:
+        events[1].check()
+    assert (caught.value.sent, caught.value.posted) == ([2, 1], [2, 5]) and events[1].waited
+    assert not events[0].waited
+
+
+def test_unwaited_mismatch_is_one_stage_step_where_vllm_dropped_the_same_misfit():
+    misfit = {"sent": [2, 1], "posted": [2, 5]}
+    stopped = dict.fromkeys(_slots()) | {"broadcast_mismatch": misfit}
+    mine = [{"stage": 0, "step": 1, "buffers": _slots()}, {"stage": 0, "step": 2, "buffers": stopped}]
+    for dropped, expected in ((misfit, True), (None, False), ({"sent": [3, 1], "posted": [3, 5]}, False)):
+        theirs = [mine[0], {"stage": 0, "step": 2, "buffers": _slots() | {"broadcast_unwaited": dropped}}]
+        c = compare_until_stopped(mine, theirs)
+        assert unwaited_mismatch(mine, theirs, c) is expected
+    # a difference before the stop is not explained by it
+    theirs = [{"stage": 0, "step": 1, "buffers": _slots(total_len={"A": 5})},
+              {"stage": 0, "step": 2, "buffers": _slots() | {"broadcast_unwaited": misfit}}]
+    assert not unwaited_mismatch(mine, theirs, compare_until_stopped(mine, theirs))
+
+
+def test_an_unwaited_run_keeps_an_equal_row_ok_and_a_differ_row_not():
+    c = Comparison(10, 9, [object()])
+    assert V2Row(PAIRINGS[3], 1, 0, [], c, "random seed 40", {}, {}, ["random seed 40"]).ok
+    assert not V2Row(PAIRINGS[3], 1, 0, [], c, "random seed 40", {}, {}, []).ok
+    assert not V2Row(PAIRINGS[-1], 1, 0, [], c, "random seed 40", {}, {}, ["random seed 40"]).ok
 
 
 def test_v2_releases_get_triton_and_no_transformers():
@@ -128,15 +181,23 @@ def test_v2_releases_get_triton_and_no_transformers():
 
 # -- vLLM's own code --------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def thread_check():
+def _require_vllm() -> None:
     if why := environment.missing(environment.V2_RELEASES):
         if os.environ.get("MINISPEC_REQUIRE_VLLM") == "1":
             pytest.fail(f"MINISPEC_REQUIRE_VLLM=1 but {why}")
         pytest.skip(why)
-    from minispec.lab.vllm_reference import v2_run
 
+
+@pytest.fixture(scope="module")
+def thread_check():
+    _require_vllm()
     return v2_run.check(0, [p for p in PAIRINGS if p.scenario == THREAD])
+
+
+@pytest.fixture(scope="module")
+def seed_40_width():
+    _require_vllm()
+    return v2_run.check(1, [Pairing("0.29.0", "vllm", BROADCAST_WIDTH, RANDOM, True, "")], first_seed=40)
 
 
 def _row(check, release, width, preset):
@@ -193,3 +254,52 @@ def test_provenance_names_vllms_own_v2_code_with_hashes(thread_check):
         assert "sampler, rejection sampler" in p["stand_ins"]
     assert by_release["0.30.0"]["executed"]["PPHandler"] == "vllm/v1/worker/gpu/pp_utils.py:50-271"
     assert "no broadcast_drafts" in by_release["0.29.0"]["executed"]["PPHandler"]
+
+
+@pytest.mark.vllm
+def test_seed_40_vllm_0_29_drops_the_misfit_entry_without_waiting(seed_40_width):
+    """Seed 40, 0.29.0 x v2-broadcast-width: stage 0's receive of step 0 (req-0 and
+    req-1's prefills, [2, 5]) got [2, 1]; both requests finished at step 3, so at
+    step 6, where the entry is taken, every row's slot was freed since, and
+    vLLM's get_prev_sampled_outputs returns before it waits on the receive
+    (0.29.0 pp_utils.py 110-113, 118). minispec's transport checks the message as
+    it takes it, and names it; vLLM's rank would hang at its next wait instead."""
+    row = seed_40_width.rows[0]
+    assert (row.comparison.equal, row.comparison.total, row.runs_equal) == (9, 10, 0)
+    first = row.first
+    assert (first.step, first.stage, first.buffer) == (6, 0, "broadcast_mismatch")
+    assert first.minispec == {"sent": [2, 1], "posted": [2, 5]} and first.vllm is None
+    capture = seed_40_width.runs[(RANDOM, BROADCAST_WIDTH)]["random seed 40"]
+    assert set(capture.schedules[3]["finished_req_ids"]) == {"req-0", "req-1"}
+    step0 = next(s.buffers for s in capture.stage_steps if (s.step, s.stage) == (0, 0))
+    assert set(step0["req_id_to_index"]) == {"req-0", "req-1"}
+    vllm = next(r["buffers"] for r in row.vllm_steps["random seed 40"] if (r["step"], r["stage"]) == (6, 0))
+    assert vllm["broadcast_unwaited"] == first.minispec and not {"req-0", "req-1"} & set(vllm["req_id_to_index"])
+    assert row.unwaited == ["random seed 40"] and row.ok
+
+
+@pytest.mark.parametrize("argv, message", [(["--v2-first-seed", "-1"], "--v2-first-seed=-1: expected a number >= 0"),
+                                           (["--v2-only", "--write-artifact"], "--v2-only leaves out")])
+def test_bad_arguments_are_named_before_anything_is_built(argv, message, capsys, monkeypatch):
+    from minispec.lab.vllm_reference import __main__ as cli
+
+    monkeypatch.setattr(environment, "ensure", lambda: pytest.fail("built the environment"))
+    with pytest.raises(SystemExit):
+        cli.main(argv)
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("seed, step, misfit", [
+    (63, 5, [[2, 1], [2, 4]]), (65, 5, [[2, 1], [2, 2]]), (70, 5, [[1, 1], [1, 3]]), (88, 4, [[1, 1], [1, 3]]),
+    (106, 6, [[1, 1], [1, 5]]), (112, 14, [[2, 1], [2, 5]]), (124, 4, [[1, 1], [1, 3]]), (136, 5, [[2, 1], [2, 2]]),
+    (154, 7, [[1, 1], [1, 2]]), (199, 6, [[2, 1], [2, 3]])])
+def test_the_200_runs_other_unwaited_seeds(seed, step, misfit):
+    """The other runs of 0.29.0 x v2-broadcast-width in seeds 0-199 that differ, each
+    for seed 40's reason: their one difference is a misfit broadcast that vLLM's code
+    took off its FIFO without waiting on it."""
+    _require_vllm()
+    row = v2_run.check(1, [Pairing("0.29.0", "vllm", BROADCAST_WIDTH, RANDOM, True, "")], first_seed=seed).rows[0]
+    assert (row.first.step, row.first.stage, row.first.buffer) == (step, 0, "broadcast_mismatch")
+    assert row.first.minispec == {"sent": misfit[0], "posted": misfit[1]}
+    assert row.unwaited == [f"random seed {seed}"] and row.comparison.total - row.comparison.equal == 1 and row.ok

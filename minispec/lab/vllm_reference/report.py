@@ -107,16 +107,18 @@ def render_provenance(provenance: dict) -> str:
 
 
 V2_COLUMNS = ("vLLM", "sampler width", "preset", "scenario", "runs equal", "equal stage-steps", "timing departs",
-              "expected", "first difference", "verdict")
+              "unwaited", "expected", "first difference", "verdict")
 
 
 def render_v2_table(rows) -> str:
     """One line per ``v2_run.V2Row``; "timing departs": runs where minispec took a
-    broadcast entry at another step than vLLM's FIFO would."""
+    broadcast entry at another step than vLLM's FIFO would; "unwaited": runs whose
+    one difference is a broadcast that did not fit, which minispec names and
+    vLLM's code took off its FIFO without waiting on it (``v2_run.unwaited_mismatch``)."""
     cells = [V2_COLUMNS] + [
         (r.pairing.release, r.pairing.sampler_width, r.pairing.preset, r.pairing.scenario, f"{r.runs_equal}/{r.runs}",
          f"{r.comparison.equal}/{r.comparison.total}", f"{len(r.timing_departs)}/{r.runs}",
-         "equal" if r.pairing.expect_equal else "differ",
+         f"{len(r.unwaited)}/{r.runs}", "equal" if r.pairing.expect_equal else "differ",
          f"step {r.first.step} stage {r.first.stage} {r.first.buffer} {r.first.where}".rstrip() if r.first else "-",
          _verdict(r))
         for r in rows

@@ -29,7 +29,8 @@ are minispec's, recorded), the input batch (only the fields the code above reads
 filled as ``prepare_inputs`` fills them), the scheduler output (plain data),
 pinned memory and UVA views, CUDA streams and events, the NCCL broadcast
 (``InProcBroadcast``: every rank in this process, in the order minispec ran the
-stage-steps), and the step at which a non-last rank takes a broadcast entry from
+stage-steps; a broadcast that does not fit stalls every later wait of its rank),
+and the step at which a non-last rank takes a broadcast entry from
 its FIFO (``apply_broadcasts``: when minispec's run took it).
 
 No vLLM code is stored in minispec: this file imports vLLM from the cache; it
@@ -75,7 +76,8 @@ STAND_INS = {
                                      "Tensor.pin_memory returns the tensor) and are their own device view "
                                      "(get_accelerator_view_from_cpu_tensor needs vLLM's CUDA ops)",
     "CUDA streams and events": "no-ops on CPU, except that waiting on a receive's event checks that the "
-                               "broadcast it waits for arrived and fitted (NCCL would hang otherwise)",
+                               "broadcast it waits for arrived, and that neither it nor an earlier one to "
+                               "this rank misfitted (NCCL runs a stream's broadcasts in order and would hang)",
     "torch.distributed.broadcast": "InProcBroadcast: a receive posted by a non-last rank is filled by the "
                                    "last rank's next broadcast to it, in order, as NCCL pairs them",
     "model_state, LoRA, prompt logprobs, block tables": "states that only features this check leaves out "
@@ -102,16 +104,26 @@ class BroadcastMismatch(RuntimeError):
 class InProcBroadcast:
     """Every rank of the pipeline in this process. A non-last rank's
     ``broadcast`` posts its buffer; the last rank's fills each other rank's
-    oldest posted buffer, as NCCL pairs collective calls in order."""
+    oldest posted buffer, as NCCL pairs collective calls in order.
+
+    A broadcast that does not fit its receive stalls the receiving rank's
+    broadcast stream (``stalled``): NCCL runs a stream's collectives in order, so
+    every receive posted after it waits behind it. vLLM's code only finds out
+    when it waits on the event of that receive or of a later one; it never
+    waits on an entry whose rows were all freed (0.29.0 ``pp_utils.py``
+    110-113, before the wait at 118; 0.30.0 135-138, 143)."""
 
     def __init__(self, world_size: int):
         self.rank, self.world_size = 0, world_size  # ``rank``: whose code runs now
         self.posted: dict[int, deque] = {r: deque() for r in range(world_size)}
         self.since_event: dict[int, list] = {r: [] for r in range(world_size)}
+        self.receives: dict[int, int] = dict.fromkeys(range(world_size), 0)  # posted so far, per rank
+        self.stalled: dict[int, dict] = {}  # rank -> its first receive that a broadcast did not fit
 
     def broadcast(self, tensor: torch.Tensor, src: int, group=None) -> None:
         if self.rank != src:
-            receive = {"buffer": tensor, "sent": None}
+            self.receives[self.rank] += 1
+            receive = {"buffer": tensor, "sent": None, "seq": self.receives[self.rank]}
             self.posted[self.rank].append(receive)
             self.since_event[self.rank].append(receive)
             return
@@ -125,22 +137,38 @@ class InProcBroadcast:
             receive["sent"] = list(tensor.shape)
             if tensor.shape == receive["buffer"].shape and tensor.dtype == receive["buffer"].dtype:
                 receive["buffer"].copy_(tensor)
+            else:
+                self.stalled.setdefault(dst, receive)
 
     def record_event(self) -> "Event":
         receives, self.since_event[self.rank] = self.since_event[self.rank], []
-        return Event(receives)
+        return Event(self, self.rank, receives)
+
+
+def _unfit(receive: dict) -> dict:
+    return {"sent": receive["sent"], "posted": list(receive["buffer"].shape)}
 
 
 class Event:
-    def __init__(self, receives: list):
-        self.receives = receives
+    def __init__(self, group: InProcBroadcast, rank: int, receives: list):
+        self.group, self.rank, self.receives, self.waited = group, rank, receives, False
+
+    def unfit(self) -> dict | None:
+        """The first of its receives that the broadcast sent to it did not fit, as {"sent", "posted"}."""
+        return next((_unfit(r) for r in self.receives if r["sent"] != list(r["buffer"].shape)), None)
 
     def check(self) -> None:
+        """Waiting on it: it hangs if its rank's stream is stalled at or before its
+        receives, or if nothing was sent to one of them."""
+        self.waited = True
+        stall = self.group.stalled.get(self.rank)
+        if stall is not None and stall["seq"] <= max((r["seq"] for r in self.receives), default=0):
+            raise BroadcastMismatch(f"a {_unfit(stall)['posted']} receive got {stall['sent']}, and this rank's "
+                                    "broadcast stream waits behind it (NCCL would hang)", **_unfit(stall))
         for r in self.receives:
-            posted = list(r["buffer"].shape)
-            if r["sent"] != posted:
-                raise BroadcastMismatch(f"a {posted} receive got {r['sent']} (None: nothing was sent to it; "
-                                        "NCCL would hang)", r["sent"], posted)
+            if r["sent"] is None:
+                raise BroadcastMismatch(f"a {list(r['buffer'].shape)} receive got nothing (NCCL would hang)",
+                                        **_unfit(r))
 
 
 class Stream:
@@ -302,6 +330,7 @@ def snapshot(runner: StandInRunner) -> dict:
         "last_sampled_tokens": {r: int(s.last_sampled_tokens[i, 0]) for r, i in index.items()},
         "draft_tokens": {r: s.draft_tokens[i].tolist() for r, i in index.items()},
         "broadcast_mismatch": None,
+        "broadcast_unwaited": None,  # not compared: minispec's run has no such wait to skip (v2_run.V2Row)
     }
 
 
@@ -322,7 +351,7 @@ def sample_on_last_rank(runner: StandInRunner, batch, sample: dict, k: int, samp
             runner.pp_handler.broadcast_drafts(runner.req_states.draft_tokens, batch)
 
 
-def apply_broadcasts(runner: StandInRunner, applied: list[int], receipts: dict[int, int]) -> None:
+def apply_broadcasts(runner: StandInRunner, applied: list[int], receipts: dict[int, int]) -> dict | None:
     """vLLM's ``update_pp_decode_requests``, called once per broadcast entry that
     minispec applied at this stage-step (``applied``: the calls that received
     them), with the FIFO's placeholders ahead of the entry dropped; on a step
@@ -330,18 +359,27 @@ def apply_broadcasts(runner: StandInRunner, applied: list[int], receipts: dict[i
     ``get_prev_sampled_outputs`` appends it (0.30.0 pp_utils.py 124-126).
     vLLM's FIFO would take an entry exactly ``pp_size`` calls after its receive;
     when it is taken is the one decision left to minispec's schedule
-    (``v2_run``'s docstring)."""
+    (``v2_run``'s docstring).
+
+    Returns the first broadcast that did not fit an entry vLLM's code took off
+    its FIFO without waiting on it (every row freed since its receive), as
+    {"sent", "posted"}; None if there was none."""
     queue = runner.pp_handler.queue
     if runner.is_last_pp_rank:
         runner.update_pp_decode_requests()  # its queue is empty: nothing to take
-        return
+        return None
     if not applied:
         queue.append(None)
-        return
+        return None
+    unwaited = None
     while any(e is not None and receipts[id(e)] <= max(applied) for e in queue):
         while queue[0] is None:
             queue.popleft()
+        entry = queue[0]
         runner.update_pp_decode_requests()
+        if not entry.event.waited:
+            unwaited = unwaited or entry.event.unfit()
+    return unwaited
 
 
 def run_job(job: dict, sampler_width: str) -> list[dict]:
@@ -362,7 +400,7 @@ def run_job(job: dict, sampler_width: str) -> list[dict]:
         group.rank = event["stage"]
         where = {"stage": event["stage"], "step": event["step"]}
         try:
-            apply_broadcasts(runner, event["applied"], receipts[event["stage"]])
+            unwaited = apply_broadcasts(runner, event["applied"], receipts[event["stage"]])
         except BroadcastMismatch as e:
             mismatch = {"sent": e.sent, "posted": e.posted}
             out.append({**where, "buffers": dict.fromkeys(snapshot(runner)) | {"broadcast_mismatch": mismatch}})
@@ -371,7 +409,7 @@ def run_job(job: dict, sampler_width: str) -> list[dict]:
         runner.finish_requests(so)
         runner.add_requests(so)
         runner.update_requests(so)
-        out.append({**where, "buffers": snapshot(runner)})
+        out.append({**where, "buffers": snapshot(runner) | {"broadcast_unwaited": unwaited}})
         batch = input_batch(runner, o)
         if runner.is_last_pp_rank:
             sample_on_last_rank(runner, batch, event["sample"], cfg["num_speculative_tokens"], sampler_width)
