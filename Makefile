@@ -56,7 +56,7 @@ lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 
 # The default suite (the README's test command): the linter, then every test and notebook but
-# the slow tier and vLLM's own code (make vllm-check runs those 40 tests), one pytest worker per
+# the slow tier and vLLM's own code (make vllm-check runs those tests), one pytest worker per
 # core. --dist loadfile keeps a file's tests on one worker, so a notebook's cells run in order in
 # one kernel.
 SUITE := -n auto --dist loadfile
