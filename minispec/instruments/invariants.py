@@ -133,11 +133,75 @@ DRAFTS, HISTORY, ACCOUNTING, IN_FLIGHT = (Invariant.DRAFT_AGREEMENT, Invariant.T
                                           Invariant.SHARED_ACCOUNTING, Invariant.ONE_IN_FLIGHT_BATCH)
 
 
+@dataclass(frozen=True)
+class Expected:
+    """What a stage must hold for one request at one step: the scheduler's view of it, taken
+    when it scheduled the step or, under async scheduling, once the outputs it scheduled the
+    step without are in (``resolved_by``: those steps)."""
+
+    num_computed_tokens: int
+    all_token_ids: list[int]
+    drafts: list[int]
+    resolved_by: tuple[int, ...] = ()
+
+    def says(self, what: str) -> str:
+        """``what``, and where the value comes from when it is not the schedule's own."""
+        if not self.resolved_by:
+            return what
+        return f"{what} (the scheduler's once step {', '.join(map(str, self.resolved_by))} came back)"
+
+
+# The async scheduler's stand-in for a draft it never learns (vLLM 0.30.0
+# ``vllm/v1/core/sched/async_scheduler.py`` 16 and 44: ``[-1] * num_spec_tokens``).
+PLACEHOLDER = -1
+
+
+def fill(scheduled: list[int], proposed: list[int]) -> list[int]:
+    """The drafts a step runs: the scheduled values, or where the scheduler sent placeholders, the
+    last proposals for the request, cut to the number scheduled and padded with 0 where the
+    proposer proposed fewer (as both runners' draft buffers are)."""
+    if PLACEHOLDER not in scheduled:
+        return scheduled
+    n = len(scheduled)
+    return (proposed[:n] + [0] * n)[:n]
+
+
+def scheduled_view(s: ScheduleRecord, req_id: str, proposed: list[int]) -> Expected:
+    """What the scheduler sent for the request (``proposed``: the last drafts an output brought it)."""
+    return Expected(s.num_computed_tokens[req_id], s.all_token_ids[req_id],
+                    fill(s.scheduled_spec_decode_tokens.get(req_id, []), proposed))
+
+
+def resolved_view(s: ScheduleRecord, req_id: str, awaited: list[StepRecord]) -> Expected:
+    """What the scheduler's placeholders stood for, once the ``awaited`` batches (in flight when
+    it scheduled ``s``, oldest first) came back: its count less the drafts they rejected, its
+    tokens after the last of them, and the drafts that one brought."""
+    rejected = sum(len(u.schedule.scheduled_spec_decode_tokens.get(req_id, [])) - u.num_accepted.get(req_id, 0)
+                   for u in awaited)
+    last = awaited[-1]
+    drafts = fill(s.scheduled_spec_decode_tokens.get(req_id, []), last.spec_token_ids.get(req_id, []))
+    return Expected(s.num_computed_tokens[req_id] - rejected, last.all_token_ids_after[req_id], drafts,
+                    tuple(u.step for u in awaited))
+
+
+def owed(s: ScheduleRecord, req_id: str) -> int:
+    """The tokens a batch that samples the request owes it: the bonus and one per draft."""
+    return 1 + len(s.scheduled_spec_decode_tokens.get(req_id, []))
+
+
 class InvariantChecker:
     def __init__(self, raise_on_violation: bool = True):
         self.raise_on_violation = raise_on_violation
         self.violations: list[Violation] = []
-        self.sampling_in_flight: dict[str, int] = {}  # request -> step of the batch that will sample it
+        # request -> the batches in flight that will sample it (oldest first): one at most,
+        # unless the later ones were scheduled on the earlier ones' placeholders
+        self.sampling_in_flight: dict[str, list[ScheduleRecord]] = {}
+        # (step, request) -> the sampling batches in flight when it was scheduled: its stages
+        # are checked against what their outputs bring (async scheduling)
+        self.awaits: dict[tuple[int, str], list[int]] = {}
+        self.came_back: dict[int, StepRecord] = {}  # the awaited batches whose outputs are in
+        self.pending: dict[int, list[tuple[ScheduleRecord, StageRecord, RowRecord]]] = {}  # awaited step -> rows
+        self.proposed: dict[str, list[int]] = {}  # request -> the drafts its last output brought
 
     def _fail(self, invariant: Invariant, *args) -> None:
         violation = Violation(invariant, *args)
@@ -149,41 +213,64 @@ class InvariantChecker:
         for req_id in s.num_scheduled_tokens:
             if not samples(s, req_id):
                 continue
-            if req_id in self.sampling_in_flight:
-                self._fail(IN_FLIGHT, s.step, None, req_id, "not in another in-flight batch",
-                           f"also in step {self.sampling_in_flight[req_id]}, still in flight")
-            self.sampling_in_flight[req_id] = s.step
+            in_flight = self.sampling_in_flight.setdefault(req_id, [])
+            if in_flight:
+                placeholders = s.num_output_placeholders.get(req_id, 0)
+                owes = sum(owed(m, req_id) for m in [*in_flight, s])
+                if placeholders != owes:
+                    on_placeholders = f", or scheduled on its {owes} placeholders" if placeholders else ""
+                    self._fail(IN_FLIGHT, s.step, None, req_id, f"not in another in-flight batch{on_placeholders}",
+                               f"also in step {', '.join(str(m.step) for m in in_flight)}, still in flight"
+                               + (f"; {placeholders} placeholders" if placeholders else ""))
+                self.awaits[(s.step, req_id)] = [m.step for m in in_flight]
+            in_flight.append(s)
 
     def check_stage(self, s: ScheduleRecord, st: StageRecord) -> None:
         for row in st.rows:
-            req_id = row.req_id
-            if row.num_computed_tokens != s.num_computed_tokens[req_id]:
-                self._fail(ACCOUNTING, s.step, st.stage, req_id, f"num_computed_tokens={s.num_computed_tokens[req_id]}",
-                           row.num_computed_tokens)
-            # The blocks too: a stage that reads or writes KV through other
-            # blocks than the scheduler gave computes other tokens while every
-            # token id above is right.
-            if row.block_ids is not None and req_id in s.block_ids and row.block_ids != s.block_ids[req_id]:
-                self._fail(ACCOUNTING, s.step, st.stage, req_id, f"block table {s.block_ids[req_id]}", row.block_ids)
-            # The history is everything before the drafts: what this step
-            # gathers, and what the row claims as its own (num_tokens_no_spec).
-            n_history = row.history_len
-            history = s.all_token_ids[req_id][:n_history]
-            if row.token_ids[:n_history] != history:
-                self._fail(HISTORY, s.step, st.stage, req_id, f"{row.history_name(n_history)}={history}",
-                           row.token_ids[:n_history])
-            drafts = s.scheduled_spec_decode_tokens.get(req_id, [])
-            if row.draft_slots != drafts:
-                self._fail(DRAFTS, s.step, st.stage, req_id, f"draft slots {drafts}", row.draft_slots)
-            if st.is_last and st.verified_drafts.get(req_id, []) != drafts:
-                self._fail(DRAFTS, s.step, st.stage, req_id, f"verified drafts {drafts}",
-                           st.verified_drafts.get(req_id, []))
+            awaited = self.awaits.get((s.step, row.req_id))
+            if awaited is None:
+                self._check_row(s, st, row, scheduled_view(s, row.req_id, self.proposed.get(row.req_id, [])))
+            elif awaited[-1] in self.came_back:
+                self._check_awaited(s, st, row, awaited)
+            else:  # its tokens are still in flight: checked once they are back
+                self.pending.setdefault(awaited[-1], []).append((s, st, row))
+
+    def _check_awaited(self, s: ScheduleRecord, st: StageRecord, row: RowRecord, awaited: list[int]) -> None:
+        outputs = [self.came_back[m] for m in awaited]
+        # A request aborted meanwhile, or finished by an output it waited for, is dropped
+        # with this batch: what its stages compute for it is never read.
+        if all(row.req_id in u.all_token_ids_after and row.req_id not in u.finished for u in outputs):
+            self._check_row(s, st, row, resolved_view(s, row.req_id, outputs))
+
+    def _check_row(self, s: ScheduleRecord, st: StageRecord, row: RowRecord, want: Expected) -> None:
+        req_id = row.req_id
+        if row.num_computed_tokens != want.num_computed_tokens:
+            self._fail(ACCOUNTING, s.step, st.stage, req_id, want.says(f"num_computed_tokens={want.num_computed_tokens}"),
+                       row.num_computed_tokens)
+        # The blocks too: a stage that reads or writes KV through other
+        # blocks than the scheduler gave computes other tokens while every
+        # token id above is right.
+        if row.block_ids is not None and req_id in s.block_ids and row.block_ids != s.block_ids[req_id]:
+            self._fail(ACCOUNTING, s.step, st.stage, req_id, f"block table {s.block_ids[req_id]}", row.block_ids)
+        # The history is everything before the drafts: what this step
+        # gathers, and what the row claims as its own (num_tokens_no_spec).
+        n_history = row.history_len
+        history = want.all_token_ids[:n_history]
+        if row.token_ids[:n_history] != history:
+            self._fail(HISTORY, s.step, st.stage, req_id, want.says(f"{row.history_name(n_history)}={history}"),
+                       row.token_ids[:n_history])
+        if row.draft_slots != want.drafts:
+            self._fail(DRAFTS, s.step, st.stage, req_id, want.says(f"draft slots {want.drafts}"), row.draft_slots)
+        if st.is_last and st.verified_drafts.get(req_id, []) != want.drafts:
+            self._fail(DRAFTS, s.step, st.stage, req_id, want.says(f"verified drafts {want.drafts}"),
+                       st.verified_drafts.get(req_id, []))
 
     def check_update(self, step: StepRecord) -> None:
         s = step.schedule
         for req_id in s.num_scheduled_tokens:
-            if self.sampling_in_flight.get(req_id) == s.step:
-                del self.sampling_in_flight[req_id]
+            in_flight = self.sampling_in_flight.get(req_id, [])
+            if s in in_flight:
+                in_flight.remove(s)
             if req_id not in step.num_computed_after:
                 continue  # aborted while this batch was in flight: the scheduler dropped it
             rejected = len(s.scheduled_spec_decode_tokens.get(req_id, [])) - step.num_accepted.get(req_id, 0)
@@ -192,6 +279,20 @@ class InvariantChecker:
             if step.num_computed_after[req_id] != expected:
                 self._fail(ACCOUNTING, s.step, None, req_id,
                            f"num_computed_tokens={expected} (old + scheduled - rejected)", step.num_computed_after[req_id])
+        self.proposed.update(step.spec_token_ids)
+        self._resolve(step)
+
+    def _resolve(self, step: StepRecord) -> None:
+        """Async scheduling: check the rows that waited for this output, and forget what no
+        batch still in flight waits for."""
+        for key in [key for key in self.awaits if key[0] == step.step]:
+            del self.awaits[key]
+        if any(step.step in awaited for awaited in self.awaits.values()):
+            self.came_back[step.step] = step
+        for s, st, row in self.pending.pop(step.step, []):
+            self._check_awaited(s, st, row, self.awaits[(s.step, row.req_id)])
+        waited_for = {m for awaited in self.awaits.values() for m in awaited}
+        self.came_back = {m: u for m, u in self.came_back.items() if m in waited_for}
 
 
 def check_trace(trace: Trace) -> list[Violation]:

@@ -51,6 +51,7 @@ class Schedule:
     model: str | None = None  # None: the shipped target; the explorer's runs name the stand-in
     script: tuple[tuple[str, tuple[int, ...]], ...] = ()  # method "scripted": right drafts per proposal
     max_concurrent_batches: int | None = None  # None: one per stage
+    async_scheduling: bool = False
 
     @property
     def prompts(self) -> tuple[str, ...]:
@@ -88,7 +89,7 @@ def build_llm(schedule: Schedule, fixes="all", model_runner: str | None = None, 
         check_invariants=s.check_invariants, max_num_seqs=s.max_num_seqs,
         max_num_batched_tokens=s.max_num_batched_tokens, max_model_len=s.max_model_len, block_size=s.block_size,
         num_gpu_blocks=s.num_gpu_blocks, seed=0 if s.seed is None else s.seed, model_runner=model_runner,
-        faults=faults, worker_cls=worker_cls,
+        faults=faults, worker_cls=worker_cls, async_scheduling=s.async_scheduling,
     )
     params = SamplingParams(temperature=s.temperature, max_tokens=s.max_tokens, seed=s.seed,
                             stop_token_ids=list(s.stop_token_ids))
