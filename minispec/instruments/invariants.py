@@ -6,7 +6,10 @@ from this module). Each member carries a short ``title``, its ``rule`` and what 
 ``reads``; ``on_trace`` says whether the checker here can see it. 2-5 are checked
 on every schedule, stage and update: live (``check_invariants=True``) the first
 violation raises ``InvariantViolation``; offline ``check_trace(trace)`` lists
-them all. 1 and 6 compare whole runs with references, so they live in the tests
+them all. Under async scheduling (``AsyncScheduler``) the scheduler schedules a step
+before the outputs it needs are back, on placeholders: 2-4 then hold a stage to what
+those placeholders stood for, which the outputs bring (``resolved_view``), so a row
+whose tokens are still in flight is checked when they come back. 1 and 6 compare whole runs with references, so they live in the tests
 (``where``); 7 is checked by the transport on every message (``where``). Any runner that records the same snapshots can be checked the same
 way: ``docs/invariants.md`` says what to record. No vLLM twin: vLLM has no such
 checker, and its unit tests never look at a non-last stage's buffers.
@@ -50,34 +53,49 @@ class Invariant(IntEnum):
         2, "draft agreement",
         "At every step, the drafts each stage gathers into its inputs (the last num_drafts slots of the row's "
         "scheduled region) are the scheduler's scheduled_spec_decode_tokens for the request, and so are the drafts "
-        "the last stage's rejection sampler verifies.",
-        "InvariantChecker.check_stage, every stage of every step",
+        "the last stage's rejection sampler verifies. Under async scheduling the scheduler sends placeholders "
+        "(-1) for them: they are then the drafts the request's last output brought (the last of the outputs "
+        "the step was scheduled without, once it is back), cut to the number scheduled and padded with 0 where "
+        "the proposer proposed fewer.",
+        "InvariantChecker.check_stage, every stage of every step (under async scheduling, a row whose tokens "
+        "are still in flight: once they are back, in check_update)",
         ("ScheduleRecord.scheduled_spec_decode_tokens", "RowRecord.draft_slots", "StageRecord.is_last",
-         "StageRecord.verified_drafts"))
+         "StageRecord.verified_drafts", "StepRecord.spec_token_ids"))
     TOKEN_HISTORY = (
         3, "token history",
         "On every stage, before its inputs are gathered, the row's history (token_ids_cpu[row, :n], n the larger "
         "of num_computed_tokens + num_scheduled_tokens - num_drafts and num_tokens_no_spec) is the first n tokens "
-        "of the scheduler's all_token_ids.",
-        "InvariantChecker.check_stage, every stage of every step",
+        "of the scheduler's all_token_ids. Under async scheduling, a step scheduled while batches that sample "
+        "the request were in flight is held to the scheduler's all_token_ids once they are back, unless one "
+        "of them finished the request: the step is then dropped unread.",
+        "InvariantChecker.check_stage, every stage of every step (under async scheduling, a row whose tokens "
+        "are still in flight: once they are back, in check_update)",
         ("ScheduleRecord.all_token_ids", "RowRecord.token_ids", "RowRecord.num_computed_tokens",
-         "RowRecord.num_scheduled_tokens", "RowRecord.num_drafts", "RowRecord.num_tokens_no_spec"))
+         "RowRecord.num_scheduled_tokens", "RowRecord.num_drafts", "RowRecord.num_tokens_no_spec",
+         "StepRecord.all_token_ids_after", "StepRecord.finished"))
     SHARED_ACCOUNTING = (
         4, "shared accounting",
         "Every stage's num_computed_tokens for a request is the scheduler's, and so is its block table row (a "
         "stage that reads or writes KV through other blocks computes other tokens while every token id is right); "
-        "after update_from_output the scheduler's num_computed_tokens is old + scheduled - rejected.",
-        "InvariantChecker.check_stage (counts and block tables) and check_update (the rollback)",
+        "after update_from_output the scheduler's num_computed_tokens is old + scheduled - rejected. Under "
+        "async scheduling the scheduler's count assumes every draft of the batches in flight accepted: a step "
+        "scheduled while batches that sample the request were in flight holds that count less the drafts they "
+        "rejected.",
+        "InvariantChecker.check_stage (counts and block tables; under async scheduling, a count that waits "
+        "for batches in flight once they are back) and check_update (the rollback)",
         ("ScheduleRecord.num_computed_tokens", "ScheduleRecord.block_ids", "RowRecord.num_computed_tokens",
          "RowRecord.block_ids", "StepRecord.num_accepted", "StepRecord.num_computed_before_update",
          "StepRecord.num_computed_after"))
     ONE_IN_FLIGHT_BATCH = (
         5, "one in-flight batch per decode request",
         "A request is in at most one in-flight batch that samples it (one whose chunk reaches the request's last "
-        "token); prefill chunks that do not sample may be pipelined across batches.",
+        "token); prefill chunks that do not sample may be pipelined across batches. Under async scheduling a "
+        "later one may go out while such batches are in flight, on their placeholders only: once it is "
+        "scheduled, the scheduler's num_output_placeholders for the request is exactly 1 + d for it and for "
+        "each of them (d: the drafts each was scheduled with).",
         "InvariantChecker.check_schedule and check_update, in the order of Trace.events",
         ("ScheduleRecord.num_scheduled_tokens", "ScheduleRecord.num_computed_tokens", "ScheduleRecord.all_token_ids",
-         "Trace.events"))
+         "ScheduleRecord.num_output_placeholders", "Trace.events"))
     LOSSLESS_SAMPLING = (
         6, "lossless sampling",
         "With random sampling, the tokens a run emits with draft tokens follow the target model's distribution, "
