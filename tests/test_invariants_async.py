@@ -141,3 +141,28 @@ def test_a_mutated_async_record_is_caught(mutate, invariant, where):
     assert (first.invariant, first.step, first.stage, first.req_id) == (invariant, *where, "A")
     if first.stage is not None:
         assert "(the scheduler's once step 2 came back)" in str(first)
+
+
+def test_the_explorer_and_the_stepper_take_async_scheduling(capsys):
+    """``minispec explore --async-scheduling`` runs its scope under async scheduling and finds
+    V2's stale drafts at the step a decode first goes out on placeholders; the counterexample
+    opens in the stepper, where the fault's run shows the break and the fixed one none, and no
+    placeholder is taken for a stale draft."""
+    from minispec.entrypoints.cli.main import main
+    from minispec.lab.experiments.explorer import Scope, explore
+    from minispec.lab.viz.stepper import schedule_runs, stepper_view
+    from minispec.lab.viz.text import render_stage
+
+    main(["explore", "--model-runner", "v2", "--faults", "v2-stale-drafts", "--async-scheduling"])
+    printed = capsys.readouterr().out
+    assert "async scheduling; A: 2 tokens at step 0" in printed and "3 draft placeholders" in printed
+    found = explore({"model_runner": "v2", "faults": "v2-stale-drafts"}, Scope(async_scheduling=(True,)))
+    assert found.counterexample.schedule.async_scheduling
+    v = found.counterexample.failure.violation
+    assert (v.invariant, v.step, v.stage, v.req_id) == (Invariant.DRAFT_AGREEMENT, 2, 0, "A")
+    runs = schedule_runs(found.counterexample.schedule, {"fault": {"model_runner": "v2", "faults": "v2-stale-drafts"},
+                                                         "fixed": {"model_runner": "v2"}})
+    assert "invariant 2 (draft agreement)" in stepper_view(runs, "fault", 2, 0).text
+    assert "no invariant violated" in stepper_view(runs, "fixed", 2, 0).text
+    fixed = runs["fixed"].trace.step(2)
+    assert "STALE" not in render_stage(fixed.stages[0], fixed)
