@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from minispec.instruments.events import EventKind
-from minispec.instruments.trace import ScheduleRecord, StageRecord, StepRecord, Trace
+from minispec.instruments.trace import RowRecord, ScheduleRecord, StageRecord, StepRecord, Trace
 
 
 class Invariant(IntEnum):
@@ -286,9 +286,8 @@ class InvariantChecker:
     def check_update(self, step: StepRecord) -> None:
         s = step.schedule
         for req_id in s.num_scheduled_tokens:
-            in_flight = self.sampling_in_flight.get(req_id, [])
-            if s in in_flight:
-                in_flight.remove(s)
+            if req_id in self.sampling_in_flight:
+                self.sampling_in_flight[req_id] = [m for m in self.sampling_in_flight[req_id] if m.step != s.step]
             if req_id not in step.num_computed_after:
                 continue  # aborted while this batch was in flight: the scheduler dropped it
             rejected = len(s.scheduled_spec_decode_tokens.get(req_id, [])) - step.num_accepted.get(req_id, 0)
