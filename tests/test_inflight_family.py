@@ -97,8 +97,9 @@ def test_a_request_is_never_preempted_with_a_batch_in_flight(monkeypatch):
 
 def test_under_async_scheduling_too_the_copy_breaks_invariant_7_and_the_fix_is_greedy():
     """With async scheduling (pp_size + 1 batches in flight) the four requests run together;
-    the receive posted for the next step with a sample (2) gets step 0's copy. The trace's
-    invariants are refused under async, so the fixed run is checked against greedy output."""
+    the receive posted for the next step with a sample (2) gets step 0's copy. ``generate``
+    records nothing, so the fixed run is checked against greedy output (its recorded runs:
+    ``tests/test_invariants_async.py``)."""
     from minispec import LLM, SamplingParams
     from minispec.lab.experiments.schedule import greedy_reference
 

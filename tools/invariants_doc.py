@@ -42,11 +42,45 @@ INTRO = """\
 <!-- Written by tools/invariants_doc.py from minispec/instruments/invariants.py and
 minispec/instruments/trace.py: edit those, then run the tool. -->
 
-minispec states six rules that speculative decoding under pipeline parallelism must keep.
+minispec states seven rules that speculative decoding under pipeline parallelism must keep.
 The numbers are the ones the notebooks and the tests cite. Rules 2-5 are checked on the
 records of every step: live, `LLM(..., check_invariants=True)` raises `InvariantViolation` at
 the first break; offline, `check_trace(trace)` lists every break of a recorded run. Rules 1
-and 6 compare whole runs with references, so the tests check them.
+and 6 compare whole runs with references, so the tests check them; rule 7 is checked by the
+transport on every message.
+
+Each of rules 2-5 has a sentence for async scheduling (`async_scheduling=True`). There the
+scheduler schedules a request again before the output of its batch in flight is back: it
+counts that output's tokens as placeholders (`num_output_placeholders`), sends `-1` for each
+draft, and counts every draft of that batch as accepted. What a stage must hold is then not
+in the schedule but in the outputs it was scheduled without, and the checker compares it
+once they are back ([Under async scheduling](#under-async-scheduling)). A synchronous run
+has no placeholders, so these sentences never apply to it.
+"""
+
+ASYNC = """\
+## Under async scheduling
+
+The checker finds the batches a step waits for from the records: when a batch that samples
+a request is scheduled, the batches still in flight that sample it are the ones it was
+scheduled without (rule 5 checks that the scheduler counted their placeholders, and only
+theirs). A stage that runs such a step is held to those outputs' view of the request
+(`resolved_view` in `minispec/instruments/invariants.py`): the scheduler's
+`num_computed_tokens` less the drafts they rejected (`StepRecord.num_accepted`), its
+`all_token_ids` after the last of them (`StepRecord.all_token_ids_after`), and the drafts that
+one brought (`StepRecord.spec_token_ids`). Live, a stage whose outputs are not back yet is
+checked by `check_update` when they are, and the violation still names the stage's own step,
+stage and request. A step that a request's finishing output makes useless
+(`StepRecord.finished`) is dropped by the scheduler and not checked.
+
+A worked case (`tests/test_invariants_async.py`): V1 at one stage, two batches in flight,
+k = 2, request A with prompt `[10, 11, 12, 13, 14]`, whose greedy continuation on the stand-in
+model is `T = [29, 44, 73, 40, 18, 20, ...]`. Step 3 is scheduled when steps 0 and 1 are back
+and step 2 is not: the schedule says 10 tokens computed (step 2's two drafts counted as
+accepted), `all_token_ids` = prompt + `[29, 44, 73]`, drafts `[-1, -1]` and 6 placeholders
+(1 + 2 for step 2, 1 + 2 for step 3). Step 2 rejects both its drafts and brings `[18, 20]`, so
+stage 0 must hold, at step 3: 8 tokens computed, history prompt + `[29, 44, 73, 40]`, drafts
+`[18, 20]`; it embeds `[40, 18, 20]`.
 """
 
 CONFORMANCE = """\
@@ -57,14 +91,17 @@ keeps per-request state on several pipeline stages (vLLM's V1 persistent batch, 
 slot table, a design of your own) can be checked by recording the same snapshots:
 
 1. After each `schedule()`, a `ScheduleRecord`: what the scheduler sent and what it believes
-   (`num_computed_tokens` as it was *before* this schedule advanced it, `all_token_ids`).
+   (`num_computed_tokens` as it was *before* this schedule advanced it, `all_token_ids`, and
+   under async scheduling its `num_output_placeholders`).
 2. On every stage, after it has brought its state up to date and gathered its inputs, before
    its forward: a `StageRecord` with one `RowRecord` per request it holds, read from the
    stage's own buffers (its copy of the token ids, its counts, its block table), never from
    the scheduler. A runner whose state is a slot table rather than rows records each slot's
    request as a row, with its `slot`.
 3. After `update_from_output`: on the step's `StepRecord`, the drafts accepted per request
-   and the scheduler's `num_computed_tokens` just before and just after.
+   and the scheduler's `num_computed_tokens` just before and just after; for async
+   scheduling also its `all_token_ids` just after, the drafts the output brought and the
+   requests it finished.
 4. In `Trace.events`, each of those as it happened (a schedule, a stage, an update), so that
    rule 5 sees which batches were in flight together.
 
@@ -177,7 +214,7 @@ def run_example() -> str:
 def render() -> str:
     tables = "\n\n".join(record_table(cls) for cls in RECORDS)
     return "\n".join([
-        INTRO, *(rule_section(i) for i in Invariant), CONFORMANCE,
+        INTRO, *(rule_section(i) for i in Invariant), ASYNC, CONFORMANCE,
         "### What to record\n\nEvery field of each record, its type, which rules read it, and the comment "
         "beside it in `minispec/instruments/trace.py`:\n", tables, "",
         "### A worked example\n\nA two-stage runner of your own, one decode step of one request, recorded by "

@@ -108,6 +108,10 @@ class ScheduleRecord:
     new_req_ids: list[str]
     num_prompt_tokens: dict[str, int]
     block_ids: dict[str, list[int]] = field(default_factory=dict)  # the KV cache manager's, once scheduled
+    # Async scheduling: per request, the tokens its batches in flight owe, this one's included
+    # (vLLM's num_output_placeholders, once this schedule added 1 + drafts for a batch that
+    # samples); always 0 when scheduling waits for every output
+    num_output_placeholders: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -120,6 +124,13 @@ class StepRecord:
     num_accepted: dict[str, int] = field(default_factory=dict)
     num_computed_before_update: dict[str, int] = field(default_factory=dict)  # the scheduler's, just before
     num_computed_after: dict[str, int] = field(default_factory=dict)  # the scheduler's, just after
+    # the scheduler's all_token_ids just after, and the drafts the output brought for each
+    # request's next step (the last stage's proposals): what a batch scheduled on this one's
+    # placeholders must have run with (async scheduling)
+    all_token_ids_after: dict[str, list[int]] = field(default_factory=dict)
+    spec_token_ids: dict[str, list[int]] = field(default_factory=dict)
+    # requests this update finished: a later batch still in flight for one is dropped unread
+    finished: list[str] = field(default_factory=list)
 
     @property
     def step(self) -> int:
@@ -159,6 +170,8 @@ class TraceRecorder:
             new_req_ids=[n.req_id for n in out.scheduled_new_reqs],
             num_prompt_tokens={r: len(reqs[r].prompt_token_ids) for r in out.num_scheduled_tokens},
             block_ids={r: list(scheduler.kv_cache_manager.get_block_ids(r)) for r in out.num_scheduled_tokens},
+            # 0 for a request that keeps no such count (a test's stand-in)
+            num_output_placeholders={r: getattr(reqs[r], "num_output_placeholders", 0) for r in out.num_scheduled_tokens},
         )
         step = StepRecord(record)
         self._by_step[out.step] = step
@@ -189,13 +202,18 @@ class TraceRecorder:
         record = next(st for st in self._by_step[step].stages if st.stage == stage)
         record.sampled = {r: list(t) for r, t in sampled.items()}
 
-    def on_update(self, out, requests: dict, num_accepted: dict[str, int], num_computed_before: dict[str, int]) -> None:
+    def on_update(self, out, requests: dict, num_accepted: dict[str, int], num_computed_before: dict[str, int],
+                  spec_token_ids: dict[str, list[int]]) -> None:
         """``requests``: the batch's requests still in the scheduler before the update
-        (one that finishes in it leaves the scheduler's dict; an aborted one is absent)."""
+        (one that finishes in it leaves the scheduler's dict; an aborted one is absent);
+        ``spec_token_ids``: the drafts the output brought, per request."""
         step = self._by_step[out.step]
         step.num_accepted = num_accepted
         step.num_computed_before_update = num_computed_before
         step.num_computed_after = {r: request.num_computed_tokens for r, request in requests.items()}
+        step.all_token_ids_after = {r: list(request.all_token_ids) for r, request in requests.items()}
+        step.spec_token_ids = {r: list(d) for r, d in spec_token_ids.items()}
+        step.finished = [r for r, request in requests.items() if request.is_finished()]
         self.trace.events.append(Event(EventKind.UPDATE, out.step))
         if self.checker:
             self.checker.check_update(step)

@@ -4,7 +4,8 @@
 
 Under ``--fixes``, ``--faults``, ``--model-runner`` and ``--worker-cls`` (any switch ``LLM``
 takes; the last, a runner from outside minispec by its qualified name), it runs every
-schedule of the default scope (cut by ``--max-requests``, ``--pp``, ``-k``) smallest first and
+schedule of the default scope (cut by ``--max-requests``, ``--pp``, ``-k``; ``--async-scheduling``
+runs each under async scheduling) smallest first and
 prints the first that breaks, as a step table, or "nothing breaks" with the scope and the
 number of schedules. ``--search N`` draws N random schedules from a wider scope instead
 (hypothesis) and shrinks the first failure.
@@ -13,6 +14,7 @@ number of schedules. ``--search N`` draws N random schedules from a wider scope 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from minispec.entrypoints.cli.types import int_from
 
@@ -25,11 +27,12 @@ def cmd(args: argparse.Namespace) -> None:
     design = {"fixes": args.fixes, "faults": args.faults, "model_runner": args.model_runner,
               "worker_cls": args.worker_cls}
     design = {k: v for k, v in design.items() if v is not None}
+    async_scheduling = (args.async_scheduling,)
     if args.search:
-        result = search(design, WIDE, max_examples=args.search)
+        result = search(design, replace(WIDE, async_scheduling=async_scheduling), max_examples=args.search)
     else:
         scope = Scope(max_requests=args.max_requests, pipeline_parallel_size=tuple(args.pp),
-                      num_speculative_tokens=tuple(args.k))
+                      num_speculative_tokens=tuple(args.k), async_scheduling=async_scheduling)
         result = explore(design, scope, limit=args.limit, workers=args.workers)
     print(result.report())
 
@@ -43,6 +46,8 @@ def subparser_init(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--model-runner", choices=["v1", "v2"], default=None)
     p.add_argument("--worker-cls", default=None, metavar="MODULE.CLASS",
                    help="a runner design from outside minispec (a WorkerBase subclass), as vLLM's --worker-cls")
+    p.add_argument("--async-scheduling", action="store_true",
+                   help="every schedule under async scheduling (vLLM's async_scheduling; invariants restated for it)")
     p.add_argument("--max-requests", type=int_from(1), default=3)
     p.add_argument("--pp", type=int_from(1), nargs="+", default=[2], help="pipeline sizes to run")
     p.add_argument("-k", type=int_from(1), nargs="+", default=[3], help="drafts per step, each value run")

@@ -47,6 +47,7 @@ class Shape(NamedTuple):
     blocks: int | None
     budget: int
     seqs: int
+    async_scheduling: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class Scope:
     max_num_batched_tokens: tuple[int, ...] = (512,)  # a small budget chunks prefills
     max_num_seqs: tuple[int, ...] = (4, 1)  # one: requests wait for the one row (slot), and reuse it
     block_size: int = 4
+    async_scheduling: tuple[bool, ...] = (False,)  # (True,): every schedule under async scheduling
 
     def __post_init__(self):
         if not 1 <= self.max_requests <= len(PROMPTS):
@@ -78,7 +80,7 @@ class Scope:
                              f"{min(len(p) for p in PROMPTS.values())}")
         for name in ("max_tokens", "arrival_steps", "right_drafts", "pipeline_parallel_size",
                      "num_speculative_tokens", "max_concurrent_batches", "num_gpu_blocks",
-                     "max_num_batched_tokens", "max_num_seqs"):
+                     "max_num_batched_tokens", "max_num_seqs", "async_scheduling"):
             if not getattr(self, name):
                 raise ValueError(f"{name}={getattr(self, name)!r}: expected at least one value")
         if max(self.right_drafts) > min(self.num_speculative_tokens):
@@ -88,7 +90,7 @@ class Scope:
     def shapes(self) -> list[Shape]:
         return [Shape(*s) for s in itertools.product(
             self.pipeline_parallel_size, self.num_speculative_tokens, self.max_concurrent_batches,
-            self.num_gpu_blocks, self.max_num_batched_tokens, self.max_num_seqs)]
+            self.num_gpu_blocks, self.max_num_batched_tokens, self.max_num_seqs, self.async_scheduling)]
 
     def request_choices(self) -> list[tuple[int, int, tuple[int, ...]]]:
         scripts = itertools.product(self.right_drafts, repeat=self.scripted_proposals)
@@ -114,7 +116,7 @@ def schedules(scope: Scope):
 def _size(reqs, max_tokens, shape) -> tuple:
     """Requests, then steps (the last arrival plus the tokens to generate), then the rest."""
     return (len(reqs), reqs[-1][0] + max_tokens, sum(r[1] for r in reqs), sum(sum(r[2]) for r in reqs), shape.pp,
-            shape.k, shape.in_flight or 0, -(shape.blocks or 10**6), -shape.budget, -shape.seqs)
+            shape.k, shape.in_flight or 0, -(shape.blocks or 10**6), -shape.budget, -shape.seqs, shape.async_scheduling)
 
 
 def _schedule(reqs, max_tokens: int, shape: Shape, block_size: int) -> Schedule:
@@ -127,6 +129,7 @@ def _schedule(reqs, max_tokens: int, shape: Shape, block_size: int) -> Schedule:
                     max_num_seqs=shape.seqs, max_num_batched_tokens=shape.budget, block_size=block_size,
                     num_gpu_blocks=blocks, max_model_len=MAX_MODEL_LEN if blocks is None else blocks * block_size,
                     model=str(STANDIN), script=script, max_concurrent_batches=shape.in_flight,
+                    async_scheduling=shape.async_scheduling,
                     details=_details(requests, script, shape, max_tokens))
 
 
@@ -136,6 +139,7 @@ def _details(requests, script, shape: Shape, max_tokens) -> str:
                      for r in requests)
     engine = [f"PP {shape.pp}", f"k {shape.k}", f"max_tokens {max_tokens}"]
     engine += [f"{shape.in_flight} batches in flight"] * (shape.in_flight is not None)
+    engine += ["async scheduling"] * shape.async_scheduling
     engine += [f"{shape.blocks} KV blocks"] * (shape.blocks is not None)
     engine += [f"budget {shape.budget}"] * (shape.budget != 512) + [plural(shape.seqs, "row")] * (shape.seqs < 4)
     return f"{', '.join(engine)}; {reqs}"

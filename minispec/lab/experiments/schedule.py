@@ -51,7 +51,7 @@ class Schedule:
     model: str | None = None  # None: the shipped target; the explorer's runs name the stand-in
     script: tuple[tuple[str, tuple[int, ...]], ...] = ()  # method "scripted": right drafts per proposal
     max_concurrent_batches: int | None = None  # None: one per stage
-    async_scheduling: bool = False
+    async_scheduling: bool = False  # LLM's (vLLM's): schedule ahead on placeholders
 
     @property
     def prompts(self) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from minispec.instruments.invariants import PLACEHOLDER
 from minispec.instruments.trace import RowRecord, StepRecord
 
 WINDOW = 10  # cells shown before the first input of a decode row
@@ -95,9 +96,11 @@ class RowView:
 
 
 def _expected(row: RowRecord, all_token_ids: list[int], scheduled: list[int], pos: int) -> int | None:
+    """The scheduler's token at ``pos``, or None where it does not know it: past its history, or a
+    draft it sent as a placeholder (async scheduling: the checker compares those once known)."""
     if pos >= row.first_draft_pos:
         i = pos - row.first_draft_pos
-        return scheduled[i] if i < len(scheduled) else None
+        return scheduled[i] if i < len(scheduled) and scheduled[i] != PLACEHOLDER else None
     return all_token_ids[pos] if pos < len(all_token_ids) else None
 
 
@@ -119,7 +122,7 @@ def row_view(row: RowRecord, step: StepRecord, window: int = WINDOW) -> RowView:
     # chunk: its last window + 1 positions
     positions = range(max(0, end - window - 1 - row.num_drafts), end)
     expected = [_expected(row, s.all_token_ids[row.req_id], scheduled, p) for p in positions]
-    stale = row.draft_slots != scheduled
+    stale = PLACEHOLDER not in scheduled and row.draft_slots != scheduled
     # the whole history counts, as in invariant 3, not just the cells shown
     n = min(first_draft, len(s.all_token_ids[row.req_id]))
     wrong = row.token_ids[:n] != s.all_token_ids[row.req_id][:n]

@@ -8,7 +8,7 @@ tokenizer); by default ids are printed as numbers.
 from __future__ import annotations
 
 from minispec.instruments.events import EventKind
-from minispec.instruments.invariants import check_trace
+from minispec.instruments.invariants import PLACEHOLDER, check_trace
 from minispec.instruments.trace import StageRecord, StepRecord, Trace
 from minispec.lab.experiments.metrics import first_divergence
 from minispec.lab.viz.strip import CellRole, row_view
@@ -35,7 +35,9 @@ def render_schedule(step: StepRecord, decode=None) -> str:
         else:
             kind = "decode"
         text = f"{req_id} {kind} +{n}"
-        if drafts:
+        if drafts and PLACEHOLDER in drafts:  # async scheduling: the values are the stages' own
+            text += f" {len(drafts)} draft placeholders"
+        elif drafts:
             text += f" drafts [{_tokens(drafts, decode)}]"
         parts.append(text)
     return f"step {s.step}: " + "; ".join(parts)
@@ -48,6 +50,8 @@ def render_stage(stage: StageRecord, step: StepRecord, decode=None) -> str:
         expected = s.scheduled_spec_decode_tokens.get(row.req_id, [])
         view = row_view(row, step)
         roles = [c.role for c in view.cells]
+        if PLACEHOLDER in expected:  # async scheduling: nothing to compare the slots with yet
+            expected = []
         mark = "" if not expected else ("  STALE" if view.stale else "  ok")
         if CellRole.DRAFT_SHIFTED in roles:  # fault 2: some slots hold a scheduled draft, in the wrong place
             counts = [f"{roles.count(r)} {name}" for r, name in ((CellRole.DRAFT_SHIFTED, "SHIFTED"), (CellRole.DRAFT_STALE, "STALE"))]

@@ -155,7 +155,9 @@ class EngineCore:
         self.finished.extend(self.scheduler.update_from_output(out, output))
         self.num_batches += 1
         if self.recorder:
-            self.recorder.on_update(out, requests, num_accepted, before)
+            drafts = {r: output.spec_token_ids[i] for r, i in output.req_id_to_index.items()
+                      if output.spec_token_ids and output.sampled_token_ids[i]}
+            self.recorder.on_update(out, requests, num_accepted, before, drafts)
 
     def step_with_batch_queue(self) -> list[Event]:
         """One engine step; returns the events it ran."""
