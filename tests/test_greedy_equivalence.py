@@ -125,8 +125,8 @@ def test_each_relay_design_equals_transformers_generate_whole_grid(reference, de
 def test_v1_async_with_chunked_prefill(reference, pp, method):
     """V1 under async scheduling with a token budget smaller than the longest prompts: they are
     prefilled in chunks, some while other requests' batches are in flight, and the small KV pool
-    preempts (asserted in ``_check_greedy``). Recording is refused under async, so the chunks are
-    read off the prompts: a prompt longer than the budget cannot be scheduled whole."""
+    preempts (asserted in ``_check_greedy``). The chunks are read off the prompts: a prompt
+    longer than the budget cannot be scheduled whole."""
     from minispec.transformers_utils.tokenizer import load_tokenizer
 
     budget = 24

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from datetime import date  # noqa: E402
 
-from minispec.lab.faults.catalogue import EVERY_FAULT, LEFT_OUT, FirstViolation, GreedyDivergence  # noqa: E402
+from minispec.lab.faults.catalogue import EVERY_FAULT, LEFT_OUT, FirstViolation  # noqa: E402
 from minispec.lab.vllm_reference.threads import VLLM, Citation, thread  # noqa: E402
 
 README = ROOT / "README.md"
@@ -32,9 +32,6 @@ def first_broken(expected) -> str:
     if isinstance(expected, FirstViolation):
         return (f"invariant {int(expected.invariant)} ({expected.invariant.title}): step {expected.step}, "
                 f"stage {expected.stage}, request {expected.req_id}")
-    if isinstance(expected, GreedyDivergence):
-        return (f"invariant 1 (greedy equivalence; nothing stops the run): request {expected.req_id}, "
-                f"its token {expected.index}")
     return f"the transport's MessageMismatch: step {expected.step}, stage {expected.stage}"
 
 

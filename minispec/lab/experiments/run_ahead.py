@@ -14,10 +14,10 @@ every request of every step scheduled:
   slots still hold what the inputs were built from); None when the step samples nothing;
 * ``returned``: the tokens the step's output appended to the request, at its update.
 
-The engine refuses ``record=True`` under async scheduling (``EngineArgs``: the trace's
-invariants 2-5 compare stages with the scheduler's tokens, which are placeholders here), so
-this reads the scheduler and stage 0 directly; the run checks its outputs against plain
-greedy decoding instead, and the checked transport (invariant 7) runs as always.
+It reads the scheduler and stage 0 directly, at the moment each step is scheduled and run
+(a trace keeps what the invariants need, not the scheduler's view before the outputs are
+back); the run checks its outputs against plain greedy decoding, and the checked transport
+(invariant 7) runs as always.
 
 vLLM twin: none (a lab instrument; vLLM's scheduler is ``vllm/v1/core/sched/async_scheduler.py``).
 Left out: the "mp" and torchrun executors, whose stages live in other processes.

@@ -77,7 +77,7 @@ def build_llm(schedule: Schedule, fixes="all", model_runner: str | None = None, 
     """A recording engine for ``schedule`` under ``fixes``, its requests queued, not yet run.
     ``model_runner``, ``faults`` and ``worker_cls``: as ``LLM``'s (Model Runner V2 and its fault
     presets, issue 17; a runner design from outside minispec). ``record=False``: an engine that
-    keeps no trace (what async scheduling allows where recording is refused with it)."""
+    keeps no trace (a run only its outputs are read from)."""
     from minispec.entrypoints.llm import LLM
 
     s = schedule

@@ -71,10 +71,10 @@ The relay design's two faults (``model_runner="relay"``, ``RELAY_FAULTS``; switc
 V1's three faults under pipeline parallelism with async scheduling (``model_runner="v1"``,
 ``V1_FAULTS``; switches in ``minispec/v1/worker/runner_fixes.py``), from the in-flight family
 (issue 22, ``minispec.lab.faults.in_flight``), each on the thread's requests scheduled
-asynchronously. The trace's invariants 2-5 are not checked under async scheduling and no
-message goes out of schedule, so what each breaks first is invariant 1, greedy equivalence
-(``GreedyDivergence``: the first request, in the scenario's order, whose output differs from
-greedy decoding, and where):
+asynchronously, invariants 2-5 checked live as they are stated for async scheduling (a stage
+against what the scheduler's placeholders stood for once the outputs they stand for are back).
+No message goes out of schedule; each is caught on stage 0 at the first step that reads what it
+broke:
 
 * ``v1-pp-async-column-0`` (vLLM #57755): the patch that lets V1 boot with speculative decoding
   under PP + async, column 0 of the sampled tokens at vLLM's width 1 and nothing else: a
@@ -126,7 +126,7 @@ from minispec.v1.worker.runner_fixes import LEFT_OUT, V1FaultPreset
 from minispec.v1.worker.switches import ModelRunner
 
 __all__ = ["EVERY_FAULT", "FAULTS", "LEFT_OUT", "RELAY_FAULTS", "V1_FAULTS", "Fault", "FaultPreset", "FirstViolation",
-           "GreedyDivergence", "RelayFaultPreset", "TransportError", "V1FaultPreset"]
+           "RelayFaultPreset", "TransportError", "V1FaultPreset"]
 
 
 @dataclass(frozen=True)
@@ -150,17 +150,6 @@ class TransportError:
 
 
 @dataclass(frozen=True)
-class GreedyDivergence:
-    """Nothing stops the run: the first thing broken is invariant 1, greedy equivalence. The first
-    request, in the scenario's order, whose output differs from greedy decoding, and the index of
-    its first wrong token."""
-
-    req_id: str
-    index: int
-    why: str
-
-
-@dataclass(frozen=True)
 class Fault:
     preset: FaultPreset | RelayFaultPreset | V1FaultPreset
     citations: tuple[Citation, ...]  # the threads, their posts and quotes drawn from the one table
@@ -168,7 +157,7 @@ class Fault:
     summary: str
     fix: str  # what cures it (the runner's default)
     scenario: Schedule
-    expected: FirstViolation | TransportError | GreedyDivergence
+    expected: FirstViolation | TransportError
 
     @property
     def reference(self) -> str:
@@ -314,7 +303,8 @@ RELAY_FAULTS: dict[RelayFaultPreset, Fault] = {
 
 # The thread's requests, scheduled asynchronously: V1 then keeps pp_size batches in flight, and
 # every request is in every batch.
-THREAD_ASYNC = replace(thread_schedule(), name="the thread scenario under async scheduling", async_scheduling=True)
+THREAD_ASYNC = replace(thread_schedule(check_invariants=True), name="the thread scenario under async scheduling",
+                       async_scheduling=True)
 
 V1_FAULTS: dict[V1FaultPreset, Fault] = {
     V1FaultPreset.V1_PP_ASYNC_COLUMN_0: Fault(
@@ -326,8 +316,9 @@ V1_FAULTS: dict[V1FaultPreset, Fault] = {
         "the last stage broadcasts column 0 of the sampled tokens at width 1, with no counts and no drafts",
         "the last stage broadcasts all k + 1 columns, how many of each row are valid, and the next drafts",
         THREAD_ASYNC,
-        GreedyDivergence("A", 3, "stage 0 holds one token per step, the first accepted draft, and embeds zeros "
-                                 "for the drafts: acceptance falls from about 49 % to 12 %"),
+        FirstViolation(Invariant.DRAFT_AGREEMENT, 1, 0, "A",
+                       "stage 0 embeds zeros for the drafts step 0's output brought: acceptance falls from about "
+                       "49 % to 12 %"),
     ),
     V1FaultPreset.V1_PP_ASYNC_TRIM_LAST_RANK: Fault(
         V1FaultPreset.V1_PP_ASYNC_TRIM_LAST_RANK,
@@ -339,7 +330,8 @@ V1_FAULTS: dict[V1FaultPreset, Fault] = {
         "the take-back of the optimistic count runs on the last stage only; the others keep the scheduler's",
         "every stage takes the rejected drafts back from the scheduler's optimistic num_computed_tokens",
         THREAD_ASYNC,
-        GreedyDivergence("A", 4, "after the first rejection stage 0 computes at positions past its history"),
+        FirstViolation(Invariant.SHARED_ACCOUNTING, 2, 0, "A",
+                       "stage 0 keeps the scheduler's optimistic count after the first rejection: 14, where 13"),
     ),
     V1FaultPreset.V1_PP_ASYNC_NUM_TOKENS_NO_SPEC: Fault(
         V1FaultPreset.V1_PP_ASYNC_NUM_TOKENS_NO_SPEC,
@@ -349,7 +341,8 @@ V1_FAULTS: dict[V1FaultPreset, Fault] = {
         "a non-last stage's row ends at the scheduler's num_computed_tokens, before the last sampled token",
         "a non-last stage's row ends no earlier than its num_tokens_no_spec, which the broadcast advanced",
         THREAD_ASYNC,
-        GreedyDivergence("A", 2, "the next broadcast (or the drafts) overwrites the last sampled token on stage 0"),
+        FirstViolation(Invariant.TOKEN_HISTORY, 1, 0, "A",
+                       "stage 0's row ends before the last sampled token, which the next broadcast or a draft overwrites"),
     ),
 }
 

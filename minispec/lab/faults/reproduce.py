@@ -1,7 +1,6 @@
 """Each fault preset run on its own scenario and caught: the first thing that goes wrong (the
-live invariant checker's first violation, the checked transport's error, or, for V1's faults
-under async scheduling, where the trace's invariants are not checked, the first output that
-differs from greedy decoding), and the same scenario without the fault.
+live invariant checker's first violation or the checked transport's error), and the same
+scenario without the fault.
 
 ``run_fault(name)`` returns a ``FaultRun``: what stopped the faulty run, whether that is
 what ``FAULTS[name].expected`` says, and whether the fixed run is clean (no invariant
@@ -25,7 +24,6 @@ from minispec.lab.faults.catalogue import (
     Fault,
     FaultPreset,
     FirstViolation,
-    GreedyDivergence,
     RelayFaultPreset,
     V1FaultPreset,
 )
@@ -39,7 +37,6 @@ class FaultRun:
     fixed_clean: bool  # without the fault: no invariant fired, and the outputs are greedy's
     trace: object = None  # the faulty run's Trace, up to where it stopped
     catalogued: bool = True  # run on the catalogue's own scenario, where ``expected`` applies
-    divergence: GreedyDivergence | None = None  # a run nothing stopped: its first output off greedy's
 
     @property
     def as_expected(self) -> bool:
@@ -48,9 +45,6 @@ class FaultRun:
         if isinstance(e, FirstViolation):
             return v is not None and (v.invariant, v.step, v.stage, v.req_id) == (e.invariant, e.step, e.stage,
                                                                                   e.req_id)
-        if isinstance(e, GreedyDivergence):
-            d = self.divergence
-            return self.violation is None and d is not None and (d.req_id, d.index) == (e.req_id, e.index)
         return self.transport_error is not None and self.transport_error.startswith(
             f"stage {e.stage}, step {e.step}, applying the last stage's broadcast: {e.message}")
 
@@ -65,30 +59,6 @@ def _faulty(fault: Fault):
     except MessageMismatch as caught:
         return None, str(caught), llm.trace
     return None, None, llm.trace
-
-
-def first_divergence(outputs: dict[str, list[int]], reference: dict[str, list[int]]) -> GreedyDivergence | None:
-    """The first request, in the reference's order, whose output differs from it, and where."""
-    for req_id, want in reference.items():
-        got = outputs[req_id]
-        if got != want:
-            index = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-            return GreedyDivergence(req_id, index, f"{req_id}'s token {index}: {got[index:index + 4]}, greedy "
-                                                   f"{want[index:index + 4]}")
-    return None
-
-
-def _outputs(fault: Fault, faults: str | None) -> dict[str, list[int]]:
-    """A run that keeps no trace (recording is refused under async scheduling)."""
-    llm = build_llm(fault.scenario, model_runner=fault.design, faults=faults, record=False)
-    return {out.request_id: list(out.outputs[0].token_ids) for out in llm.wait_for_completion()}
-
-
-def _run_unchecked(fault: Fault, catalogued: bool) -> FaultRun:
-    reference = schedule_reference(fault.scenario)
-    divergence = first_divergence(_outputs(fault, str(fault.preset)), reference)
-    return FaultRun(fault, None, None, _outputs(fault, None) == reference, catalogued=catalogued,
-                    divergence=divergence)
 
 
 def _fixed_clean(fault: Fault) -> bool:
@@ -108,8 +78,6 @@ def run_fault(name: FaultPreset | RelayFaultPreset | V1FaultPreset | str,
     catalogued = pipeline_parallel_size in (None, fault.scenario.pipeline_parallel_size)
     if not catalogued:
         fault = replace(fault, scenario=replace(fault.scenario, pipeline_parallel_size=pipeline_parallel_size))
-    if isinstance(fault.expected, GreedyDivergence):
-        return _run_unchecked(fault, catalogued)
     if not fault.scenario.check_invariants:
         raise ValueError(f"run_fault: {name!r}'s scenario must check invariants live (check_invariants=True)")
     violation, transport_error, trace = _faulty(fault)

@@ -58,8 +58,6 @@ def render_fault_run(run: FaultRun, decode=None) -> str:
     elif run.transport_error is not None:
         lines.extend(textwrap.wrap(f"caught by the transport: {run.transport_error}", WIDTH,
                                    initial_indent="  ", subsequent_indent="    "))
-    elif run.divergence is not None:
-        lines.append(f"  nothing stopped it; invariant 1 (greedy equivalence) broken first: {run.divergence.why}")
     else:
         lines.append("  nothing caught: the faulty run finished clean")
     if run.catalogued and not run.as_expected:  # a maintainer's warning: the catalogue is out of date
