@@ -142,7 +142,7 @@ def interruptible(check):
 
 
 def _not_yet(what: str, solution: str) -> Report:
-    return Report(False, [f"not yet: {what} is still the empty stub; fill it in and run the cell again",
+    return Report(False, [f"not yet: {what} is still the empty stub; fill it in, run it again",
                           f"(stuck? show_solution({solution!r}) prints the reference solution)"])
 
 
