@@ -81,15 +81,13 @@ def _methods(design: str, k: int) -> tuple[str | None, ...]:
 
 
 SYNC = [(pp, k, m, None, False) for pp, k, m in CONFIGS]
-# Async scheduling (vLLM's async_scheduling): V1 at 1-4 stages, k 0-5, both proposers (under
-# PP its last stage broadcasts the previous sampled tokens), Model Runner V2 at 1-4 stages. A
-# few in the fast tier, the rest slow.
+# Async scheduling (vLLM's async_scheduling): V1 and Model Runner V2 at 1-4 stages, k 0-5, both
+# proposers (under PP V1's last stage broadcasts the previous sampled tokens). A few in the fast
+# tier, the rest slow.
 ASYNC_FAST = [(1, 3, "ngram", "v1", True), (3, 2, "draft_model", "v1", True), (2, 5, "draft_model", "v2", True),
               (4, 3, "ngram", "v2", True)]
-ASYNC = [(pp, k, m, "v1", True) for pp in (1, 2, 3, 4) for k in range(6) for m in _methods("v1", k)] + [
-    (pp, k, m, "v2", True) for pp in (1, 2, 3, 4) for k, m in [(0, None), (1, "ngram"), (3, "draft_model"),
-                                                                (5, "ngram"), (5, "draft_model")]
-]
+ASYNC = [(pp, k, m, runner, True) for runner in ("v1", "v2") for pp in (1, 2, 3, 4) for k in range(6)
+         for m in _methods(runner, k)]
 ALL = SYNC + ASYNC_FAST + [pytest.param(*c, marks=pytest.mark.slow) for c in ASYNC if c not in ASYNC_FAST]
 
 
@@ -120,18 +118,21 @@ def test_each_relay_design_equals_transformers_generate_whole_grid(reference, de
     _check_greedy(reference, pp, k, method, design)
 
 
-@pytest.mark.parametrize("pp,method", [(3, "draft_model"), pytest.param(2, "ngram", marks=pytest.mark.slow),
-                                       pytest.param(4, "ngram", marks=pytest.mark.slow)])
-def test_v1_async_with_chunked_prefill(reference, pp, method):
-    """V1 under async scheduling with a token budget smaller than the longest prompts: they are
-    prefilled in chunks, some while other requests' batches are in flight, and the small KV pool
-    preempts (asserted in ``_check_greedy``). The chunks are read off the prompts: a prompt
-    longer than the budget cannot be scheduled whole."""
+CHUNKED_SLOW = [("v1", 2, "ngram"), ("v1", 4, "ngram"), ("v2", 2, "draft_model"), ("v2", 4, "ngram")]
+
+
+@pytest.mark.parametrize("runner,pp,method", [("v1", 3, "draft_model")]
+                         + [pytest.param(*c, marks=pytest.mark.slow) for c in CHUNKED_SLOW])
+def test_async_with_chunked_prefill(reference, runner, pp, method):
+    """V1 or Model Runner V2 under async scheduling with a token budget smaller than the longest
+    prompts: they are prefilled in chunks, some while other requests' batches are in flight, and
+    the small KV pool preempts (asserted in ``_check_greedy``). The chunks are read off the
+    prompts: a prompt longer than the budget cannot be scheduled whole."""
     from minispec.transformers_utils.tokenizer import load_tokenizer
 
     budget = 24
     assert max(len(load_tokenizer(DEFAULT_TARGET).encode(p).ids) for p in PROMPTS) > budget
-    _check_greedy(reference, pp, 3, method, "v1", True, max_num_batched_tokens=budget, num_gpu_blocks=24,
+    _check_greedy(reference, pp, 3, method, runner, True, max_num_batched_tokens=budget, num_gpu_blocks=24,
                   max_model_len=128)
 
 
