@@ -112,9 +112,9 @@ def _preset(engine: dict) -> str:
 @st.composite
 def async_configurations(draw):
     """The same draws under async scheduling, with the fixes on (the faults are V1's July 2025
-    ones, stated for a synchronous schedule; the in-flight family's under async break greedy output
-    with nothing to catch them, ``minispec.lab.faults.catalogue.V1_FAULTS``): V1 and Model Runner
-    V2 at 1-4 stages."""
+    ones, stated for a synchronous schedule; the in-flight family's are ``V1_FAULTS`` and ``FAULTS``
+    in ``minispec.lab.faults.catalogue``, each run where it bites): V1 and Model Runner V2 at 1-4
+    stages."""
     engine, requests = draw(configurations())
     model_runner = draw(st.sampled_from(["v1", "v2"]))
     return dict(engine, fixes="all", pipeline_parallel_size=draw(st.integers(1, 4)), model_runner=model_runner,
