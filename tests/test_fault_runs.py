@@ -72,6 +72,19 @@ def test_drafts_that_disagree_are_shown_decoded(stale):
     assert lines[3] == "    stage 0's drafts      '???'"  # the zeroed slots the stage embedded
 
 
+def test_under_async_scheduling_the_resolved_values_are_shown_not_the_placeholders(stale):
+    """An async run's schedule holds placeholders (-1) where the checker held the stage to what
+    they stood for: decoding the schedule's drafts would print placeholders, so the violation's
+    own expected (the resolved drafts, and the step they came back with) is shown."""
+    async_fault = dataclasses.replace(stale.fault, scenario=dataclasses.replace(stale.fault.scenario,
+                                                                                 async_scheduling=True))
+    v = Violation(Invariant.DRAFT_AGREEMENT, 2, 0, "A", "draft slots [3, 84, 85] (the scheduler's once step 0 came "
+                  "back)", [0, 0, 0])
+    lines = render_fault_run(dataclasses.replace(stale, fault=async_fault, violation=v), decode=chr).splitlines()
+    assert lines[2:4] == ["    expected draft slots [3, 84, 85] (the scheduler's once step 0 came back)",
+                          "    got      [0, 0, 0]"]
+
+
 def test_an_unknown_preset_is_named():
     with pytest.raises(ValueError, match=r"run_fault: 'stale': expected one of \['relay-no-seq-lens', 'relay-pairing', "
                                          r"'v1-pp-async-column-0'"):

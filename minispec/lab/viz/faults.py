@@ -47,7 +47,9 @@ def render_fault_run(run: FaultRun, decode=None) -> str:
     if run.violation is not None:
         v = run.violation
         lines.append(f"  caught: {v.headline}")
-        as_text = decode is not None and run.trace is not None
+        # Under async scheduling the scheduler's record holds placeholders where the checker held
+        # the stage to what they stood for: the violation's own expected/got say that, as ids.
+        as_text = decode is not None and run.trace is not None and not f.scenario.async_scheduling
         if v.invariant is Invariant.TOKEN_HISTORY and as_text:
             lines.extend(_history_lines(run, decode))
         elif v.invariant is Invariant.DRAFT_AGREEMENT and as_text:
