@@ -25,11 +25,10 @@ Left out: the "mp" and torchrun executors, whose stages live in other processes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from minispec.instruments.events import EventKind
-from minispec.lab.experiments.schedule import Schedule, schedule_reference
-from minispec.sampling_params import SamplingParams
+from minispec.lab.experiments.schedule import Schedule, build_llm, schedule_reference
 from minispec.v1.worker.gpu.pp_utils import PPMessage, PPMessageKind
 
 
@@ -79,20 +78,6 @@ class AheadRun:
         return next(s for s in self.steps if s.req_id == req_id and s.scheduled.drafts)
 
 
-def build_async_llm(schedule: Schedule, faults: str | None = None):
-    """An ``LLM`` for ``schedule`` under Model Runner V2 with async scheduling, requests queued."""
-    from minispec.entrypoints.llm import LLM
-
-    s = schedule
-    llm = LLM(pipeline_parallel_size=s.pipeline_parallel_size, model_runner="v2", async_scheduling=True,
-              speculative_config={"method": s.method, "num_speculative_tokens": s.num_speculative_tokens},
-              max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens, seed=0, faults=faults)
-    params = SamplingParams(temperature=s.temperature, max_tokens=s.max_tokens)
-    for r in s.requests:
-        llm.add_request(r.prompt, params, arrival_step=r.arrival_step, request_id=r.req_id)
-    return llm
-
-
 def _listen_to_stage_0(llm, embedded: dict) -> None:
     runner = llm.stage_runners()[0]
     if runner.pp_handler is None:
@@ -113,7 +98,7 @@ def run_ahead(schedule: Schedule, faults: str | None = None) -> AheadRun:
     error propagates: the transport's ``MessageMismatch``, for one)."""
     if schedule.temperature != 0:
         raise ValueError(f"run_ahead: expected a greedy schedule (temperature=0), got {schedule.temperature}")
-    llm = build_async_llm(schedule, faults)
+    llm = build_llm(replace(schedule, async_scheduling=True), model_runner="v2", faults=faults, record=False)
     engine, embedded = llm.engine, {}
     _listen_to_stage_0(llm, embedded)
     scheduled: list[tuple[str, Scheduled]] = []
