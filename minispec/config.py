@@ -14,6 +14,10 @@ import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from minispec.v1.worker.designs import Design
 
 CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"
 DEFAULT_TARGET = CHECKPOINT_DIR / "target"
@@ -280,11 +284,16 @@ class VllmConfig:
     scheduler_config: SchedulerConfig
     speculative_config: SpeculativeConfig
     switches: object  # minispec.v1.worker.switches.Switches: fixes= and faults=, resolved for model_runner
+    design: Design  # the runner design's record (minispec.v1.worker.designs), model_runner's
     device: str | None = None
     dtype: object = None  # torch.dtype; None means float32
     seed: int = 0
     observability_config: ObservabilityConfig = ObservabilityConfig()
-    model_runner: str = "v1"  # a minispec.v1.worker.switches.ModelRunner: "v1" | "v2"
+
+    @property
+    def model_runner(self) -> str:
+        """The design's name (``model_runner=``; a ``ModelRunner`` member for the built-in four)."""
+        return self.design.name
 
     @property
     def pipeline_parallel_size(self) -> int:
@@ -297,15 +306,13 @@ class VllmConfig:
         stage, unless ``ParallelConfig.max_concurrent_batches`` asks for another number. With
         ``async_scheduling`` vLLM adds one: Model Runner V2 keeps ``pp_size + 1`` batches in
         flight, V1 two without pipeline parallelism and ``pp_size`` with it (V1 "does not fully
-        support async scheduling with PP", the comment there says)."""
+        support async scheduling with PP", the comment there says). vLLM asks its flag
+        ``use_v2_model_runner``; minispec asks the design's record (``async_batches_in_flight``)."""
         if self.parallel_config.max_concurrent_batches:
             return self.parallel_config.max_concurrent_batches
         pp = self.pipeline_parallel_size
         if self.scheduler_config.async_scheduling:
-            if self.model_runner == "v2":
-                return pp + 1
-            if pp == 1:
-                return 2
+            return self.design.async_batches_in_flight(pp)
         return pp
 
 

@@ -41,15 +41,12 @@ from minispec.config import (
     resolve_dtype,
 )
 from minispec.transformers_utils.tokenizer import load_tokenizer
+from minispec.v1.worker.designs import Design, get_design
 from minispec.v1.worker.gpu import default_model_runner
-from minispec.v1.worker.gpu.runner_fixes import FaultPreset
-from minispec.v1.worker.gpu.runner_fixes import RunnerFixes as RunnerFixesV2
 from minispec.v1.worker.gpu_worker import resolve_worker_cls
-from minispec.v1.worker.relay.runner_fixes import RelayFaultPreset
-from minispec.v1.worker.relay.runner_fixes import RunnerFixes as RunnerFixesRelay
-from minispec.v1.worker.runner_fixes import Preset, RunnerFixes, V1FaultPreset
+from minispec.v1.worker.runner_fixes import Preset
 from minispec.v1.worker.switchboard import resolve_switches
-from minispec.v1.worker.switches import ModelRunner
+from minispec.v1.worker.switches import SwitchPreset, SwitchSettings
 
 
 @dataclass
@@ -57,7 +54,7 @@ class EngineArgs:
     model: str | Path = DEFAULT_TARGET
     pipeline_parallel_size: int = 1
     speculative_config: dict | None = None
-    fixes: Preset | str | RunnerFixes | RunnerFixesV2 | RunnerFixesRelay = Preset.ALL  # checked against model_runner (switchboard.py)
+    fixes: SwitchPreset | str | SwitchSettings = Preset.ALL  # a design's RunnerFixes or a preset: checked against model_runner (switchboard.py)
     max_num_seqs: int = 16
     max_num_batched_tokens: int = 512
     max_model_len: int | None = None  # None: the model's positions, at most 512
@@ -70,8 +67,8 @@ class EngineArgs:
     dtype: torch.dtype | str = torch.float32
     distributed_executor_backend: str = "uni"
     max_concurrent_batches: int | None = None  # None: VllmConfig.max_concurrent_batches's (one per stage)
-    model_runner: ModelRunner | str | None = None  # a ModelRunner; None: MINISPEC_USE_V2_MODEL_RUNNER's, else "v1"
-    faults: V1FaultPreset | FaultPreset | RelayFaultPreset | str | None = None  # one fault preset by name; None: none
+    model_runner: str | None = None  # a design in DESIGNS (designs.py); None: MINISPEC_USE_V2_MODEL_RUNNER's, else "v1"
+    faults: SwitchPreset | str | None = None  # one fault preset by name; None: none
     worker_cls: type | str | None = None  # a runner design from outside minispec (gpu_worker.resolve_worker_cls)
     async_scheduling: bool = False  # vLLM's: schedule ahead with placeholders (v1/core/sched/async_scheduler.py)
 
@@ -84,16 +81,13 @@ class EngineArgs:
         scheduler = SchedulerConfig(self.max_num_seqs, self.max_num_batched_tokens, max_model_len,
                                     self.async_scheduling)
         dtype = resolve_dtype(self.dtype)
-        model_runner = default_model_runner() if self.model_runner is None else self.model_runner
-        require(model_runner in tuple(ModelRunner), "model_runner", model_runner,
-                f"one of {[str(m) for m in ModelRunner]} (or None: the default)")
-        model_runner = ModelRunner(model_runner)
+        design = get_design(default_model_runner() if self.model_runner is None else self.model_runner)
         parallel = ParallelConfig(self.pipeline_parallel_size, self.distributed_executor_backend,
-                                  self.max_concurrent_batches, resolve_worker_cls(self.worker_cls, model_runner))
+                                  self.max_concurrent_batches, resolve_worker_cls(self.worker_cls, design.name))
         cache = CacheConfig(self.block_size, self.num_gpu_blocks).sized_for(self.max_num_seqs, max_model_len)
         spec = SpeculativeConfig.from_dict(self.speculative_config)
-        _check_replicable(model_runner, spec)
-        switches = resolve_switches(model_runner, fixes=self.fixes, faults=self.faults)
+        _check_proposer(design, spec)
+        switches = resolve_switches(design.name, fixes=self.fixes, faults=self.faults)
         require(is_int(self.seed) and 0 <= self.seed < 2**63, "seed", self.seed, "an integer in [0, 2**63)")
         check_device(self.device)
         parallel.validate_for(arch)
@@ -101,21 +95,19 @@ class EngineArgs:
         config = VllmConfig(
             model=Path(self.model), arch=arch, parallel_config=parallel, cache_config=cache,
             scheduler_config=scheduler, speculative_config=_with_draft(spec, arch, self.model), switches=switches,
-            device=self.device, dtype=dtype, seed=self.seed, observability_config=observability,
-            model_runner=model_runner,
+            design=design, device=self.device, dtype=dtype, seed=self.seed, observability_config=observability,
         )
         check_memory(config, dtype.itemsize, available_memory(), blocks_given=self.num_gpu_blocks is not None)
         _check_recording(observability, parallel.distributed_executor_backend)
         return config
 
 
-def _check_replicable(model_runner: ModelRunner, spec: SpeculativeConfig) -> None:
-    """Replicated drafting runs the proposer on every stage: only one that reads the history alone."""
-    from minispec.v1.worker.relay.replicated import REPLICABLE_METHODS
-
-    if model_runner is ModelRunner.REPLICATED and spec.enabled and spec.method not in REPLICABLE_METHODS:
-        raise ValueError(f"speculative_config method={spec.method!r}: model_runner='replicated' drafts on every "
-                         f"stage from the history alone, so it expects one of {list(REPLICABLE_METHODS)}")
+def _check_proposer(design: Design, spec: SpeculativeConfig) -> None:
+    """A design that accepts only some proposers (replicated drafting: one of the history alone,
+    so that every stage drafts the same) refuses the others."""
+    if spec.enabled and not design.accepts(spec.method):
+        raise ValueError(f"speculative_config method={spec.method!r}: model_runner={design.name!r} ({design.description}) "
+                         f"expects one of {list(design.proposers)}")
 
 
 def _check_sizes(arch: LlamaArchitecture, scheduler: SchedulerConfig, cache: CacheConfig) -> None:

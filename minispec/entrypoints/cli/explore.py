@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from minispec.entrypoints.cli.types import int_from
+from minispec.entrypoints.cli.types import design_name, int_from
 
 NAME = "explore"
 
@@ -43,7 +43,8 @@ def subparser_init(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(NAME, help="find the smallest schedule that breaks a runner design (the explorer)")
     p.add_argument("--fixes", choices=sorted(Preset), default=None, help="V1's preset (default: all)")
     p.add_argument("--faults", default=None, help="a 2026 fault preset (Model Runner V2's)")
-    p.add_argument("--model-runner", choices=["v1", "v2"], default=None)
+    p.add_argument("--model-runner", type=design_name, default=None, metavar="DESIGN",
+                   help="a registered runner design (minispec.v1.worker.designs.DESIGNS; default v1)")
     p.add_argument("--worker-cls", default=None, metavar="MODULE.CLASS",
                    help="a runner design from outside minispec (a WorkerBase subclass), as vLLM's --worker-cls")
     p.add_argument("--async-scheduling", action="store_true",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from minispec.entrypoints.cli.types import int_from, temperature
+from minispec.entrypoints.cli.types import design_name, int_from, temperature
 
 NAME = "generate"
 
@@ -32,7 +32,8 @@ def cmd(args: argparse.Namespace) -> None:
     from minispec import LLM, SamplingParams
 
     spec = {"method": args.method, "num_speculative_tokens": args.k} if args.k else None
-    llm = LLM(args.model, pipeline_parallel_size=args.pp, speculative_config=spec, fixes=args.fixes)
+    llm = LLM(args.model, pipeline_parallel_size=args.pp, speculative_config=spec, fixes=args.fixes,
+              model_runner=args.model_runner)
     params = SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
     print_run(f"pp={args.pp} k={args.k} {args.method} fixes={args.fixes}", llm, args.prompts, params)
 
@@ -48,6 +49,8 @@ def subparser_init(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--method", choices=["draft_model", "ngram"], default="draft_model")
     p.add_argument("-k", type=int_from(0), default=3, help="draft tokens per step (0 = off)")
     p.add_argument("--fixes", choices=sorted(Preset), default="all")
+    p.add_argument("--model-runner", type=design_name, default=None, metavar="DESIGN",
+                   help="a registered runner design (minispec.v1.worker.designs.DESIGNS; default v1)")
     p.add_argument("--temperature", type=temperature, default=0.0)
     p.add_argument("--seed", type=int_from(0), default=None)
     p.add_argument("--max-tokens", type=int_from(1), default=64)

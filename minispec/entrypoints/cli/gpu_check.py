@@ -1,9 +1,10 @@
 """``python -m minispec gpu-check``: the first run on a GPU, as one command (vLLM 0.30.0:
 ``vllm/entrypoints/cli``, which has no such subcommand; ``make gpu-check`` runs it).
 
-Greedy generation with draft tokens on ``cuda`` for every design it can build: every runner
-design (V1's ``GPUModelRunner``, Model Runner V2, the relay and replicated drafting, which
-drafts with n-grams: it refuses a draft model), both executors ("uni" and "mp"), and
+Greedy generation with draft tokens on ``cuda`` for every design it can build: every registered
+runner design (``minispec.v1.worker.designs.DESIGNS``: V1's ``GPUModelRunner``, Model Runner V2,
+the relay, replicated drafting, and any registered since; a design whose record refuses a draft
+model drafts with n-grams), or those ``--model-runner`` names, both executors ("uni" and "mp"), and
 three stage layouts (1 stage, 2 stages on one GPU, 2 stages on two GPUs where there are two).
 Each run is compared token for token with the CPU's greedy tokens without drafts, and its
 tokens/s printed beside the same run's on the CPU. A difference that greedy decoding without
@@ -19,7 +20,7 @@ import time
 from dataclasses import dataclass
 
 from minispec.entrypoints.cli.demo import DEMO_PROMPTS
-from minispec.entrypoints.cli.types import OK, Outcome, Verdict, int_from
+from minispec.entrypoints.cli.types import OK, Outcome, Verdict, design_name, int_from
 
 NAME = "gpu-check"
 
@@ -36,7 +37,7 @@ GPU_CASES = (GpuCase("1 stage", 1, "cuda:0", 1), GpuCase("2 stages on one GPU", 
              GpuCase("2 stages on two GPUs", 2, None, 2))
 GPU_BACKENDS = ("uni", "mp")
 GPU_DRAFTS = {"method": "draft_model", "num_speculative_tokens": 3}
-NGRAM_DRAFTS = {"method": "ngram", "num_speculative_tokens": 3}  # for replicated drafting, which refuses a model
+NGRAM_DRAFTS = {"method": "ngram", "num_speculative_tokens": 3}  # for a design that refuses a model (replicated drafting)
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,10 @@ class GpuRun:
 
     @property
     def drafts(self) -> dict:
-        return NGRAM_DRAFTS if self.model_runner == "replicated" else GPU_DRAFTS
+        """The draft model where the design accepts one (its record), else n-gram drafts."""
+        from minispec.v1.worker.designs import DESIGNS
+
+        return GPU_DRAFTS if DESIGNS[self.model_runner].accepts(GPU_DRAFTS["method"]) else NGRAM_DRAFTS
 
     @property
     def title(self) -> str:
@@ -58,13 +62,14 @@ class GpuRun:
         return f"{self.model_runner} {self.backend:<3} {self.case.label}, {method} k={self.drafts['num_speculative_tokens']}"
 
 
-def gpu_plan(num_gpus: int) -> list[GpuRun]:
-    """Every run gpu-check makes, with why it is skipped where this machine has too few GPUs."""
-    from minispec.v1.worker.switches import ModelRunner
+def gpu_plan(num_gpus: int, designs: tuple[str, ...] | None = None) -> list[GpuRun]:
+    """Every run gpu-check makes, for ``designs`` (None: every registered design), with why it is
+    skipped where this machine has too few GPUs."""
+    from minispec.v1.worker.designs import DESIGNS
 
     return [GpuRun(runner, backend, case,
                    None if num_gpus >= case.gpus else f"needs {case.gpus} GPUs, this machine has {num_gpus}")
-            for runner in ModelRunner for backend in GPU_BACKENDS for case in GPU_CASES]
+            for runner in (designs or tuple(DESIGNS)) for backend in GPU_BACKENDS for case in GPU_CASES]
 
 
 @dataclass(frozen=True)
@@ -141,7 +146,7 @@ def cmd(args: argparse.Namespace) -> None:
     print(f"reference: greedy without drafts, 1 stage, {len(DEMO_PROMPTS)} prompts x {args.max_tokens} tokens: "
           f"{cpu.tokens_per_s:.0f} tokens/s on the CPU, {plain.tokens_per_s:.0f} on cuda:0")
     failed = 0
-    for run in gpu_plan(n):
+    for run in gpu_plan(n, tuple(args.model_runner) if args.model_runner else None):
         if run.skip:
             print(f"skip {run.title}: {run.skip}")
             continue
@@ -157,4 +162,6 @@ def cmd(args: argparse.Namespace) -> None:
 def subparser_init(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(NAME, help="greedy equality and tokens/s on cuda, against the CPU (make gpu-check)")
     p.add_argument("--max-tokens", type=int_from(1), default=64)
+    p.add_argument("--model-runner", type=design_name, nargs="+", default=None, metavar="DESIGN",
+                   help="the runner designs to check (default: every registered design)")
     return p

@@ -3,7 +3,8 @@
 
 minispec's subcommands are plain modules with ``subparser_init(subparsers)`` and ``cmd(args)``
 functions, the two methods of vLLM's ``CLISubcommand`` (``types.py`` 12-29), so this module keeps
-only what several of them use: argument types that refuse a bad value in one line, and the
+only what several of them use: argument types that refuse a bad value in one line (a design's
+name among them: every ``--model-runner`` takes the registry's names), and the
 ``Verdict`` that ``check`` and ``gpu-check`` print per part. Left out: the base class, ``validate``.
 """
 
@@ -32,6 +33,19 @@ def temperature(text: str) -> float:
     if not (math.isfinite(value) and value >= 0):
         raise argparse.ArgumentTypeError(f"{text}: expected a finite number >= 0")
     return value
+
+
+def design_name(text: str) -> str:
+    """An argument type: the name of a registered runner design (``DESIGNS``, read when the
+    option is given, so the parser stays quick and a design registered before ``main`` runs counts)."""
+    from minispec.v1.worker.designs import DESIGNS
+
+    if text not in DESIGNS:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a registered design, one of {sorted(DESIGNS)}")
+    return DESIGNS[text].name
+
+
+design_name.__name__ = "design name"
 
 
 class Verdict(enum.Enum):

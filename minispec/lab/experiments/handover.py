@@ -1,7 +1,7 @@
 """The four designs of the hand-over compared by what they send and what it costs, measured
 on one workload (issue 25 §4): per design, the messages and bytes per engine step on each
 channel, which stage waits on which, the step time and the batch queue's overlap over "mp",
-and the one invariant the design must get right.
+and the one invariant the design must get right (its record's ``must_keep``, ``designs.py``).
 
 Two measurements per design, both on the same workload (``Workload``):
 
@@ -34,20 +34,9 @@ from minispec.distributed.parallel_state import CHECK_TAG
 from minispec.instruments.invariants import Invariant
 from minispec.lab.experiments.overlap import compare_in_flight
 from minispec.training.corpus import split_text
-from minispec.v1.worker.switches import ModelRunner
+from minispec.v1.worker.designs import DESIGNS, get_design
 
 SCHEDULER = "scheduler"
-
-# What each design must get right, in the checker's numbering, and why that one.
-MUST: dict[ModelRunner, tuple[Invariant, str]] = {
-    ModelRunner.V1: (Invariant.DRAFT_AGREEMENT, "a re-added row gets its scheduled drafts (fix 1, July 2025)"),
-    ModelRunner.V2: (Invariant.SHARED_ACCOUNTING, "each non-last stage takes its rejected drafts back from the "
-                     "count it advanced at its forward"),
-    ModelRunner.RELAY: (Invariant.TOKEN_HISTORY, "a payload is applied to the micro-batch it reports, not the "
-                        "previous forward's (relay-pairing, from 3 stages)"),
-    ModelRunner.REPLICATED: (Invariant.DRAFT_AGREEMENT, "every stage drafts the same tokens from the same history: "
-                             "only a proposer of the history alone"),
-}
 
 
 @dataclass(frozen=True)
@@ -64,7 +53,7 @@ class Workload:
         text = split_text()[1]
         return [text[531 * i : 531 * i + 24] for i in range(self.requests)]
 
-    def engine(self, design: ModelRunner | str) -> dict:
+    def engine(self, design: str) -> dict:
         return dict(model_runner=design, pipeline_parallel_size=self.pipeline_parallel_size,
                     speculative_config={"method": "ngram", "num_speculative_tokens": self.num_speculative_tokens},
                     max_num_seqs=self.requests, max_num_batched_tokens=max(1, self.requests // 2) * (
@@ -80,7 +69,7 @@ class DesignCost:
     """One design's hand-over on one workload. ``messages``/``nbytes``: per channel
     ("stage 2 -> stage 0"), over the whole run; ``steps``: the engine steps it took."""
 
-    design: ModelRunner
+    design: str  # a registered design's name
     steps: int
     messages: dict[str, int] = field(default_factory=dict)
     nbytes: dict[str, int] = field(default_factory=dict)
@@ -105,8 +94,10 @@ class DesignCost:
         return [f"{receiver} waits on {sender}" for sender, receiver in map(_ends, sorted(self.messages))]
 
     @property
-    def must(self) -> tuple[Invariant, str]:
-        return MUST[self.design]
+    def must(self) -> tuple[Invariant, str] | None:
+        """What the design's record says its hand-over must get right (None if it says nothing)."""
+        rule = get_design(self.design).must_keep
+        return None if rule is None else (Invariant(rule[0]), rule[1])
 
 
 def _ends(channel: str) -> tuple[str, str]:
@@ -148,16 +139,16 @@ def _count_relay(llm: LLM, sent: list) -> None:
     scheduler.schedule = counted
 
 
-def count_handover(design: ModelRunner | str, workload: Workload = Workload(), model=DEFAULT_TARGET) -> DesignCost:
+def count_handover(design: str, workload: Workload = Workload(), model=DEFAULT_TARGET) -> DesignCost:
     """Run ``workload`` in one process on ``design`` and count its hand-over's messages."""
-    design = ModelRunner(design)
+    design = get_design(design).name
     llm = LLM(model=model, max_concurrent_batches=2, **workload.engine(design))  # as time_over_mp's two in flight
     sent: list[tuple[str, str, int]] = []
-    handlers = [r.pp_handler for r in llm.engine.executor.runners if getattr(r, "pp_handler", None) is not None]
-    for handler in handlers:
-        handler.group = _Counting(handler.group, sent)
-    if not handlers:
+    if not llm.config.design.binds_pp_group:  # the scheduler tells the non-last stages
         _count_relay(llm, sent)
+    for handler in (getattr(r, "pp_handler", None) for r in llm.engine.executor.runners):
+        if handler is not None:  # a design on V2's slots: its handler's group (model_runner_base.py)
+            handler.group = _Counting(handler.group, sent)
     prompts = workload.prompts()
     params = SamplingParams(temperature=0, max_tokens=workload.max_tokens, ignore_eos=True)
     llm.generate(prompts, params, arrival_steps=[i % 2 for i in range(len(prompts))])
@@ -184,10 +175,10 @@ def time_over_mp(cost: DesignCost, workload: Workload = Workload(), model=DEFAUL
 def compare_designs(workload: Workload = Workload(), model=DEFAULT_TARGET, rounds: int = 1,
                     over_mp: bool = True) -> list[DesignCost]:
     """Every design on ``workload``: counted in one process, then (``over_mp``) timed over "mp"."""
-    costs = [count_handover(design, workload, model) for design in ModelRunner]
+    costs = [count_handover(design, workload, model) for design in DESIGNS]
     if over_mp:
         costs = [time_over_mp(cost, workload, model, rounds) for cost in costs]
     return costs
 
 
-__all__ = ["MUST", "DesignCost", "Workload", "compare_designs", "count_handover", "time_over_mp"]
+__all__ = ["DesignCost", "Workload", "compare_designs", "count_handover", "time_over_mp"]

@@ -44,12 +44,19 @@ def handover_table(costs, load: float | None = None) -> Table:
               "batch-queue overlap (1 in flight / 2)", "must get right")
     rows = []
     for c in costs:
-        invariant, why = c.must
         channels = "; ".join(f"{ch}: {c.bytes_per_step(ch):.0f}" for ch in sorted(c.nbytes)) or "none"
         rows.append((f"`{c.design}`", f"{c.messages_per_step:.2f}", channels, "; ".join(c.waits) or "nobody",
                      _measured(c.step_ms, "{:.1f} ms"), _measured(c.overlap, "{:.2f}x"),
-                     f"invariant {int(invariant)} ({invariant.title}): {why}"))
+                     _must(c.must)))
     return Table(header, tuple(rows))
+
+
+def _must(must) -> str:
+    """A design's record may name no rule (``Design.must_keep``): said so, not guessed."""
+    if must is None:
+        return "not stated by its record"
+    invariant, why = must
+    return f"invariant {int(invariant)} ({invariant.title}): {why}"
 
 
 def _stacked(ax, costs, per_step, ylabel: str) -> None:

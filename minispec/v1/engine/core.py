@@ -47,13 +47,14 @@ from minispec.v1.request import Request, RequestStatus
 
 
 def make_scheduler(vllm_config: VllmConfig, kv_cache_manager: KVCacheManager) -> Scheduler:
-    """The scheduler ``scheduler_config`` asks for (vLLM: ``SchedulerConfig.get_scheduler_cls``)."""
+    """The scheduler ``scheduler_config`` asks for (vLLM: ``SchedulerConfig.get_scheduler_cls``), with
+    the design's cadence under async scheduling (its record, ``vllm_config.design``)."""
     pp, sched = vllm_config.pipeline_parallel_size, vllm_config.scheduler_config
     if not sched.async_scheduling:
         return Scheduler(sched, kv_cache_manager, use_pp=pp > 1)
     spec = vllm_config.speculative_config
     return AsyncScheduler(sched, kv_cache_manager, use_pp=pp > 1, num_spec_tokens=spec.num_speculative_tokens,
-                          pp_size=pp, use_v2_model_runner=vllm_config.model_runner == "v2")
+                          decode_wait_batches=vllm_config.design.decode_wait_batches(pp))
 
 
 class EngineCore:

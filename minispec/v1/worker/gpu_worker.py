@@ -22,32 +22,18 @@ import inspect
 
 from minispec.config import VllmConfig
 from minispec.platforms import stage_device
-from minispec.v1.worker.switches import ModelRunner
+from minispec.v1.worker.designs import DESIGNS
 from minispec.v1.worker.worker_base import WorkerBase
 
 
 def make_runner(config: VllmConfig, rank: int, recorder=None, device=None) -> WorkerBase:
-    """``device`` overrides the placement ``stage_device`` would choose (torchrun: ``LOCAL_RANK``)."""
+    """``device`` overrides the placement ``stage_device`` would choose (torchrun: ``LOCAL_RANK``).
+    The class is the design record's (``config.design``, imported when first built, as vLLM's
+    Worker picks its model runner), unless ``worker_cls`` handed one in."""
     device = device or stage_device(rank, config.pipeline_parallel_size, config.device)
     if config.parallel_config.worker_cls is not None:  # a design handed in (resolve_worker_cls checked it)
         return config.parallel_config.worker_cls(config, rank, device, recorder)
-    return design_class(config.model_runner)(config, rank, device, recorder)
-
-
-# Each design's runner, imported when it is chosen, as vLLM's Worker picks its model runner
-# (gpu/__init__.py): V1's GPUModelRunner, Model Runner V2, SGLang's relay around the ring and
-# replicated drafting (minispec/v1/worker/relay/).
-_DESIGNS = {
-    ModelRunner.V1: ("minispec.v1.worker.gpu_model_runner", "GPUModelRunner"),
-    ModelRunner.V2: ("minispec.v1.worker.gpu.model_runner", "GPUModelRunner"),
-    ModelRunner.RELAY: ("minispec.v1.worker.relay.model_runner", "RelayModelRunner"),
-    ModelRunner.REPLICATED: ("minispec.v1.worker.relay.replicated", "ReplicatedDraftRunner"),
-}
-
-
-def design_class(design: ModelRunner) -> type[WorkerBase]:
-    module, name = _DESIGNS[design]
-    return getattr(importlib.import_module(module), name)
+    return config.design.runner_class(config, rank, device, recorder)
 
 
 EXPECTED = "a WorkerBase subclass (minispec.v1.worker.worker_base) or its qualified name 'module.Class'"
@@ -55,7 +41,7 @@ EXPECTED = "a WorkerBase subclass (minispec.v1.worker.worker_base) or its qualif
 
 def resolve_worker_cls(worker_cls: type | str | None, model_runner: str) -> type[WorkerBase] | None:
     """The class ``worker_cls`` names (a class, or ``"module.Class"``), checked against the runner
-    contract: a concrete ``WorkerBase``. A subclass of one of minispec's own designs must be
+    contract: a concrete ``WorkerBase``. A subclass of a registered design's runner must be
     built with that design's ``model_runner``, whose switches (``fixes=``, ``faults=``) it reads."""
     if worker_cls is None:
         return None
@@ -67,10 +53,11 @@ def resolve_worker_cls(worker_cls: type | str | None, model_runner: str) -> type
     if missing:
         raise ValueError(f"worker_cls={worker_cls.__qualname__}: does not implement {', '.join(missing)} "
                          "of the runner contract WorkerBase (docs/adding_a_runner.md)")
-    for design in ModelRunner:
-        if issubclass(worker_cls, design_class(design)) and model_runner != design:
-            raise ValueError(f"worker_cls={worker_cls.__qualname__} extends the runner of model_runner={design!r}: "
-                             f"expected model_runner={design!r} (its switches), got {model_runner!r}")
+    extended = [d.name for d in DESIGNS.values() if issubclass(worker_cls, d.runner_class)]
+    if extended and model_runner not in extended:
+        design = extended[-1]
+        raise ValueError(f"worker_cls={worker_cls.__qualname__} extends the runner of model_runner={design!r}: "
+                         f"expected model_runner={design!r} (its switches), got {model_runner!r}")
     return worker_cls
 
 

@@ -7,7 +7,8 @@ built (vLLM 0.30.0: ``vllm/config/vllm.py``, ``__post_init__`` 1853-1856 calls
 
 Each design's switches live next to its code (``runner_fixes.py`` for V1,
 ``gpu/runner_fixes.py`` for V2, ``relay/runner_fixes.py`` for the relay; replicated
-drafting has none); ``ARGUMENTS`` says what each engine argument takes.
+drafting has none), and each design's record (``designs.py``) names its settings and presets:
+``arguments()`` gathers what each engine argument takes from the registered designs.
 A preset, or a learner's ``RunnerFixes``, given with a design it does not apply to is
 refused with the argument, the value and the design, e.g.
 ``fixes='vllm-0.9.2' applies to model_runner='v1'; got model_runner='v2'``; so is a fault
@@ -19,12 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minispec.v1.worker.gpu.runner_fixes import FaultPreset
-from minispec.v1.worker.gpu.runner_fixes import RunnerFixes as RunnerFixesV2
-from minispec.v1.worker.relay.runner_fixes import RelayFaultPreset
-from minispec.v1.worker.relay.runner_fixes import RunnerFixes as RunnerFixesRelay
-from minispec.v1.worker.runner_fixes import LEFT_OUT, Preset, RunnerFixes, V1FaultPreset
-from minispec.v1.worker.switches import ModelRunner, Switch, Switches, SwitchPreset, SwitchSettings
+from minispec.v1.worker.designs import DESIGNS
+from minispec.v1.worker.runner_fixes import LEFT_OUT
+from minispec.v1.worker.switches import Switch, Switches, SwitchPreset, SwitchSettings
 
 
 @dataclass(frozen=True)
@@ -40,14 +38,21 @@ class Argument:
         return ("None or " if self.optional else "") + names + (" or a RunnerFixes" if self.settings else "")
 
 
-ARGUMENTS = {
-    "fixes": Argument((Preset,), (RunnerFixes, RunnerFixesV2, RunnerFixesRelay)),
-    "faults": Argument((V1FaultPreset, FaultPreset, RelayFaultPreset), optional=True),
-}
+def arguments() -> dict[str, Argument]:
+    """What ``fixes=`` and ``faults=`` take, gathered from every registered design's record."""
+    designs = DESIGNS.values()
+    return {
+        "fixes": Argument(_unique(d.fixes_presets for d in designs), _unique(d.settings for d in designs)),
+        "faults": Argument(_unique(d.fault_presets for d in designs), optional=True),
+    }
 
 
-def resolve_switches(model_runner: ModelRunner, **given) -> Switches:
-    """``given``: each engine argument of ``ARGUMENTS`` by name, e.g. ``fixes="all", faults=None``."""
+def _unique(kinds) -> tuple:
+    return tuple(dict.fromkeys(k for k in kinds if k is not None))
+
+
+def resolve_switches(model_runner: str, **given) -> Switches:
+    """``given``: each engine argument of ``arguments()`` by name, e.g. ``fixes="all", faults=None``."""
     chosen: dict[Switch, object] = {}
     origin: dict[Switch, str] = {}  # which argument moved each switch, for the messages
     for argument, value in given.items():
@@ -67,7 +72,7 @@ def resolve_switches(model_runner: ModelRunner, **given) -> Switches:
 
 
 def _setting(argument: str, value) -> SwitchPreset | SwitchSettings | None:
-    takes = ARGUMENTS[argument]
+    takes = arguments()[argument]
     if isinstance(value, takes.settings) or (value is None and takes.optional):
         return value
     if isinstance(value, str) and value in LEFT_OUT:

@@ -4,7 +4,8 @@ of switches, a learner's settings, and what a runner reads once they are resolve
 design enum stands for vLLM's choice of runner, ``VllmConfig.use_v2_model_runner``,
 vLLM 0.30.0: ``vllm/config/vllm.py`` 674-723).
 
-* ``ModelRunner``: a runner design, the values of ``model_runner=``.
+* ``ModelRunner``: the built-in runner designs' names, values of ``model_runner=`` (every
+  registered design, its record included: ``designs.py``).
 * ``Switch``: one seam in one design's runner where one of three functions runs: the
   runner's own (the fix), the fault put back, or a learner's function plugged in.
   A switch without a fault is a plug point only. Each declares its design.
@@ -28,10 +29,12 @@ from typing import ClassVar
 
 
 class ModelRunner(StrEnum):
-    """A runner design (``model_runner=``): V1's ``GPUModelRunner``
+    """The names of the four built-in runner designs (``model_runner=``): V1's ``GPUModelRunner``
     (``minispec/v1/worker/gpu_model_runner.py``), Model Runner V2 (``minispec/v1/worker/gpu/``),
     SGLang's relay around the ring and replicated drafting (``minispec/v1/worker/relay/``).
-    A ``StrEnum``, so ``"v1"`` and ``ModelRunner.V1`` are the same argument."""
+    A ``StrEnum``, so ``"v1"`` and ``ModelRunner.V1`` are the same argument. What each design is
+    and needs is its record in ``designs.py``, which also holds any design registered later:
+    nothing outside the designs branches on these names."""
 
     V1 = "v1"
     V2 = "v2"
@@ -50,7 +53,7 @@ class Switch:
     the switchboard refuses a fault here together with it."""
 
     name: str
-    design: ModelRunner
+    design: str  # the design's name (a ModelRunner member for the built-in four)
     fault: Callable | None = None
     within: Switch | None = None
 
@@ -71,9 +74,11 @@ class SwitchPreset(StrEnum):
         return repr(self.value)
 
     @property
-    def designs(self) -> tuple[ModelRunner, ...]:
-        """The designs of the switches it turns, or every design if it turns none."""
-        return tuple(d for d in ModelRunner if any(s.design == d for s in self.faults)) or tuple(ModelRunner)
+    def designs(self) -> tuple[str, ...]:
+        """The designs of the switches it turns, or every registered design if it turns none."""
+        from minispec.v1.worker.designs import DESIGNS  # the registry imports this module
+
+        return tuple(dict.fromkeys(s.design for s in self.faults)) or tuple(DESIGNS)
 
     def settings(self) -> dict[Switch, Callable]:
         """Each switch it turns, with its fault."""
@@ -100,7 +105,7 @@ class SwitchSettings:
                 raise ValueError(f"{switch.name}={value!r}: expected None (the runner's own) or a function")
 
     @property
-    def designs(self) -> tuple[ModelRunner, ...]:
+    def designs(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(s.design for s in self.SWITCHES))
 
     def settings(self) -> dict[Switch, Callable]:

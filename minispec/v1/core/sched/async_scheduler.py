@@ -19,6 +19,9 @@ is in flight can then be scheduled again, because its future tokens are counted 
   ``pp_size`` steps later (``next_decode_eligible_step``, 46-49): its tokens are on every
   stage by then, since V2's stages apply the last stage's broadcast ``pp_size`` steps on.
   minispec counts executed batches there, not steps (``Scheduler._wait_for_output`` says why).
+  vLLM asks ``use_v2_model_runner``; minispec is handed the wait, ``decode_wait_batches``, which
+  the engine reads off the design's record (``minispec/v1/worker/designs.py``): V2's stages and
+  the relay's wait ``pp_size`` batches, V1's none.
 
 For the fault family (a switch that intervenes in the accounting): the placeholders are added
 in ``_update_after_schedule`` and taken back in ``_update_request_with_output`` and, for the
@@ -38,12 +41,12 @@ from minispec.v1.request import Request
 
 
 class AsyncScheduler(Scheduler):
-    def __init__(self, *args, num_spec_tokens: int = 0, pp_size: int = 1, use_v2_model_runner: bool = False,
-                 **kwargs):
-        """``num_spec_tokens``: k, the placeholders a decoding request schedules; ``pp_size`` and
-        ``use_v2_model_runner`` set V2's cadence (vLLM reads them from its ``VllmConfig``)."""
+    def __init__(self, *args, num_spec_tokens: int = 0, decode_wait_batches: int = 0, **kwargs):
+        """``num_spec_tokens``: k, the placeholders a decoding request schedules;
+        ``decode_wait_batches``: how many batches a decoding request waits before it is
+        scheduled again (0: none; V2's cadence: ``pp_size``)."""
         super().__init__(*args, **kwargs)
-        self.num_spec_tokens, self.pp_size, self.use_v2_model_runner = num_spec_tokens, pp_size, use_v2_model_runner
+        self.num_spec_tokens, self.decode_wait_batches = num_spec_tokens, decode_wait_batches
 
     def _update_after_schedule(self, output: SchedulerOutput) -> None:
         super()._update_after_schedule(output)
@@ -54,8 +57,8 @@ class AsyncScheduler(Scheduler):
             num_drafts = len(output.scheduled_spec_decode_tokens.get(req_id, ()))
             request.num_output_placeholders += 1 + num_drafts
             request.spec_token_ids = [-1] * self.num_spec_tokens
-            if self.use_v2_model_runner:
-                request.next_decode_eligible_step = self.num_scheduled_batches + self.pp_size
+            if self.decode_wait_batches:
+                request.next_decode_eligible_step = self.num_scheduled_batches + self.decode_wait_batches
 
     def _update_request_with_output(self, request: Request, generated: list[int]) -> bool:
         before = request.num_output_tokens

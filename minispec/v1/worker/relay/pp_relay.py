@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -73,6 +73,7 @@ class PendingRelay:
     receives: list
     rows: MicroBatch
     step: int  # the engine step that scheduled it: its messages' headers say so (invariant 7)
+    tensors: list = field(default_factory=list)  # what has been received so far: a retry never takes one twice
 
 
 @dataclass
@@ -172,6 +173,8 @@ class RelayHandler:
         gen = self.req_idx_gen_np
         newest = max((i for i, e in enumerate(self.queue)
                       if e.ordinal <= due or self._needs(e.rows, scheduled_slots, gen)), default=-1)
+        for entry in list(self.queue)[: newest + 1]:  # all received before any leaves the queue (NotSentYet)
+            entry.tensors.extend(r.take() for r in entry.receives[len(entry.tensors):])
         return [self._take(self.queue.popleft()) for _ in range(newest + 1)]
 
     @staticmethod
@@ -180,7 +183,7 @@ class RelayHandler:
         return any(int(s) in slots for s in rows.idx_mapping_np[live])
 
     def _take(self, entry: PendingRelay) -> RelayPayload:
-        tensors = [r.take() for r in entry.receives]
+        tensors = entry.tensors
         if self.dst is not None:
             for tensor in tensors:
                 send_checked(self.group, tensor.clone(), self.dst, RELAY_TAG, entry.step)
