@@ -14,7 +14,7 @@ from minispec.engine.arg_utils import EngineArgs
 from minispec.v1.worker import runner_fixes as v1
 from minispec.v1.worker.gpu import runner_fixes as v2
 from minispec.v1.worker.relay import runner_fixes as relay
-from minispec.v1.worker.switchboard import ARGUMENTS
+from minispec.v1.worker.switchboard import arguments
 from minispec.v1.worker.switches import ModelRunner, Switch, Switches
 
 V1, V2, RELAY = ModelRunner.V1, ModelRunner.V2, ModelRunner.RELAY
@@ -93,9 +93,9 @@ def test_each_switch_preset_and_plug_on_each_design(argument, value, chosen, ref
 
 
 def test_the_cases_cover_every_preset_and_every_switch_a_learner_can_set():
-    assert {v for _, v, _, _ in CASES if isinstance(v, str)} == {str(p) for a in ARGUMENTS.values() for kind in a.presets for p in kind}
+    assert {v for _, v, _, _ in CASES if isinstance(v, str)} == {str(p) for a in arguments().values() for kind in a.presets for p in kind}
     set_by_cases = {s for _, v, _, _ in CASES if not isinstance(v, str) for s in v.settings()}
-    assert set_by_cases == {s for a in ARGUMENTS.values() for cls in a.settings for s in cls.SWITCHES}
+    assert set_by_cases == {s for a in arguments().values() for cls in a.settings for s in cls.SWITCHES}
 
 
 def test_a_preset_by_its_enum_is_the_preset_by_its_name():
@@ -162,8 +162,8 @@ def declared() -> set[Switch]:
 def test_each_design_s_settings_name_its_switches_and_every_switch_can_be_set():
     for cls in (v1.RunnerFixes, v2.RunnerFixes, relay.RunnerFixes):
         assert [f.name for f in fields(cls)] == [s.name for s in cls.SWITCHES]
-    reachable = {s for a in ARGUMENTS.values() for kind in a.presets for p in kind for s in p.faults}
-    reachable |= {s for a in ARGUMENTS.values() for cls in a.settings for s in cls.SWITCHES}
+    reachable = {s for a in arguments().values() for kind in a.presets for p in kind for s in p.faults}
+    reachable |= {s for a in arguments().values() for cls in a.settings for s in cls.SWITCHES}
     assert reachable == declared()
     assert {s.design for s in vars(v1).values() if isinstance(s, Switch)} == {V1}
     assert {s.design for s in vars(v2).values() if isinstance(s, Switch)} == {V2}

@@ -108,3 +108,43 @@ def test_every_design_describes_the_same_rows_as_v1(monkeypatch, design):
                 assert r1.slot is None and r2.slot is not None
             assert (st1.verified_drafts, st1.sampled) == (st2.verified_drafts, st2.sampled)
     assert (RowPath.READDED, RowPath.STAYED) in paths
+
+
+class _Silent(GPUModelRunnerV2):
+    """A design that forgets both recording calls: Model Runner V2 with them as no-ops."""
+
+    def _record_stage(self, *args): ...
+    def _record_sampled(self, *args): ...
+
+
+class _NoStageRecord(GPUModelRunnerV2):
+    """One that forgets only ``_record_stage``."""
+
+    def _record_stage(self, *args): ...
+
+
+def _stale_drafts_run(worker_cls=None):
+    from minispec import LLM, SamplingParams
+
+    llm = LLM(model_runner="v2", worker_cls=worker_cls, pipeline_parallel_size=2, faults="v2-stale-drafts",
+              record=True, speculative_config={"method": "draft_model", "num_speculative_tokens": 3},
+              max_num_seqs=8, max_model_len=128)
+    prompts = ["the quick brown fox", "once upon a time", "in the beginning", "a b c d e f"]
+    llm.generate(prompts, SamplingParams(temperature=0, max_tokens=16), arrival_steps=[i % 2 for i in range(4)])
+    return llm.trace
+
+
+@pytest.mark.parametrize("worker_cls,message", [
+    (_Silent, r"^stage 0 ran step 0 and recorded nothing: its runner must call _record_stage "),
+    (_NoStageRecord, r"^stage 1 handed over what it sampled at step 0 but recorded no rows for it: its runner must "
+                     r"call _record_stage "),
+])
+def test_a_design_that_does_not_record_is_refused_not_called_clean(worker_cls, message):
+    """Planted: under v2-stale-drafts the checker finds violations on V2's own records; the same
+    runner with its recording calls made no-ops used to get "0 violations from 0 stage records"
+    (and forgetting only _record_stage a StopIteration). The recorder now names stage, step and call."""
+    from minispec.instruments.trace import MissingRecord
+
+    assert check_trace(_stale_drafts_run()) != []  # the fault is there to be found
+    with pytest.raises(MissingRecord, match=message):
+        _stale_drafts_run(worker_cls)

@@ -150,11 +150,18 @@ class Trace:
         return next(s for s in self.steps if s.step == step)
 
 
+class MissingRecord(RuntimeError):
+    """A stage ran a step and did not record it: a run the checker could only call clean by
+    never looking. The runner contract's recording calls are a duty of every design
+    (``WorkerBase._record_stage``, ``_record_sampled``; ``docs/adding_a_runner.md``)."""
+
+
 class TraceRecorder:
     def __init__(self, fixes_name: str, pp_size: int, checker=None):
         self.trace = Trace(fixes_name, pp_size)
         self.checker = checker
         self._by_step: dict[int, StepRecord] = {}
+        self._sampled: set[int] = set()  # the steps whose last stage handed over what it sampled
         self._last_rows: dict[int, dict[int, RowRecord]] = {}  # per stage: row index -> its last record
 
     def on_schedule(self, out, scheduler) -> None:
@@ -199,8 +206,13 @@ class TraceRecorder:
 
     def on_sampled(self, step: int, stage: int, sampled: dict[str, list[int]]) -> None:
         """What the last stage emitted per request this step (after ``on_stage``)."""
-        record = next(st for st in self._by_step[step].stages if st.stage == stage)
+        record = next((st for st in self._by_step[step].stages if st.stage == stage), None)
+        if record is None:
+            raise MissingRecord(f"stage {stage} handed over what it sampled at step {step} but recorded no rows "
+                                "for it: its runner must call _record_stage once its inputs are gathered, before "
+                                "its forward (WorkerBase.execute_model)")
         record.sampled = {r: list(t) for r, t in sampled.items()}
+        self._sampled.add(step)
 
     def on_update(self, out, requests: dict, num_accepted: dict[str, int], num_computed_before: dict[str, int],
                   spec_token_ids: dict[str, list[int]]) -> None:
@@ -208,6 +220,7 @@ class TraceRecorder:
         (one that finishes in it leaves the scheduler's dict; an aborted one is absent);
         ``spec_token_ids``: the drafts the output brought, per request."""
         step = self._by_step[out.step]
+        self._check_recorded(step)
         step.num_accepted = num_accepted
         step.num_computed_before_update = num_computed_before
         step.num_computed_after = {r: request.num_computed_tokens for r, request in requests.items()}
@@ -217,3 +230,17 @@ class TraceRecorder:
         self.trace.events.append(Event(EventKind.UPDATE, out.step))
         if self.checker:
             self.checker.check_update(step)
+
+    def _check_recorded(self, step: StepRecord) -> None:
+        """The batch came back, so every stage ran it: each must have recorded its rows, and the
+        last stage what it sampled. Refused otherwise, naming the stage, the step and the call."""
+        recorded = {st.stage for st in step.stages}
+        last = self.trace.pipeline_parallel_size - 1
+        for stage in range(last + 1):
+            if stage not in recorded:
+                raise MissingRecord(f"stage {stage} ran step {step.step} and recorded nothing: its runner must call "
+                                    "_record_stage once its inputs are gathered, before its forward "
+                                    "(WorkerBase.execute_model); no invariant can be checked on a stage never seen")
+        if step.step not in self._sampled:
+            raise MissingRecord(f"stage {last} (the last) ran step {step.step} and did not record what it sampled: "
+                                "its runner must call _record_sampled once it has sampled (WorkerBase.execute_model)")
