@@ -4,9 +4,9 @@ Every configuration -- 1, 2 or 3 pipeline stages, k in {0, 1, 3, 5}, n-gram or
 draft-model drafts -- must reproduce transformers' own ``generate`` token for
 token, for 16 requests arriving in waves (so two batches really are in flight)
 with a KV cache small enough that requests get preempted and resumed. The
-engine also checks invariants 2-5 live on every step. With ``async_scheduling=True`` (V1 and
-V2 at 1-4 stages, V1's grid as whole as the relay's: k 0-5, both proposers, and chunked
-prefill) the same tokens come out, with invariants 2-5 checked as they are stated for it (a
+engine also checks invariants 2-5 live on every step. With ``async_scheduling=True`` (every
+registered design, ``DESIGNS``, at 1-4 stages, k 0-5, each proposer its record accepts, and
+chunked prefill) the same tokens come out, with invariants 2-5 checked as they are stated for it (a
 stage against what the placeholders stood for) and 7 by the transport.
 
 The same for the relay designs (``model_runner="relay"`` and ``"replicated"``, issue 25):
@@ -21,6 +21,7 @@ import torch
 from minispec import LLM, SamplingParams
 from minispec.config import DEFAULT_TARGET
 from minispec.training.corpus import split_text
+from minispec.v1.worker.designs import DESIGNS
 
 MAX_TOKENS = 40
 NUM_REQUESTS = 16
@@ -69,24 +70,27 @@ def _check_greedy(reference, pp, k, method, model_runner=None, async_scheduling=
     assert stats["preemptions"] > 0, "the KV budget was meant to force preemption"
     if k:
         assert stats["accepted_tokens"] > 0
-    if async_scheduling:  # batches in flight as vLLM 0.30.0 sets them (config/vllm.py 588-599)
-        assert llm.engine.max_concurrent_batches == (pp + 1 if model_runner == "v2" else max(pp, 2))
+    if async_scheduling:  # batches in flight as the design's record says (tests/test_designs.py: vLLM's for V1, V2)
+        assert llm.engine.max_concurrent_batches == llm.config.design.async_batches_in_flight(pp)
     return llm
 
 
 def _methods(design: str, k: int) -> tuple[str | None, ...]:
+    """The proposers the design's record accepts (replicated drafting: n-gram only)."""
     if not k:
         return (None,)
-    return ("ngram",) if design == "replicated" else ("ngram", "draft_model")
+    return tuple(m for m in ("ngram", "draft_model") if DESIGNS[design].accepts(m))
 
 
 SYNC = [(pp, k, m, None, False) for pp, k, m in CONFIGS]
-# Async scheduling (vLLM's async_scheduling): V1 and Model Runner V2 at 1-4 stages, k 0-5, both
-# proposers (under PP V1's last stage broadcasts the previous sampled tokens). A few in the fast
-# tier, the rest slow.
+# Async scheduling (vLLM's async_scheduling): every registered design at 1-4 stages, k 0-5, each
+# proposer it accepts (under PP V1's last stage broadcasts the previous sampled tokens; the
+# others keep the cadence their record states). A few in the fast tier, the rest slow; the
+# relay's and replicated drafting's PP 3 and 4 (issue 32: they deadlocked) among the fast.
 ASYNC_FAST = [(1, 3, "ngram", "v1", True), (3, 2, "draft_model", "v1", True), (2, 5, "draft_model", "v2", True),
-              (4, 3, "ngram", "v2", True)]
-ASYNC = [(pp, k, m, runner, True) for runner in ("v1", "v2") for pp in (1, 2, 3, 4) for k in range(6)
+              (4, 3, "ngram", "v2", True), (3, 3, "draft_model", "relay", True), (4, 3, "draft_model", "relay", True),
+              (3, 3, "ngram", "replicated", True), (4, 3, "ngram", "replicated", True)]
+ASYNC = [(pp, k, m, runner, True) for runner in DESIGNS for pp in (1, 2, 3, 4) for k in range(6)
          for m in _methods(runner, k)]
 ALL = SYNC + ASYNC_FAST + [pytest.param(*c, marks=pytest.mark.slow) for c in ASYNC if c not in ASYNC_FAST]
 
@@ -101,7 +105,9 @@ def test_greedy_equals_transformers_generate(reference, pp, k, method, model_run
     _check_greedy(reference, pp, k, method, model_runner, async_scheduling)
 
 
-RELAY_GRID = [(d, pp, k, m) for d in ("relay", "replicated") for pp in (1, 2, 3, 4) for k in range(6)
+# Synchronously, every design but V1 (its grid is CONFIGS above) and V2 (tests/test_v2_runner.py's).
+SYNC_ELSEWHERE = ("v1", "v2")
+RELAY_GRID = [(d, pp, k, m) for d in DESIGNS if d not in SYNC_ELSEWHERE for pp in (1, 2, 3, 4) for k in range(6)
               for m in _methods(d, k)]
 RELAY_FAST = [("relay", 3, 3, "ngram"), ("relay", 4, 2, "draft_model"), ("replicated", 3, 3, "ngram")]
 RELAY_SLOW = [c for c in RELAY_GRID if c not in RELAY_FAST]

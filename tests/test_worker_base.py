@@ -12,27 +12,30 @@ from minispec.engine.arg_utils import EngineArgs
 from minispec.instruments.invariants import check_trace
 from minispec.instruments.trace import RowPath, RowRecord, TraceRecorder
 from minispec.lab.experiments.scenarios import forum_thread
+from minispec.v1.worker.designs import DESIGNS
 from minispec.v1.worker.gpu import ENV_VAR
 from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
-from minispec.v1.worker.gpu_model_runner import GPUModelRunner as GPUModelRunnerV1
 from minispec.v1.worker.gpu_worker import make_runner
-from minispec.v1.worker.relay.model_runner import RelayModelRunner
-from minispec.v1.worker.relay.replicated import ReplicatedDraftRunner
 from minispec.v1.worker.worker_base import WorkerBase
 
-DESIGNS = [("v1", GPUModelRunnerV1), ("v2", GPUModelRunnerV2), ("relay", RelayModelRunner),
-           ("replicated", ReplicatedDraftRunner)]
+
+def drafts_for(design: str) -> str:
+    """The draft model where the design's record accepts it, else n-gram drafts (replicated drafting)."""
+    return "draft_model" if DESIGNS[design].accepts("draft_model") else "ngram"
 
 
-@pytest.mark.parametrize("model_runner,cls", DESIGNS)
-def test_make_runner_builds_each_design_as_a_worker_base(model_runner, cls):
-    method = "ngram" if model_runner == "replicated" else "draft_model"  # replicated drafting refuses a model
+def check_builds_as_worker_base(model_runner: str) -> None:
     config = EngineArgs(pipeline_parallel_size=2, max_model_len=64, model_runner=model_runner,
-                        speculative_config={"method": method, "num_speculative_tokens": 2,
+                        speculative_config={"method": drafts_for(model_runner), "num_speculative_tokens": 2,
                                             "model": str(DEFAULT_DRAFT)}).create_engine_config()
     first, last = (make_runner(config, rank) for rank in range(2))
-    assert type(first) is cls and isinstance(first, WorkerBase)
+    assert type(first) is DESIGNS[model_runner].runner_class and isinstance(first, WorkerBase)
     assert (first.pp_rank, first.is_last_rank, last.pp_rank, last.is_last_rank) == (0, False, 1, True)
+
+
+@pytest.mark.parametrize("model_runner", list(DESIGNS))
+def test_make_runner_builds_each_design_as_a_worker_base(model_runner):
+    check_builds_as_worker_base(model_runner)
 
 
 def test_a_design_that_leaves_out_a_method_cannot_be_built():
@@ -83,13 +86,20 @@ def test_the_recorder_keeps_copies_and_names_each_buffer_index_s_previous_occupa
     assert first.rows[0].token_ids == [5, 6]
 
 
-@pytest.mark.parametrize("design", ["v2", "relay"])
+SLOT_DESIGNS = [d for d in DESIGNS if d != "v1" and DESIGNS[d].accepts("draft_model")]
+
+
+@pytest.mark.parametrize("design", SLOT_DESIGNS)
 def test_every_design_describes_the_same_rows_as_v1(monkeypatch, design):
     """The forum thread with every fix: V1's persistent batch and the slots of V2 (or of the
     relay, built on them) hold the same history, drafts, counts and blocks for every request
     on every stage, and the checker finds both clean. Only how a request got its row
     differs: V1 re-adds a request the other batch displaced, a slot design keeps its slot.
-    (Replicated drafting cannot run the thread's draft model.)"""
+    (A design whose record refuses the thread's draft model, replicated drafting, is left out.)"""
+    check_same_rows_as_v1(monkeypatch, design)
+
+
+def check_same_rows_as_v1(monkeypatch, design: str) -> None:
     monkeypatch.delenv(ENV_VAR, raising=False)
     v1 = forum_thread("all")
     monkeypatch.setattr("minispec.engine.arg_utils.default_model_runner", lambda: design)
