@@ -14,10 +14,6 @@ import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from minispec.v1.worker.designs import Design
 
 CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"
 DEFAULT_TARGET = CHECKPOINT_DIR / "target"
@@ -284,7 +280,7 @@ class VllmConfig:
     scheduler_config: SchedulerConfig
     speculative_config: SpeculativeConfig
     switches: object  # minispec.v1.worker.switches.Switches: fixes= and faults=, resolved for model_runner
-    design: Design  # the runner design's record (minispec.v1.worker.designs), model_runner's
+    design: object  # minispec.v1.worker.designs.Design: the runner design's record, model_runner's
     device: str | None = None
     dtype: object = None  # torch.dtype; None means float32
     seed: int = 0

@@ -13,6 +13,7 @@ from minispec.config import DEFAULT_DRAFT, DEFAULT_TARGET, VllmConfig
 from minispec.engine.arg_utils import EngineArgs
 from minispec.v1.spec_decode.draft_model import DraftModelProposer
 from minispec.v1.spec_decode.ngram_proposer import NgramProposer
+from minispec.v1.worker.designs import DESIGNS
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner
 from minispec.v1.worker.runner_fixes import (
     SYNC_ACCEPTED_TOKENS,
@@ -40,7 +41,7 @@ def test_engine_args_give_the_config_llm_is_built_from():
     assert llm.config == config
 
 
-@pytest.mark.parametrize("model_runner", ["v1", "v2"])
+@pytest.mark.parametrize("model_runner", list(DESIGNS))
 @pytest.mark.parametrize("pp", [1, 2, 3])
 def test_each_config_json_is_read_once(monkeypatch, model_runner, pp):
     """Once by create_engine_config, whatever the design and the number of stages: every
@@ -53,9 +54,11 @@ def test_each_config_json_is_read_once(monkeypatch, model_runner, pp):
         return read(path, param)
 
     monkeypatch.setattr(minispec.config, "read_config_json", counting)
-    llm = LLM(pipeline_parallel_size=pp, speculative_config=DRAFT, max_model_len=64, model_runner=model_runner)
+    with_model = DESIGNS[model_runner].accepts("draft_model")  # replicated drafting: n-grams, no draft model
+    spec = DRAFT if with_model else {"method": "ngram", "num_speculative_tokens": 3}
+    llm = LLM(pipeline_parallel_size=pp, speculative_config=spec, max_model_len=64, model_runner=model_runner)
     assert len(llm.engine.executor.runners) == pp and llm.config.model_runner == model_runner
-    assert reads == {str(DEFAULT_TARGET): 1, str(DEFAULT_DRAFT): 1}
+    assert reads == {str(DEFAULT_TARGET): 1} | ({str(DEFAULT_DRAFT): 1} if with_model else {})
 
 
 def test_bad_arguments_are_refused_by_create_engine_config_with_llm_s_words():

@@ -79,6 +79,14 @@ def test_its_name_works_in_the_cli_and_gpu_check(capsys):
     assert {r.drafts["method"] for r in gpu_plan(1, ("fifth",))} == {"draft_model"}
 
 
+def test_the_handover_table_says_its_record_names_no_rule():
+    from minispec.lab import handover_table
+    from minispec.lab.experiments.handover import DesignCost
+
+    row = handover_table([DesignCost("fifth", 10, {"stage 2 -> stage 0": 30}, {"stage 2 -> stage 0": 1200})]).rows[0]
+    assert row[0] == "`fifth`" and row[6] == "not stated by its record"
+
+
 def test_its_name_works_in_the_explorer():
     from minispec.lab import Scope, explore
 
@@ -90,8 +98,8 @@ def test_outside_the_module_it_is_not_registered():
     """What the fixture undoes: a later test module sees the built-in designs only."""
     unregister_design("fifth")
     try:
-        with pytest.raises(ValueError, match=r"^model_runner='fifth': expected one of \['relay', 'replicated', 'v1', "
-                                             r"'v2'\] \(or None: the default\)"):
+        with pytest.raises(ValueError, match=r"^model_runner='fifth': expected one of \['v1', 'v2', 'relay', "
+                                             r"'replicated'\] \(or None: the default\)"):
             LLM(model_runner="fifth", max_model_len=64)
     finally:
         register()

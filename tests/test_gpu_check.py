@@ -12,6 +12,7 @@ import minispec.entrypoints.cli.gpu_check as cli
 from minispec.entrypoints.cli.gpu_check import GPU_CASES, Measured, Verdict, gpu_plan, gpu_verdict, measure
 from minispec.entrypoints.cli.main import main
 from minispec.sampling_params import SamplingParams
+from minispec.v1.worker.designs import DESIGNS
 
 
 def test_without_cuda_it_prints_one_line_and_exits_0(monkeypatch, capsys):
@@ -22,9 +23,6 @@ def test_without_cuda_it_prints_one_line_and_exits_0(monkeypatch, capsys):
     assert lines[0].endswith("nothing was run")
 
 
-DESIGNS = ("v1", "v2", "relay", "replicated")
-
-
 def test_the_plan_runs_every_design_and_two_gpu_cases_only_on_two_gpus():
     one = gpu_plan(1)
     one_gpu_cases = [("uni", "1 stage"), ("uni", "2 stages on one GPU"), ("mp", "1 stage"), ("mp", "2 stages on one GPU")]
@@ -33,7 +31,8 @@ def test_the_plan_runs_every_design_and_two_gpu_cases_only_on_two_gpus():
     assert {r.skip for r in one if r.skip} == {"needs 2 GPUs, this machine has 1"}
     assert all(r.skip is None for r in gpu_plan(2)) and len(gpu_plan(2)) == len(DESIGNS) * 2 * len(GPU_CASES)
     assert [c.device for c in GPU_CASES] == ["cuda:0", "cuda:0", None]  # None: stage i on cuda:i
-    assert {r.drafts["method"] for r in one if r.model_runner == "replicated"} == {"ngram"}  # it refuses a model
+    refusing = {d for d in DESIGNS if not DESIGNS[d].accepts("draft_model")}  # replicated drafting
+    assert refusing and {r.drafts["method"] for r in one if r.model_runner in refusing} == {"ngram"}
 
 
 def test_a_difference_is_a_note_only_where_the_gpu_without_drafts_differs_too():
@@ -82,13 +81,16 @@ def test_a_wrong_token_on_the_gpu_fails_with_exit_status_1(monkeypatch, capsys):
         main(["gpu-check"])
     assert exit_info.value.code == 1 and (2, None, "mp", True, "v2") in calls
     out = capsys.readouterr().out
-    assert out.count("FAIL") == 24 and "gpu-check: 24 run(s) failed" in out  # 4 designs x 2 executors x 3 cases
+    runs = len(DESIGNS) * 2 * 3  # every design x 2 executors x 3 cases
+    assert out.count("FAIL") == runs and f"gpu-check: {runs} run(s) failed" in out
 
 
 def test_measure_runs_a_configuration_on_the_cpu():
     plain = measure(SamplingParams(temperature=0, max_tokens=8), prompts=("The for ",))
-    for design in ("v1", "v2"):
-        drafted = measure(SamplingParams(temperature=0, max_tokens=8), 2, "cpu", "uni", cli.GPU_DRAFTS, ("The for ",),
-                          model_runner=design)
+    for run in gpu_plan(1):
+        if run.backend != "uni" or run.case.stages != 2:
+            continue
+        drafted = measure(SamplingParams(temperature=0, max_tokens=8), 2, "cpu", "uni", run.drafts, ("The for ",),
+                          model_runner=run.model_runner)
         assert drafted.tokens == plain.tokens
     assert len(plain.tokens[0]) == 8 and plain.tokens_per_s > 0

@@ -5,6 +5,7 @@ import pytest
 from minispec.instruments.invariants import InvariantChecker, InvariantViolation
 from minispec.instruments.trace import RowRecord, ScheduleRecord, StageRecord, StepRecord
 from minispec.lab.experiments.scenarios import forum_thread_llm
+from minispec.v1.worker.designs import DESIGNS
 
 
 def schedule(step=0, nc=4, n=4, drafts=(7, 8, 9), tokens=(1, 2, 3, 4, 5)):
@@ -87,15 +88,14 @@ def test_the_checker_names_no_design():
     from pathlib import Path
 
     import minispec.instruments.invariants as checker
-    from minispec.v1.worker.switches import ModelRunner
 
     source = Path(checker.__file__).read_text()
     names = ["model_runner", "ModelRunner", "GPUModelRunner", "RelayModelRunner", "ReplicatedDraftRunner",
-             "isinstance"] + [f'"{design}"' for design in ModelRunner]
+             "isinstance"] + [f'"{design}"' for design in DESIGNS]
     assert [n for n in names if n in source] == []
 
 
-@pytest.mark.parametrize("design", ["v1", "v2", "relay", "replicated"])
+@pytest.mark.parametrize("design", list(DESIGNS))
 def test_the_same_checker_finds_every_design_s_recorded_run_clean(design):
     """The thread's requests on three stages, recorded, then checked offline by the one
     checker: every fix is clean on every design (replicated drafting with n-grams)."""
@@ -105,7 +105,7 @@ def test_the_same_checker_finds_every_design_s_recorded_run_clean(design):
     from minispec.lab.experiments.scenarios import thread_schedule
     from minispec.lab.experiments.schedule import build_llm, run_recorded, schedule_reference
 
-    method = "ngram" if design == "replicated" else "draft_model"
+    method = "draft_model" if DESIGNS[design].accepts("draft_model") else "ngram"  # replicated drafting: n-grams
     schedule = replace(thread_schedule(method=method), pipeline_parallel_size=3)
     trace = run_recorded(build_llm(schedule, model_runner=design))
     assert check_trace(trace) == [] and trace.outputs == schedule_reference(schedule)

@@ -11,6 +11,8 @@
 import ast
 from pathlib import Path
 
+from minispec.v1.worker.designs import DESIGNS, Design
+
 PKG = Path(__file__).resolve().parents[1] / "minispec"
 OWN_FOLDERS = ("instruments", "lab", "training")  # minispec's own: no vLLM twin
 TOP_LAYER = "entrypoints.cli"  # the command line: above the lessons, so a unit of its own
@@ -118,12 +120,13 @@ def reachable(edges: dict[str, set[str]], start: str) -> set[str]:
     return seen
 
 
-RUNNERS = {  # each design's runner module, and the module of its switches (None: it has none)
-    "v1": ("minispec.v1.worker.gpu_model_runner", "minispec.v1.worker.runner_fixes"),
-    "v2": ("minispec.v1.worker.gpu.model_runner", "minispec.v1.worker.gpu.runner_fixes"),
-    "relay": ("minispec.v1.worker.relay.model_runner", "minispec.v1.worker.relay.runner_fixes"),
-    "replicated": ("minispec.v1.worker.relay.replicated", None),
-}
+def _modules(design: Design) -> tuple[str, str | None]:
+    """A design's runner module, and the module of its switches (None: it has none), from its record."""
+    runner = design.runner.rpartition(".")[0] if isinstance(design.runner, str) else design.runner.__module__
+    return runner, design.settings.__module__ if design.settings else None
+
+
+RUNNERS = {name: _modules(design) for name, design in DESIGNS.items()}
 
 
 def test_runner_designs_are_siblings():

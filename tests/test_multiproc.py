@@ -7,6 +7,7 @@ import pytest
 from minispec import LLM, SamplingParams
 from minispec.lab.experiments.schedule import greedy_reference
 from minispec.v1.executor.multiproc_executor import WorkerError
+from minispec.v1.worker.designs import DESIGNS
 
 pytestmark = pytest.mark.slow
 
@@ -20,9 +21,14 @@ def reference():
     return list(greedy_reference(dict(enumerate(PROMPTS)), PARAMS.max_tokens).values())
 
 
-MP_CONFIGS = [("v1", 2, "draft_model", False), ("v1", 3, "ngram", False), ("v2", 2, "draft_model", True),
-              ("v2", 3, "ngram", True), ("relay", 3, "draft_model", False), ("relay", 4, "ngram", False),
-              ("replicated", 3, "ngram", False)]
+def _method(design: str) -> str:
+    return "draft_model" if DESIGNS[design].accepts("draft_model") else "ngram"  # replicated drafting: n-grams
+
+
+# Every registered design at 3 stages, synchronous and async (the relay's payload under async:
+# issue 32), and a few more shapes.
+MP_CONFIGS = [(d, 3, _method(d), a) for d in DESIGNS for a in (False, True)] + [
+    ("v1", 2, "draft_model", False), ("v2", 2, "draft_model", True), ("relay", 4, "ngram", False)]
 
 
 @pytest.mark.parametrize("design,pp,method,async_scheduling", MP_CONFIGS,

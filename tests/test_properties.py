@@ -39,6 +39,7 @@ from minispec import LLM, SamplingParams
 from minispec.instruments.invariants import InvariantViolation
 from minispec.lab.experiments.schedule import greedy_reference
 from minispec.training.corpus import split_text
+from minispec.v1.worker.designs import DESIGNS
 
 MAX_LEN = 64  # largest max_model_len drawn: keeps one example well under a second
 MAX_TOKENS = 16
@@ -94,14 +95,18 @@ def relay_configurations(draw):
     """``configurations`` on a relay design, 1-4 stages, under "all" and maybe one of the
     relay's fault presets (replicated drafting has none, and drafts with n-grams only)."""
     engine, requests = draw(configurations())
-    design = draw(st.sampled_from(["relay", "replicated"]))
-    spec = engine["speculative_config"]
-    if spec and design == "replicated":
-        spec = dict(spec, method="ngram")
-    faults = draw(st.sampled_from([None, None, "relay-pairing", "relay-no-seq-lens"])) if design == "relay" else None
-    engine = dict(engine, model_runner=design, fixes="all", faults=faults, speculative_config=spec,
+    design = draw(st.sampled_from([d for d in DESIGNS if d not in ("v1", "v2")]))  # V1's, V2's: their own tests
+    presets = DESIGNS[design].fault_presets
+    faults = draw(st.sampled_from([None, None, *map(str, presets)])) if presets else None
+    engine = dict(engine, model_runner=design, fixes="all", faults=faults, speculative_config=_accepted(engine, design),
                   pipeline_parallel_size=draw(st.integers(1, 4)))
     return engine, requests
+
+
+def _accepted(engine: dict, design: str) -> dict | None:
+    """The drawn proposer, or n-gram drafts where the design's record refuses it (replicated drafting)."""
+    spec = engine["speculative_config"]
+    return dict(spec, method="ngram") if spec and not DESIGNS[design].accepts(spec["method"]) else spec
 
 
 def _preset(engine: dict) -> str:
@@ -113,12 +118,12 @@ def _preset(engine: dict) -> str:
 def async_configurations(draw):
     """The same draws under async scheduling, with the fixes on (the faults are V1's July 2025
     ones, stated for a synchronous schedule; the in-flight family's are ``V1_FAULTS`` and ``FAULTS``
-    in ``minispec.lab.faults.catalogue``, each run where it bites): V1 and Model Runner V2 at 1-4
+    in ``minispec.lab.faults.catalogue``, each run where it bites): every registered design at 1-4
     stages."""
     engine, requests = draw(configurations())
-    model_runner = draw(st.sampled_from(["v1", "v2"]))
+    model_runner = draw(st.sampled_from(list(DESIGNS)))
     return dict(engine, fixes="all", pipeline_parallel_size=draw(st.integers(1, 4)), model_runner=model_runner,
-                async_scheduling=True), requests
+                speculative_config=_accepted(engine, model_runner), async_scheduling=True), requests
 
 
 def run(engine: dict, requests: list[dict]) -> str:
@@ -160,7 +165,7 @@ def test_any_configuration_is_greedy_or_caught(config):
 
 def _relay_forum_like(design: str, faults: str | None = None, pp: int = 3) -> tuple[dict, list[dict]]:
     engine, requests = _forum_like("all")
-    method = "ngram" if design == "replicated" else "draft_model"
+    method = "draft_model" if DESIGNS[design].accepts("draft_model") else "ngram"
     return dict(engine, model_runner=design, faults=faults, pipeline_parallel_size=pp,
                 speculative_config={"method": method, "num_speculative_tokens": 3}), requests
 

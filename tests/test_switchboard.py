@@ -12,6 +12,7 @@ import pytest
 from minispec import LLM
 from minispec.engine.arg_utils import EngineArgs
 from minispec.v1.worker import runner_fixes as v1
+from minispec.v1.worker.designs import DESIGNS
 from minispec.v1.worker.gpu import runner_fixes as v2
 from minispec.v1.worker.relay import runner_fixes as relay
 from minispec.v1.worker.switchboard import arguments
@@ -77,7 +78,7 @@ def config(**kwargs):
     return EngineArgs(max_model_len=64, **kwargs).create_engine_config()
 
 
-@pytest.mark.parametrize("design", list(ModelRunner))
+@pytest.mark.parametrize("design", list(DESIGNS))
 @pytest.mark.parametrize("argument,value,chosen,refusal", CASES, ids=[f"{a}={v!r}" for a, v, _, _ in CASES])
 def test_each_switch_preset_and_plug_on_each_design(argument, value, chosen, refusal, design):
     """Accepted where it applies, resolved to the functions its runner will call; refused with
@@ -170,7 +171,7 @@ def test_each_design_s_settings_name_its_switches_and_every_switch_can_be_set():
     assert {s.design for s in vars(relay).values() if isinstance(s, Switch)} == {RELAY}
 
 
-@pytest.mark.parametrize("design", list(ModelRunner))
+@pytest.mark.parametrize("design", list(DESIGNS))
 def test_each_design_s_runners_read_every_switch_of_their_design_and_no_other(monkeypatch, design):
     """What makes "accepted" mean "used": a switch no runner asks for would be ignored; and a
     design reads no other design's switch (replicated drafting, built on the relay's stage,

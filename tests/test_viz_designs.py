@@ -5,7 +5,7 @@ from matplotlib.patches import FancyArrowPatch
 
 from minispec.instruments.invariants import Invariant
 from minispec.lab.faults.pp_sync import DESIGNS, STAGES, THE_INVARIANT, Design, Message
-from minispec.lab.viz.designs import WRAP, designs_table, message_lines, plot_designs
+from minispec.lab.viz.sync_designs import WRAP, designs_table, message_lines, plot_designs
 
 V1, V2, SGLANG = DESIGNS
 NON_LAST = STAGES[:-1]

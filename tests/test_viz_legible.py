@@ -6,8 +6,8 @@ import pytest
 from matplotlib.text import Text
 
 from minispec.lab.faults.pp_sync import DESIGNS, TIMELINE
-from minispec.lab.viz.designs import plot_designs
 from minispec.lab.viz.legible import too_small
+from minispec.lab.viz.sync_designs import plot_designs
 from minispec.lab.viz.sync_timeline import plot_timeline
 
 

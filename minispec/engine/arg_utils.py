@@ -106,8 +106,8 @@ def _check_proposer(design: Design, spec: SpeculativeConfig) -> None:
     """A design that accepts only some proposers (replicated drafting: one of the history alone,
     so that every stage drafts the same) refuses the others."""
     if spec.enabled and not design.accepts(spec.method):
-        raise ValueError(f"speculative_config method={spec.method!r}: model_runner={design.name!r} ({design.description}) "
-                         f"expects one of {list(design.proposers)}")
+        raise ValueError(f"speculative_config method={spec.method!r}: model_runner={design.name!r} "
+                         f"{design.proposers_why}, so it expects one of {list(design.proposers)}")
 
 
 def _check_sizes(arch: LlamaArchitecture, scheduler: SchedulerConfig, cache: CacheConfig) -> None:

@@ -87,7 +87,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
                  "plot_sampled_vs_target"),
     "viz.faults": ("render_fault_run",),
     "viz.slots": ("render_broadcast", "render_slots"),
-    "viz.designs": ("designs_table", "plot_designs"),
+    "viz.sync_designs": ("designs_table", "plot_designs"),
     "viz.handover_costs": ("handover_table", "plot_handover"),
     "viz.sync_timeline": ("timeline_table", "plot_timeline"),
     "viz.pairing": ("plot_pairing",),

@@ -3,7 +3,7 @@
 Under pipeline parallelism only the last stage samples and verifies drafts; every
 other stage must learn exactly what it decided before it builds its next input.
 This module holds, as plain data for the renderers of ``minispec.lab.viz.sync_timeline``
-and ``minispec.lab.viz.designs``:
+and ``minispec.lab.viz.sync_designs``:
 
 * ``TIMELINE``: the designs built and the faults found in that hand-over, 2025-2026,
   each with the GitHub thread it is read from (every one checked in the thread's

@@ -18,7 +18,7 @@ a field of a ``Design``:
   before it is scheduled again (its tokens must be on every stage by then);
 * ``binds_pp_group``: whether its non-last stages hear from the last one over the pipeline
   group (else the scheduler's ``new_token_ids`` relay tells them);
-* ``proposers``: the ``speculative_config`` methods it accepts (None: every one);
+* ``proposers``: the ``speculative_config`` methods it accepts (None: every one), and why;
 * ``can_carry_hidden_states``, ``can_carry_tree_drafts``: whether its hand-over carries a
   drafter's hidden states, or a tree of drafts (False for the four built-in designs);
 * ``must_keep``: the invariant (the checker's number) its hand-over must get right, and why.
@@ -83,6 +83,7 @@ class Design:
     decode_wait_batches: Callable[[int], int] = no_wait
     binds_pp_group: bool = True
     proposers: tuple[str, ...] | None = None
+    proposers_why: str = ""  # why only those, for the refusal's message
     can_carry_hidden_states: bool = False
     can_carry_tree_drafts: bool = False
     must_keep: tuple[int, str] | None = None
@@ -123,7 +124,7 @@ BUILT_IN = (
     Design(ModelRunner.REPLICATED, "minispec.v1.worker.relay.replicated.ReplicatedDraftRunner",
            "replicated drafting: every stage drafts from its own history, only the accept result travels",
            async_batches_in_flight=one_more_than_stages, decode_wait_batches=one_round,
-           proposers=("ngram",),  # a proposer of the history alone, so every stage drafts the same
+           proposers=("ngram",), proposers_why="drafts on every stage from the history alone",
            must_keep=(DRAFT_AGREEMENT, "every stage drafts the same tokens from the same history: only a "
                       "proposer of the history alone")),
 )
@@ -165,5 +166,4 @@ def get_design(model_runner) -> Design:
     """The record of ``model_runner`` (a name), or the error naming every registered design."""
     if isinstance(model_runner, str) and model_runner in DESIGNS:
         return DESIGNS[model_runner]
-    raise ValueError(f"model_runner={model_runner!r}: expected one of {sorted(DESIGNS)} (or None: the default); "
-                     "a design from outside minispec is added with register_design")
+    raise ValueError(f"model_runner={model_runner!r}: expected one of {list(DESIGNS)} (or None: the default)")

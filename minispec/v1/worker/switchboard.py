@@ -59,7 +59,7 @@ def resolve_switches(model_runner: str, **given) -> Switches:
         setting = _setting(argument, value)
         if setting is None:
             continue
-        if model_runner not in setting.designs:
+        if setting.designs and model_runner not in setting.designs:  # none: it applies to every design
             raise ValueError(f"{argument}={setting!r} applies to model_runner={' or '.join(map(repr, setting.designs))}; "
                              f"got model_runner={model_runner!r}")
         for switch, function in setting.settings().items():

@@ -12,7 +12,7 @@ vLLM 0.30.0: ``vllm/config/vllm.py`` 674-723).
 * ``SwitchPreset``: the one preset type. Every named preset, the July-2025 ones
   (``fixes=``) and the 2026 ones (``faults=``), is a member of a subclass and names
   the switches it turns to their fault; it applies to the designs those switches
-  belong to, or to every design if it turns none.
+  belong to, or to every registered design if it turns none.
 * ``SwitchSettings``: a learner's setting of each switch of one design, one field per
   switch (each design's ``RunnerFixes``), checked when it is built.
 * ``Switches``: the resolved result (``minispec.v1.worker.switchboard``), held in
@@ -75,10 +75,8 @@ class SwitchPreset(StrEnum):
 
     @property
     def designs(self) -> tuple[str, ...]:
-        """The designs of the switches it turns, or every registered design if it turns none."""
-        from minispec.v1.worker.designs import DESIGNS  # the registry imports this module
-
-        return tuple(dict.fromkeys(s.design for s in self.faults)) or tuple(DESIGNS)
+        """The designs of the switches it turns; none if it turns none: it applies to every design."""
+        return tuple(dict.fromkeys(s.design for s in self.faults))
 
     def settings(self) -> dict[Switch, Callable]:
         """Each switch it turns, with its fault."""
