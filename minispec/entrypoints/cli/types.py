@@ -41,7 +41,7 @@ def design_name(text: str) -> str:
     from minispec.v1.worker.designs import DESIGNS
 
     if text not in DESIGNS:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a registered design, one of {sorted(DESIGNS)}")
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a registered design, one of {list(DESIGNS)}")
     return DESIGNS[text].name
 
 
