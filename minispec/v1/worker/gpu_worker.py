@@ -4,7 +4,9 @@ vLLM's ``Worker`` also initialises the device and the distributed groups and
 profiles memory; minispec's executors do the first two and size the KV cache
 from ``CacheConfig`` directly, and the runner picks its own drafter, as vLLM's
 does. Both executors build their stages here, so a stage is the same object in
-one process or many. Left out: the ``Worker`` class itself.
+one process or many: the class is the one the design's record names (``designs.py``; the
+record travels in the ``VllmConfig``, so an "mp" worker needs no registry). Left out: the
+``Worker`` class itself.
 
 ``worker_cls`` (an engine argument) hands in a design that lives outside minispec, as vLLM's
 ``ParallelConfig.worker_cls`` does (vLLM 0.30.0 ``vllm/config/parallel.py`` 270-272: "The full

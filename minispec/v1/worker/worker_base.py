@@ -11,6 +11,9 @@ design plugs in by implementing these four methods (``docs/adding_a_runner.md``)
 * ``bind_pp_group``: take the group this stage talks to the other stages on;
 * ``describe_rows``: this step's rows as ``RowRecord`` data, for the trace recorder.
 
+What the engine needs to know about a design besides its class (its switches, its cadence
+under async scheduling, the proposers it accepts) is its record in ``designs.py``.
+
 Why this name: in vLLM the executor talks to a stage through its worker (``WorkerBase``,
 0.30.0 ``worker_base.py`` 44-208, whose ``execute_model`` the executors call), and the
 worker holds the model runner. v1 has no model-runner base class: V1's and V2's
@@ -71,7 +74,8 @@ class WorkerBase(ABC, Generic[InputsT]):
         """Run this stage's part of one batch. A non-last stage returns the hidden states
         for the next stage; the last stage samples and returns what it sampled and drafted.
         When recording, call ``_record_stage`` once the inputs are gathered (before the
-        forward) and, on the last stage, ``_record_sampled`` once it has sampled."""
+        forward) and, on the last stage, ``_record_sampled`` once it has sampled: the recorder
+        refuses a step a stage ran without them (``MissingRecord``, naming stage, step and call)."""
 
     @abstractmethod
     def drop_all_requests(self) -> None:

@@ -26,9 +26,14 @@ the slot it is about to reuse (``event_loop_pp``; its docstring: "recv prev (i+1
 th outputs"; from reading the code, commit 00ff98d). This handler gives the ``c``-th batch
 a stage runs the slot ``c % pp_size`` and pairs a payload with the slot of the batch it
 reports (``mb_slot``). So that the slot still holds that batch, a stage takes the payload
-of batch ``c`` before it runs batch ``c + pp_size`` (it has been sent: the engine schedules
-batch ``c + pp_size`` only once batch ``c`` has left the last stage), and otherwise, as
-V2's handler, on first need. The fault preset ``relay-pairing`` (``runner_fixes.py``;
+of batch ``c`` before it runs batch ``c + pp_size`` (synchronously it has been sent: the engine
+schedules batch ``c + pp_size`` only once batch ``c`` has left the last stage; under async
+scheduling, with ``pp_size + 1`` batches in flight, the stage may wait for it), and otherwise,
+as V2's handler, on first need. Every payload a step takes is received whole before any leaves
+the queue: in one process a payload not sent yet raises ``NotSentYet`` and the executor runs
+the step again, which must find it still queued. (Popped first, it was lost: never applied,
+never forwarded, and under async scheduling at PP >= 3 the stage after waited for it forever,
+issue 32.) The fault preset ``relay-pairing`` (``runner_fixes.py``;
 SGLang PR #40001) pairs it with slot ``(c - 2) % pp_size``, the slot of the stage's
 previous forward, SGLang's ``(i - 1) % N``: at pp_size = 2 that is the same slot.
 
