@@ -199,12 +199,15 @@ def test_the_property_fails_when_the_checker_is_blind(monkeypatch):
 
 def _async_forum_like(model_runner: str, pp: int) -> tuple[dict, list[dict]]:
     engine, requests = _forum_like("all")
-    return dict(engine, model_runner=model_runner, pipeline_parallel_size=pp, async_scheduling=True), requests
+    return dict(engine, model_runner=model_runner, pipeline_parallel_size=pp, async_scheduling=True,
+                speculative_config=_accepted(engine, model_runner)), requests
 
 
 @pytest.mark.slow
 @given(async_configurations())
 @example(_async_forum_like("v1", 3))
+@example(_async_forum_like("relay", 4))
+@example(_async_forum_like("replicated", 3))
 def test_any_configuration_is_greedy_with_async_scheduling(config):
     event(f"{config[0]['model_runner']} on {config[0]['pipeline_parallel_size']} stages")
     event(run(*config))
