@@ -131,7 +131,7 @@ docs-serve: docs
 gpu-check: $(LAB_STAMP)
 	$(BIN)/python -m minispec gpu-check
 
-# vLLM's own code on minispec's schedules (minispec/lab/vllm_reference): on first use it
+# vLLM's own code on minispec's schedules (reference/, beside the package): on first use it
 # builds vLLM's environment in a cache outside the repository ($MINISPEC_VLLM_CACHE, else
 # $XDG_CACHE_HOME or ~/.cache, then minispec-vllm/); prints the table of equal stage-steps;
 # then runs the tests that need vLLM, which fail rather than skip here.
@@ -140,16 +140,16 @@ VLLM_RANDOM ?= 200
 # 485 s for 20 on 2 cores shared with other work (147 s of CPU); 200 would take about ten
 # times as long, past what CI gives it. The 200-schedule run (README, "Model Runner V2,
 # against vLLM 0.29.0 and 0.30.0": every row as expected, seed 40 counted as "unwaited") is
-#   python -m minispec.lab.vllm_reference --v2-only --v2-mismatched --random-v2 50 --v2-first-seed S
+#   python -m reference --v2-only --v2-mismatched --random-v2 50 --v2-first-seed S
 # for S = 0, 50, 100, 150.
 VLLM_RANDOM_V2 ?= 20
 .PHONY: vllm-check
 vllm-check: $(DEV_STAMP)
-	TORCH_INDEX=$(TORCH_INDEX) $(BIN)/python -m minispec.lab.vllm_reference --random $(VLLM_RANDOM) --random-v2 $(VLLM_RANDOM_V2)
+	TORCH_INDEX=$(TORCH_INDEX) $(BIN)/python -m reference --random $(VLLM_RANDOM) --random-v2 $(VLLM_RANDOM_V2)
 	MINISPEC_REQUIRE_VLLM=1 $(BIN)/python -m pytest tests/test_vllm_reference.py tests/test_vllm_reference_v2.py -q
 
 # Every citation of vLLM release source in the repository, checked against that release
 # (tools/cite_check.py): the cited releases' Python sources are fetched once into make
-# vllm-check's cache (minispec/lab/vllm_reference/sources.py); a citation that drifts fails.
+# vllm-check's cache (reference/sources.py); a citation that drifts fails.
 cite-check: $(LAB_STAMP)
 	$(BIN)/python tools/cite_check.py

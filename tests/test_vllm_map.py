@@ -10,15 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from minispec.lab.vllm_reference.twin_map import (
+from minispec.lab.records.twin_map import (
     Column,
     docstring_twin,
-    in_release,
     render_twins_markdown,
     twin_of,
-    vllm_files,
     vllm_twins,
 )
+from reference.sources import in_release, vllm_files
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "minispec"

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 from datetime import date  # noqa: E402
 
 from minispec.lab.faults.catalogue import EVERY_FAULT, LEFT_OUT, FirstViolation  # noqa: E402
-from minispec.lab.vllm_reference.threads import VLLM, Citation, thread  # noqa: E402
+from minispec.lab.records.threads import VLLM, Citation, thread  # noqa: E402
 
 README = ROOT / "README.md"
 BEGIN = "<!-- fault presets: tools/fault_table.py writes it from FAULTS; edit minispec/lab/faults/catalogue.py -->"

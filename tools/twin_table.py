@@ -1,7 +1,7 @@
 """Write the README's twin table (between its markers) from the modules' docstrings.
 
 Each mirrored module's docstring names its vLLM twin, and the release when it is
-not 0.9.2; ``minispec.lab.vllm_reference.twin_map`` reads them. This writes the same table into
+not 0.9.2; ``minispec.lab.records.twin_map`` reads them. This writes the same table into
 ``README.md``, so the README cannot disagree with the code; the map's boxes and
 notebook 07 read the docstrings themselves. ``tests/test_vllm_map.py`` checks that
 the README is current and that each twin exists in the release it names.
@@ -18,7 +18,7 @@ from generated import ROOT, between, command
 
 sys.path.insert(0, str(ROOT))
 
-from minispec.lab.vllm_reference.twin_map import Column, render_twins_markdown, vllm_twins  # noqa: E402
+from minispec.lab.records.twin_map import Column, render_twins_markdown, vllm_twins  # noqa: E402
 
 README = ROOT / "README.md"
 BEGIN = "<!-- twin table: tools/twin_table.py writes it from the modules' docstrings; edit those -->"

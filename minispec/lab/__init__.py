@@ -12,7 +12,9 @@ The folders, one job each:
 * ``exercises/``: the workshop's exercises and their checker;
 * ``faults/``: the 2026 fault family;
 * ``viz/``: the renderers (text, figures, widgets);
-* ``vllm_reference/``: vLLM's own code, run and read.
+* ``records/``: what is recorded about vLLM: the cited threads, each module's vLLM
+  twin, and what vLLM's own code did on minispec's schedules (stored; the harness that
+  runs vLLM lives outside the package, in ``reference/``).
 
 The surface, by job:
 
@@ -48,7 +50,7 @@ Renderers (``viz``)
     the stepper: ``thread_runs``, ``schedule_runs``,
     ``trace_stepper``.
 
-vLLM's own code (``vllm_reference``)
+vLLM's own code, as recorded (``records``)
     ``load_artifact``, ``render_moment``, ``render_sources``, ``vllm_twins``,
     ``render_twins_markdown``.
 """
@@ -97,8 +99,8 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "viz.plots": ("plot_step_rows", "plot_stage_rows", "plot_strip_diff", "plot_acceptance"),
     "viz.stepper": ("thread_runs", "schedule_runs"),
     "viz.widgets": ("trace_stepper",),
-    "vllm_reference.artifact": ("load_artifact", "render_moment", "render_sources"),
-    "vllm_reference.twin_map": ("vllm_twins", "render_twins_markdown"),
+    "records.artifact": ("load_artifact", "render_moment", "render_sources"),
+    "records.twin_map": ("vllm_twins", "render_twins_markdown"),
 }
 _MODULE_OF = {name: module for module, names in _SURFACE.items() for name in names}
 __all__ = sorted(_MODULE_OF)

@@ -23,8 +23,8 @@ from unittest import mock
 
 from minispec.distributed.parallel_state import MessageMismatch
 from minispec.instruments.trace import Trace, TraceRecorder
-from minispec.lab.vllm_reference.capture import StageStep, scheduler_output_data
 from minispec.v1.worker.gpu.model_runner import GPUModelRunner
+from reference.capture import StageStep, scheduler_output_data
 
 
 @dataclass
