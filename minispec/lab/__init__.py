@@ -42,7 +42,8 @@ Renderers (``viz``)
     ``render_comparison``, ``output_step``, ``render_row_log``, ``row_changes``,
     ``render_batch``, ``render_gather``, ``LEGEND``, ``render_history``, ``render_bisect``, ``catch_table``,
     ``render_acceptance_table``, ``render_fault_run``, ``render_broadcast``, ``render_slots``,
-    ``designs_table``, ``handover_table``, ``timeline_table``; figures: ``render_map``, ``flow``, ``FULL``,
+    ``designs_table``, ``handover_table``, ``timeline_table``; the explorer's findings:
+    ``render_counterexample``, ``render_exploration``; figures: ``render_map``, ``flow``, ``FULL``,
     ``WORKSHOP``, ``plot_gantt``, ``plot_gantt_compare``, ``plot_step_rows``,
     ``plot_stage_rows``, ``plot_strip_diff``, ``plot_acceptance``, ``plot_history``,
     ``plot_rejection_example``, ``plot_acceptance_vs_k``, ``plot_sampled_vs_target``,
@@ -79,6 +80,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "faults.pp_sync": ("TIMELINE", "DESIGNS", "THE_INVARIANT"),
     "faults.in_flight": ("FAMILY",),
     "faults.relay_pairing": ("pairings",),
+    "viz.exploration": ("render_counterexample", "render_exploration"),
     "viz.text": ("char_decoder", "render_step", "render_stage", "render_trace", "render_comparison", "output_step"),
     "viz.row_log": ("render_row_log", "row_changes"),
     "viz.batch": ("render_batch", "render_gather", "LEGEND"),
