@@ -107,7 +107,7 @@ clean:
 notebooks: $(LAB_STAMP)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/*.ipynb
 
-# --- the walkthrough as a website (README: "The walkthrough as a website") ---
+# --- the walkthrough as a website (docs/notebooks_and_site.md: "The walkthrough as a website") ---
 # `make docs` builds build/docs/html from the notebooks' stored outputs (nothing is
 # executed); `make docs-serve` serves it on 127.0.0.1.
 .PHONY: docs docs-serve
@@ -125,7 +125,7 @@ docs-serve: docs
 	@echo "the site: http://127.0.0.1:$(DOCS_PORT)/ (Ctrl-C stops it)"
 	$(BIN)/python -m http.server --bind 127.0.0.1 --directory build/docs/html $(DOCS_PORT)
 
-# The first run on a GPU (README: "Devices, and what has not been run"): greedy equality with
+# The first run on a GPU (docs/executors.md: "Devices, and what has not been run"): greedy equality with
 # the CPU and tokens/s on cuda, both executors; without CUDA one line, and exit status 0.
 .PHONY: gpu-check
 gpu-check: $(LAB_STAMP)
@@ -138,7 +138,7 @@ gpu-check: $(LAB_STAMP)
 VLLM_RANDOM ?= 200
 # Model Runner V2's random schedules: 20 by default (seeds 0-19). Its part of the check took
 # 485 s for 20 on 2 cores shared with other work (147 s of CPU); 200 would take about ten
-# times as long, past what CI gives it. The 200-schedule run (README, "Model Runner V2,
+# times as long, past what CI gives it. The 200-schedule run (docs/checked_against_vllm.md, "Model Runner V2,
 # against vLLM 0.29.0 and 0.30.0": every row as expected, seed 40 counted as "unwaited") is
 #   python -m reference --v2-only --v2-mismatched --random-v2 50 --v2-first-seed S
 # for S = 0, 50, 100, 150.

@@ -4,7 +4,7 @@ Every module outside ``instruments/``, ``lab/`` and ``training/`` names its vLLM
 twin in its docstring (``tests/test_layout.py`` holds it to that), and most say
 what they leave out in a sentence starting "Left out:". ``vllm_twins`` collects
 both without importing the modules, so the map never drifts from the code. The
-docstrings are the one source of the twin table: the README's copy is written
+docstrings are the one source of the twin table: the copy in ``docs/package_map.md`` is written
 from them (``tools/twin_table.py``), notebook 07 renders them, and the map's
 boxes (``minispec.lab.viz.map``) look their vLLM files up here.
 
