@@ -18,14 +18,14 @@ ROOT = Path(__file__).resolve().parents[1]
 MUTATION_HARNESS = {"minispec/lab/experiments/mutants.py"}
 
 
-def patches(source: str) -> list[str]:
-    """Every ``mock.patch(...)``, ``patch(...)`` or ``patch.object(...)`` call in ``source``: "line N"."""
+def patches(source: str) -> list[tuple[int, str]]:
+    """Every ``mock.patch(...)``, ``patch(...)`` or ``patch.object(...)`` call in ``source``: (its line, the call)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Call):
             name = ast.unparse(node.func)
             if name in ("patch", "mock.patch", "unittest.mock.patch") or name.endswith("patch.object"):
-                found.append(f"line {node.lineno}: {name}")
+                found.append((node.lineno, name))
     return found
 
 
@@ -36,7 +36,7 @@ with mock.patch("minispec.entrypoints.llm.TraceRecorder", make):
     stack.enter_context(mock.patch.object(GPUModelRunner, "describe_rows", wrapper))
     stack.enter_context(patch.object(Scheduler, name, wrapper))
 '''
-    assert patches(planted) == ["line 3: mock.patch", "line 4: mock.patch.object", "line 5: patch.object"]
+    assert patches(planted) == [(3, "mock.patch"), (4, "mock.patch.object"), (5, "patch.object")]
 
 
 def test_nothing_outside_the_mutation_harness_patches_the_engine():

@@ -23,24 +23,24 @@ def _constants(node: ast.AST) -> list[str]:
     return [node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""]
 
 
-def builds_environments(source: str) -> list[str]:
-    """Where ``source`` runs ``-m pip``/``-m venv`` or imports an environment builder: "line N: what"."""
+def builds_environments(source: str) -> list[tuple[int, str]]:
+    """Where ``source`` runs ``-m pip``/``-m venv`` or imports an environment builder: (its line, what)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Call):
             args = [s for a in node.args for s in _constants(a)]
-            found += [f"line {node.lineno}: -m {b}" for a, b in zip(args, args[1:]) if a == "-m" and b in BUILDERS]
+            found += [(node.lineno, f"-m {b}") for a, b in zip(args, args[1:]) if a == "-m" and b in BUILDERS]
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-            found += [f"line {node.lineno}: import {n}" for n in names if n.split(".")[0] in BUILDERS]
+            found += [(node.lineno, f"import {n}") for n in names if n.split(".")[0] in BUILDERS]
     return found
 
 
 def test_the_check_catches_the_harness_that_runs_pip_and_builds_environments():
-    assert any("-m venv" in f for f in builds_environments((ROOT / "reference/environment.py").read_text()))
-    assert any("-m pip" in f for f in builds_environments((ROOT / "reference/sources.py").read_text()))
+    assert "-m venv" in {what for _, what in builds_environments((ROOT / "reference/environment.py").read_text())}
+    assert "-m pip" in {what for _, what in builds_environments((ROOT / "reference/sources.py").read_text())}
     assert builds_environments("import venv\nfrom pip._internal import main\n") == [
-        "line 1: import venv", "line 2: import pip._internal"]
+        (1, "import venv"), (2, "import pip._internal")]
 
 
 def test_no_installed_module_runs_pip_or_builds_an_environment():
