@@ -107,7 +107,7 @@ clean:
 notebooks: $(LAB_STAMP)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/*.ipynb
 
-# --- the walkthrough as a website (README: "The walkthrough as a website") ---
+# --- the walkthrough as a website (docs/notebooks_and_site.md: "The walkthrough as a website") ---
 # `make docs` builds build/docs/html from the notebooks' stored outputs (nothing is
 # executed); `make docs-serve` serves it on 127.0.0.1.
 .PHONY: docs docs-serve
@@ -125,31 +125,31 @@ docs-serve: docs
 	@echo "the site: http://127.0.0.1:$(DOCS_PORT)/ (Ctrl-C stops it)"
 	$(BIN)/python -m http.server --bind 127.0.0.1 --directory build/docs/html $(DOCS_PORT)
 
-# The first run on a GPU (README: "Devices, and what has not been run"): greedy equality with
+# The first run on a GPU (docs/executors.md: "Devices, and what has not been run"): greedy equality with
 # the CPU and tokens/s on cuda, both executors; without CUDA one line, and exit status 0.
 .PHONY: gpu-check
 gpu-check: $(LAB_STAMP)
 	$(BIN)/python -m minispec gpu-check
 
-# vLLM's own code on minispec's schedules (minispec/lab/vllm_reference): on first use it
+# vLLM's own code on minispec's schedules (reference/, beside the package): on first use it
 # builds vLLM's environment in a cache outside the repository ($MINISPEC_VLLM_CACHE, else
 # $XDG_CACHE_HOME or ~/.cache, then minispec-vllm/); prints the table of equal stage-steps;
 # then runs the tests that need vLLM, which fail rather than skip here.
 VLLM_RANDOM ?= 200
 # Model Runner V2's random schedules: 20 by default (seeds 0-19). Its part of the check took
 # 485 s for 20 on 2 cores shared with other work (147 s of CPU); 200 would take about ten
-# times as long, past what CI gives it. The 200-schedule run (README, "Model Runner V2,
+# times as long, past what CI gives it. The 200-schedule run (docs/checked_against_vllm.md, "Model Runner V2,
 # against vLLM 0.29.0 and 0.30.0": every row as expected, seed 40 counted as "unwaited") is
-#   python -m minispec.lab.vllm_reference --v2-only --v2-mismatched --random-v2 50 --v2-first-seed S
+#   python -m reference --v2-only --v2-mismatched --random-v2 50 --v2-first-seed S
 # for S = 0, 50, 100, 150.
 VLLM_RANDOM_V2 ?= 20
 .PHONY: vllm-check
 vllm-check: $(DEV_STAMP)
-	TORCH_INDEX=$(TORCH_INDEX) $(BIN)/python -m minispec.lab.vllm_reference --random $(VLLM_RANDOM) --random-v2 $(VLLM_RANDOM_V2)
+	TORCH_INDEX=$(TORCH_INDEX) $(BIN)/python -m reference --random $(VLLM_RANDOM) --random-v2 $(VLLM_RANDOM_V2)
 	MINISPEC_REQUIRE_VLLM=1 $(BIN)/python -m pytest tests/test_vllm_reference.py tests/test_vllm_reference_v2.py -q
 
 # Every citation of vLLM release source in the repository, checked against that release
 # (tools/cite_check.py): the cited releases' Python sources are fetched once into make
-# vllm-check's cache (minispec/lab/vllm_reference/sources.py); a citation that drifts fails.
+# vllm-check's cache (reference/sources.py); a citation that drifts fails.
 cite-check: $(LAB_STAMP)
 	$(BIN)/python tools/cite_check.py

@@ -1,14 +1,14 @@
 """Citations of vLLM release source: the parser (every form the repository uses), the checks
 against a release's files, and the repository's own citations against the cached releases
-(minispec/lab/vllm_reference/citations.py, tools/cite_check.py; ``make cite-check``)."""
+(reference/citations.py, tools/cite_check.py; ``make cite-check``)."""
 
 import sys
 from pathlib import Path
 
 import pytest
 
-from minispec.lab.vllm_reference.citations import Block, Citation, Verdict, check, find_citations
-from minispec.lab.vllm_reference.sources import cached_sources
+from reference.citations import Block, Citation, Verdict, check, find_citations
+from reference.sources import cached_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 PP_UTILS = "vllm/v1/worker/gpu/pp_utils.py"

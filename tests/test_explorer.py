@@ -13,6 +13,7 @@ from minispec.config import LlamaArchitecture
 from minispec.instruments.invariants import Invariant, InvariantViolation, check_trace
 from minispec.lab.experiments.explorer import STANDIN, Scope, explore, schedules
 from minispec.lab.experiments.schedule import run_schedule
+from minispec.lab.viz.exploration import render_counterexample, render_exploration
 from minispec.lab.viz.stepper import schedule_runs, stepper_view
 from minispec.model_executor.model_loader import get_model
 from minispec.model_executor.models.standin import StandInForCausalLM, greedy_continuation
@@ -117,7 +118,7 @@ def test_explorer_finds_the_july_2025_fault_and_its_minimal_counterexample():
     assert [(r.req_id, len(r.prompt), r.arrival_step) for r in found.schedule.requests] == [("A", 2, 0), ("B", 2, 1)]
     v = found.failure.violation
     assert (v.invariant, v.step, v.stage, v.req_id) == (Invariant.DRAFT_AGREEMENT, 2, 0, "A")
-    assert "STALE (row held B before)" in found.table()
+    assert "STALE (row held B before)" in render_counterexample(found)
     # what ran clean before it: one request alone, or all arriving at step 0 (one batch takes
     # them all, so nothing alternates and no row changes hands)
     before = list(schedules(Scope()))[: result.schedules_run - 1]
@@ -137,7 +138,7 @@ def test_a_fixed_design_is_clean_within_a_small_scope():
         result = explore(design, scope)
         assert result.counterexample is None and result.exhausted
         assert result.schedules_run == sum(1 for _ in schedules(scope))
-        assert "nothing breaks" in result.report()
+        assert "nothing breaks" in render_exploration(result)
 
 
 def test_explore_command_prints_the_minimal_counterexample(capsys):
@@ -204,12 +205,12 @@ def test_a_runner_from_outside_minispec_is_explored_through_the_contract():
     assert [(r.req_id, len(r.prompt), r.arrival_step) for r in found.schedule.requests] == [("A", 2, 0)]
     v = found.failure.violation
     assert (v.invariant, v.step, v.stage, v.req_id) == (Invariant.TOKEN_HISTORY, 2, 0, "A")
-    assert "worker_cls=DraftsOnLastStageOnly: minimal counterexample, schedule 1" in result.report()
-    assert "draft slots=[] scheduled=[" in found.table()
+    assert "worker_cls=DraftsOnLastStageOnly: minimal counterexample, schedule 1" in render_exploration(result)
+    assert "draft slots=[] scheduled=[" in render_counterexample(found)
     with pytest.raises(InvariantViolation, match="token history"):
         run_schedule(found.schedule, worker_cls=DraftsOnLastStageOnly)
     fixed = explore({"worker_cls": OutsideRunner}, Scope(max_requests=2, max_tokens=(3,), arrival_steps=(0, 1)))
-    assert fixed.counterexample is None and fixed.exhausted and "nothing breaks" in fixed.report()
+    assert fixed.counterexample is None and fixed.exhausted and "nothing breaks" in render_exploration(fixed)
 
 
 class Unfinished(WorkerBase):

@@ -15,7 +15,7 @@ from minispec.instruments.invariants import Invariant
 from minispec.lab.experiments.schedule import build_llm, run_recorded, schedule_reference
 from minispec.lab.faults.catalogue import EVERY_FAULT, FAULTS, FaultPreset, TransportError, V1FaultPreset
 from minispec.lab.faults.in_flight import FAMILY, Candidate, Outcome
-from minispec.lab.vllm_reference.threads import references, thread
+from minispec.lab.records.threads import references, thread
 from minispec.v1.worker.switches import ModelRunner
 
 TWICE = FaultPreset.V2_DRAFTS_POSTED_TWICE

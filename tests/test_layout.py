@@ -1,6 +1,8 @@
-"""The package's picture reads as its architecture (the layers README's "Map of the package" states).
+"""The package's picture reads as its architecture (the layers docs/package_map.md's "Map of the package" states).
 
-* No import cycles between modules, nor between folders.
+* No import cycles between modules, nor between folders, nor between the folders one
+  level down (``lab.viz``, ``v1.worker``) but the one vLLM has too; the lab's folders are
+  layers that import one way (records, experiments, faults, viz, exercises).
 * The engine and the API never import the lessons (``lab``) or the model shop
   (``training``); ``instruments`` imports nothing of the engine. The command line,
   ``entrypoints/cli``, is a layer of its own above the lessons: its subcommands run them.
@@ -87,6 +89,72 @@ def test_no_folder_import_cycles():
     for mod, targets in graph().items():
         folders.setdefault(folder(mod), set()).update(folder(t) for t in targets if folder(t) != folder(mod))
     assert find_cycle(folders) is None, folders
+
+
+def subfolder(module: str) -> str:
+    """One level down: ``v1.worker``, ``lab.viz``; a loose module stands for itself."""
+    return ".".join(module.split(".")[1:3]) or "minispec"
+
+
+def folder_cycles(edges: dict[str, set[str]], unit) -> set[frozenset[str]]:
+    """The units (``unit(module)``) that import one another in a loop, each loop as its set of units."""
+    units: dict[str, set[str]] = {}
+    for mod, targets in edges.items():
+        units.setdefault(unit(mod), set()).update(unit(t) for t in targets if unit(t) != unit(mod))
+    loops = set()
+    for start in units:
+        back = {u for u in reachable(units, start) if start in reachable(units, u)} | {start}
+        if len(back) > 1:
+            loops.add(frozenset(back))
+    return loops
+
+
+# Mirrored from vLLM, where the same two folders import each other (0.30.0: the runner imports
+# the proposers, ``vllm/v1/worker/gpu_model_runner.py``; ``vllm/v1/spec_decode/llm_base_proposer.py``
+# 65-66 imports ``vllm/v1/worker/gpu_input_batch.py``): minispec's draft proposer binds its KV cache
+# with the workers' ``bind_kv_cache`` (``v1/worker/utils.py``, as vLLM's is).
+MIRRORED_LOOPS = {frozenset({"v1.spec_decode", "v1.worker"})}
+
+
+def test_no_folder_import_cycles_one_level_down():
+    """``lab.experiments``, ``lab.viz``, ``v1.worker``...: no two import each other, but for
+    the loop vLLM itself has (named above; the test fails when it is gone, so the name goes too)."""
+    assert folder_cycles(graph(), subfolder) == MIRRORED_LOOPS
+
+
+def test_the_folder_check_catches_a_loop_one_level_down():
+    """Planted: the loop the lab had until its explorer stopped rendering its own findings."""
+    planted = {"minispec.lab.experiments.explorer": {"minispec.lab.viz.text"},
+               "minispec.lab.viz.text": {"minispec.lab.experiments.metrics"},
+               "minispec.lab.experiments.metrics": set()}
+    assert folder_cycles(planted, subfolder) == {frozenset({"lab.experiments", "lab.viz"})}
+    assert folder_cycles(planted, folder) == set()  # one level up, both are "lab"
+
+
+# The lab's layers, bottom to top: each imports only from its own layer or those before it.
+LAB_LAYERS = ("records", "experiments", "faults", "viz", "exercises")
+
+
+def lab_layer(module: str) -> int | None:
+    parts = module.split(".")
+    return LAB_LAYERS.index(parts[2]) if parts[1:2] == ["lab"] and len(parts) > 3 else None
+
+
+def upward(edges: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """The lab's imports that reach a higher layer."""
+    return {(m, t) for m, targets in edges.items() if lab_layer(m) is not None
+            for t in targets if lab_layer(t) is not None and lab_layer(t) > lab_layer(m)}
+
+
+def test_the_lab_imports_one_way():
+    """records (what is recorded about vLLM) -> experiments (the runs) -> faults -> viz (the
+    renderers) -> exercises: a notebook's imports say which layer it uses, and no layer
+    reaches up. Planted: the explorer rendering its own counterexample, as it did."""
+    edges = graph()
+    assert upward(edges) == set()
+    assert {m.split(".")[2] for m in edges if lab_layer(m) is not None} == set(LAB_LAYERS), "every lab folder a layer"
+    planted = {"minispec.lab.experiments.explorer": {"minispec.lab.viz.text", "minispec.lab.records.threads"}}
+    assert upward(planted) == {("minispec.lab.experiments.explorer", "minispec.lab.viz.text")}
 
 
 def test_engine_and_api_do_not_import_lessons_or_training():

@@ -23,7 +23,7 @@ from minispec.lab.experiments.mutants import (
     render_table,
     uncaught,
 )
-from minispec.lab.vllm_reference.threads import references, thread
+from minispec.lab.records.threads import references, thread
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner
 from minispec.v1.worker.runner_fixes import READD_SPEC_TOKENS, RunnerFixes, skip_spec_tokens
 from minispec.v1.worker.switchboard import resolve_switches

@@ -6,7 +6,7 @@ import dataclasses
 from minispec import LLM, SamplingParams
 from minispec.lab.experiments.scenarios import PROMPTS, exercise_schedule, random_config, thread_schedule
 from minispec.lab.experiments.schedule import build_llm, greedy_reference, run_schedule
-from minispec.lab.vllm_reference.reference_schedules import reference_schedule
+from reference.reference_schedules import reference_schedule
 
 
 def test_build_llm_queues_the_schedule_as_described():

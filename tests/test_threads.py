@@ -1,4 +1,4 @@
-"""The one table of cited GitHub threads (minispec/lab/vllm_reference/threads.py): every reference anywhere in
+"""The one table of cited GitHub threads (minispec/lab/records/threads.py): every reference anywhere in
 the repository is in it, every entry is cited somewhere, every date and quoted sentence next to a reference in
 prose is the table's, and the presets and the timeline draw from it."""
 
@@ -15,7 +15,7 @@ import pytest
 
 from minispec.lab.faults.catalogue import FAULTS
 from minispec.lab.faults.pp_sync import DESIGNS, TIMELINE, State
-from minispec.lab.vllm_reference.threads import (
+from minispec.lab.records.threads import (
     REFERENCE,
     THREADS,
     VLLM,
@@ -33,7 +33,7 @@ from minispec.lab.vllm_reference.threads import (
 ROOT = Path(__file__).resolve().parents[1]
 SUFFIXES = (".py", ".md", ".ipynb", ".txt", ".rst", ".cfg", ".toml")
 NOT_READ = ("tests/test_threads.py",)  # its made-up references below
-TABLE = "minispec/lab/vllm_reference/threads.py"
+TABLE = "minispec/lab/records/threads.py"
 
 
 def tracked_text() -> dict[str, str]:
@@ -72,7 +72,7 @@ def test_every_reference_in_the_repository_is_in_the_table():
                 thread(repo, number)
             except KeyError:
                 missing.setdefault(f"{repo}#{number}", []).append(name)
-    assert missing == {}, "cited but not in minispec/lab/vllm_reference/threads.py THREADS"
+    assert missing == {}, "cited but not in minispec/lab/records/threads.py THREADS"
 
 
 def test_every_entry_is_cited_somewhere_and_listed_once():
@@ -202,4 +202,4 @@ def test_every_date_and_quote_next_to_a_reference_is_the_tables():
         if name != TABLE and name.endswith((".py", ".md", ".ipynb", ".rst")):
             if problems := disagreements(prose(name, text)):
                 found[name] = problems
-    assert found == {}, "not in minispec/lab/vllm_reference/threads.py THREADS: add the post or quote, or correct it"
+    assert found == {}, "not in minispec/lab/records/threads.py THREADS: add the post or quote, or correct it"

@@ -2,7 +2,7 @@
 1 the last stage, and the tokens are transformers' greedy ones. Once on one node
 (two processes, 127.0.0.1), and once on two "machines": two network namespaces
 joined by a virtual Ethernet pair, each with its own address and interface, one
-torchrun agent in each, as the README's two-machine launch does it."""
+torchrun agent in each, as the two-machine launch in docs/executors.md does it."""
 
 import json
 import os

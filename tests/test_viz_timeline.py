@@ -6,8 +6,8 @@ import pytest
 from matplotlib.lines import Line2D
 
 from minispec.lab.faults.pp_sync import TIMELINE, Kind, Lane, Milestone, State, vllm
+from minispec.lab.records.threads import thread
 from minispec.lab.viz.sync_timeline import MARKERS, plot_timeline, refs_label, timeline_table
-from minispec.lab.vllm_reference.threads import thread
 
 URL = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(pull|issues)/\d+$")
 

@@ -15,10 +15,11 @@ import pytest
 
 from minispec.lab.exercises.attempts import decoder
 from minispec.lab.experiments.scenarios import forum_thread
-from minispec.lab.vllm_reference import artifact, environment, report
-from minispec.lab.vllm_reference.capture import capturing
-from minispec.lab.vllm_reference.compare import BUFFERS, buffer_difference, compare, stage_step_differences
-from minispec.lab.vllm_reference.reference_schedules import reference_schedule
+from minispec.lab.records import artifact as stored
+from reference import artifact, environment, report
+from reference.capture import capturing
+from reference.compare import BUFFERS, buffer_difference, compare, stage_step_differences
+from reference.reference_schedules import reference_schedule
 
 DECODE = decoder()
 
@@ -137,14 +138,14 @@ def test_vllm_stage_record_draws_vllms_tokens_in_minispecs_rows(thread_capture):
 
 
 def _fake_difference():
-    from minispec.lab.vllm_reference.compare import Difference
+    from reference.compare import Difference
 
     return Difference(2, 0, "token_ids_cpu", "row 0 slots 11-13", [85, 70, 78], [3, 84, 85])
 
 
 def test_render_table_marks_each_pairing():
-    from minispec.lab.vllm_reference.compare import Comparison
-    from minispec.lab.vllm_reference.run import PAIRINGS, CheckRow
+    from reference.compare import Comparison
+    from reference.run import PAIRINGS, CheckRow
 
     rows = [CheckRow(PAIRINGS[0], 1, 1, Comparison(64, 64, []), None, None, {}, {}),
             CheckRow(PAIRINGS[4], 1, 0, Comparison(58, 58, []), None, None, {}, {})]
@@ -155,7 +156,7 @@ def test_render_table_marks_each_pairing():
 
 
 def test_stored_artifact_shows_tem_in_vllm_092_and_a_short_history_in_0140():
-    a = artifact.load_artifact()
+    a = stored.load_artifact()
     stale, short = a["moments"]["stale_drafts"], a["moments"]["short_history"]
     assert stale["provenance"]["vllm_version"] == "0.9.2" and short["provenance"]["vllm_version"] == "0.14.0"
     row = stale["vllm"]["token_ids_cpu_row"]
@@ -165,7 +166,7 @@ def test_stored_artifact_shows_tem_in_vllm_092_and_a_short_history_in_0140():
     for m in (stale, short):
         assert all(len(h) == 64 for h in m["provenance"]["sha256"].values())
         assert "GPUModelRunner._update_states" in m["provenance"]["executed"]
-    text = artifact.render_artifact(a, DECODE)
+    text = stored.render_artifact(a, DECODE)
     assert "vLLM 0.9.2" in text and "|tem]" in text and "make vllm-check" in text
 
 
@@ -198,7 +199,7 @@ def thread_check():
         if os.environ.get("MINISPEC_REQUIRE_VLLM") == "1":
             pytest.fail(f"MINISPEC_REQUIRE_VLLM=1 but {why}")
         pytest.skip(why)
-    from minispec.lab.vllm_reference import run
+    from reference import run
 
     return run.check(0, [p for p in run.PAIRINGS if p.scenario == run.THREAD])
 
@@ -224,8 +225,8 @@ def test_vllm_0140_is_short_on_stage_0_from_step_4(thread_check):
 @pytest.mark.vllm
 def test_stored_artifact_is_what_vllm_produces_now(thread_check):
     """Rebuilt from this run; if this fails, vLLM's code, minispec or the
-    artifact changed: rerun ``python -m minispec.lab.vllm_reference --write-artifact``."""
-    assert artifact.dumps(artifact.build_artifact(thread_check)) == artifact.ARTIFACT.read_text()
+    artifact changed: rerun ``python -m reference --write-artifact``."""
+    assert artifact.dumps(artifact.build_artifact(thread_check)) == stored.ARTIFACT.read_text()
 
 
 # -- departures, and the engine change the comparison brought ----------------
@@ -268,7 +269,7 @@ def test_no_recorded_run_resumes_a_request_that_still_holds_a_row():
 
 
 def test_schedule_differences_are_named_by_departure():
-    from minispec.lab.vllm_reference.scheduler_check import ScheduleDifference, schedule_difference
+    from reference.scheduler_check import ScheduleDifference, schedule_difference
 
     d = ScheduleDifference("r", 3, "num_scheduled_tokens", "request x", None, 2)
     assert d.kind == "undocumented"
@@ -304,10 +305,10 @@ def test_0140_evicts_a_resumed_request_that_still_holds_a_row(thread_check):
 
     from minispec.entrypoints.llm import LLM
     from minispec.instruments.trace import Trace
-    from minispec.lab.vllm_reference.capture import Capture, StageStep, scheduler_output_data, stage_buffers
-    from minispec.lab.vllm_reference.run import ScenarioRun, run_vllm
     from minispec.sampling_params import SamplingParams
     from minispec.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
+    from reference.capture import Capture, StageStep, scheduler_output_data, stage_buffers
+    from reference.run import ScenarioRun, run_vllm
 
     runner = LLM(pipeline_parallel_size=2, max_num_seqs=4, max_model_len=32, block_size=4).engine.executor.runners[0]
     prompt = [40, 41, 42, 43, 44]
@@ -339,8 +340,8 @@ def test_vllm_092_puts_finished_ids_in_schedules_it_never_runs(thread_check):
     schedule; minispec keeps them for the next one (its scheduler's docstring).
     With that carried over, every schedule of the run is equal."""
     from minispec.lab.experiments.schedule import run_schedule
-    from minispec.lab.vllm_reference.run import ScenarioRun
-    from minispec.lab.vllm_reference.scheduler_check import check_scheduler
+    from reference.run import ScenarioRun
+    from reference.scheduler_check import check_scheduler
 
     with capturing() as captures:
         run_schedule(reference_schedule(95), "vllm-0.9.2")

@@ -1,4 +1,4 @@
-"""Model Runner V2's reference check (minispec.lab.vllm_reference.v2_run): vLLM 0.29.0's and
+"""Model Runner V2's reference check (reference.v2_run): vLLM 0.29.0's and
 0.30.0's own V2 code on minispec's V2 runs.
 
 The first tests need only minispec: the capture, the timing measurement, the comparison of
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from minispec.lab.vllm_reference import environment, report, v2_run
-from minispec.lab.vllm_reference.compare import Comparison, compare_until_stopped
-from minispec.lab.vllm_reference.v2_capture import Timing
-from minispec.lab.vllm_reference.v2_run import (
+from reference import environment, report, v2_run
+from reference.compare import Comparison, compare_until_stopped
+from reference.v2_capture import Timing
+from reference.v2_run import (
     BROADCAST_WIDTH,
     FIXED,
     PAIRINGS,
@@ -281,7 +281,7 @@ def test_seed_40_vllm_0_29_drops_the_misfit_entry_without_waiting(seed_40_width)
 @pytest.mark.parametrize("argv, message", [(["--v2-first-seed", "-1"], "--v2-first-seed=-1: expected a number >= 0"),
                                            (["--v2-only", "--write-artifact"], "--v2-only leaves out")])
 def test_bad_arguments_are_named_before_anything_is_built(argv, message, capsys, monkeypatch):
-    from minispec.lab.vllm_reference import __main__ as cli
+    from reference import __main__ as cli
 
     monkeypatch.setattr(environment, "ensure", lambda: pytest.fail("built the environment"))
     with pytest.raises(SystemExit):

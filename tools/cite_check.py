@@ -1,9 +1,9 @@
 """Check every citation of vLLM release source in the repository against that release (``make cite-check``).
 
 Reads the tracked text files (Python sources and their docstrings and comments, notebooks'
-cells, README, docs/) with ``minispec.lab.vllm_reference.citations``, fetches each cited
+cells, README, docs/) with ``reference.citations``, fetches each cited
 release's sources once into the cache ``make vllm-check`` uses
-(``minispec.lab.vllm_reference.sources``), and checks each citation: the file exists, the
+(``reference.sources``), and checks each citation: the file exists, the
 lines exist, the symbol or quote it carries is there. Prints the counts, every failing
 citation and every mention it could not parse; exits 1 if any citation fails.
 
@@ -29,11 +29,11 @@ from generated import ROOT
 
 sys.path.insert(0, str(ROOT))
 
-from minispec.lab.vllm_reference.citations import Block, Citation, Unparsed, Verdict, check, find_citations  # noqa: E402
-from minispec.lab.vllm_reference.sources import cached_sources, release_sources  # noqa: E402
+from reference.citations import Block, Citation, Unparsed, Verdict, check, find_citations  # noqa: E402
+from reference.sources import cached_sources, release_sources  # noqa: E402
 
 SUFFIXES = (".py", ".md", ".ipynb", ".txt", ".rst")
-NOT_READ = ("tests/test_citations.py", "minispec/lab/vllm_reference/citations.py")
+NOT_READ = ("tests/test_citations.py", "reference/citations.py")
 
 
 def blocks(path: Path, name: str) -> list[Block]:

@@ -13,7 +13,7 @@ So is ``max_concurrent_batches``, the number of batches in flight at once: vLLM 
 setting (its ``VllmConfig.max_concurrent_batches`` is ``pipeline_parallel_size``,
 0.30.0 ``config/vllm.py`` 588-599); minispec defaults to the same and lets 1 turn the batch
 queue off, to measure what it buys. ``distributed_executor_backend="torchrun"``
-is minispec's way across machines (vLLM's is Ray; see the README): the ``LLM`` runs on rank 0,
+is minispec's way across machines (vLLM's is Ray; see ``docs/executors.md``): the ``LLM`` runs on rank 0,
 and the other ranks call ``minispec.entrypoints.cli.serve.run_headless``.
 Everything is validated before a single request is added, so a bad request
 never leaves the engine half-changed.

@@ -10,11 +10,22 @@ hands over data, never itself: its rows as ``RowRecord`` values, described by th
 runner design from its own buffers (``WorkerBase.describe_rows``), so every design
 is recorded, and checked, the same way. Records are plain data so renderers and the
 invariant checker (``minispec.instruments.invariants``) work on them offline.
+
+Beside the trace, a recorder tells its ``EngineListener``s what the engine's parts did,
+in the order it happened: a request added, every ``schedule()`` (empty ones too), every
+``update_from_output`` with its ``ModelRunnerOutput``, a stage starting a step, a stage's
+inputs gathered, the last stage's samples, the pipeline hand-over's messages
+(``PPMessage``). This is the one way to observe the engine from outside: code that needs
+more than the trace (the reference harness beside the package, ``reference/``) builds its
+listeners with ``listening(make)``, which every recorder built inside it asks for one, and
+patches nothing. Listeners read what they are handed and change nothing.
 Nothing here has a vLLM counterpart: it is minispec's window into the buffers.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -156,10 +167,59 @@ class MissingRecord(RuntimeError):
     (``WorkerBase._record_stage``, ``_record_sampled``; ``docs/adding_a_runner.md``)."""
 
 
+class EngineListener:
+    """What a recording engine tells a listener besides its trace; each method does nothing
+    here, and a listener overrides the ones it needs. ``scheduler``, ``runner``, ``out``
+    (a ``SchedulerOutput``), ``output`` (a ``ModelRunnerOutput``) and ``batch`` are the
+    engine's own objects, handed over to be read, never changed."""
+
+    def on_request_added(self, scheduler, request) -> None:
+        """The engine handed ``request`` to the scheduler (``add_request``)."""
+
+    def on_schedule(self, scheduler, out) -> None:
+        """``schedule()`` returned ``out``: every schedule, empty ones too."""
+
+    def on_update(self, scheduler, out, output) -> None:
+        """``update_from_output(out, output)`` returned."""
+
+    def on_stage_start(self, runner, out) -> None:
+        """A stage's ``execute_model`` began, before it touched a row (Model Runner V2)."""
+
+    def on_stage_inputs(self, runner, out) -> None:
+        """A stage updated its rows and gathered its inputs, before its forward."""
+
+    def on_message_mismatch(self, runner, out, error) -> None:
+        """A message did not fit the receive posted for it (``error``, a ``MessageMismatch``,
+        raised next): the run stops here."""
+
+    def on_last_stage_sampled(self, runner, batch, sampled, num_sampled, num_rejected) -> None:
+        """The last stage sampled and drafted (Model Runner V2: its padded ``sampled``,
+        ``num_sampled``, ``num_rejected``; the drafts in its slots)."""
+
+    def on_pp_message(self, runner, message) -> None:
+        """``runner``'s pipeline hand-over sent a broadcast or posted its receives
+        (a ``PPMessage``, Model Runner V2)."""
+
+
+_LISTENING: list[Callable[["TraceRecorder"], EngineListener]] = []
+
+
+@contextlib.contextmanager
+def listening(make: Callable[["TraceRecorder"], EngineListener]) -> Iterator[None]:
+    """Every ``TraceRecorder`` built inside (an ``LLM`` that records) asks ``make`` for a
+    listener, so a scenario run inside can be observed without being changed."""
+    _LISTENING.append(make)
+    try:
+        yield
+    finally:
+        _LISTENING.remove(make)
+
+
 class TraceRecorder:
     def __init__(self, fixes_name: str, pp_size: int, checker=None):
         self.trace = Trace(fixes_name, pp_size)
         self.checker = checker
+        self.listeners = tuple(make(self) for make in _LISTENING)
         self._by_step: dict[int, StepRecord] = {}
         self._sampled: set[int] = set()  # the steps whose last stage handed over what it sampled
         self._last_rows: dict[int, dict[int, RowRecord]] = {}  # per stage: row index -> its last record
@@ -244,3 +304,8 @@ class TraceRecorder:
         if step.step not in self._sampled:
             raise MissingRecord(f"stage {last} (the last) ran step {step.step} and did not record what it sampled: "
                                 "its runner must call _record_sampled once it has sampled (WorkerBase.execute_model)")
+    def tell(self, event: Callable[..., None], *args) -> None:
+        """Call ``event`` (an ``EngineListener`` method, e.g. ``EngineListener.on_schedule``)
+        on every listener, as that listener overrides it: the engine's side of the channel."""
+        for listener in self.listeners:
+            getattr(listener, event.__name__)(*args)

@@ -12,7 +12,9 @@ The folders, one job each:
 * ``exercises/``: the workshop's exercises and their checker;
 * ``faults/``: the 2026 fault family;
 * ``viz/``: the renderers (text, figures, widgets);
-* ``vllm_reference/``: vLLM's own code, run and read.
+* ``records/``: what is recorded about vLLM: the cited threads, each module's vLLM
+  twin, and what vLLM's own code did on minispec's schedules (stored; the harness that
+  runs vLLM lives outside the package, in ``reference/``).
 
 The surface, by job:
 
@@ -40,7 +42,8 @@ Renderers (``viz``)
     ``render_comparison``, ``output_step``, ``render_row_log``, ``row_changes``,
     ``render_batch``, ``render_gather``, ``LEGEND``, ``render_history``, ``render_bisect``, ``catch_table``,
     ``render_acceptance_table``, ``render_fault_run``, ``render_broadcast``, ``render_slots``,
-    ``designs_table``, ``handover_table``, ``timeline_table``; figures: ``render_map``, ``flow``, ``FULL``,
+    ``designs_table``, ``handover_table``, ``timeline_table``; the explorer's findings:
+    ``render_counterexample``, ``render_exploration``; figures: ``render_map``, ``flow``, ``FULL``,
     ``WORKSHOP``, ``plot_gantt``, ``plot_gantt_compare``, ``plot_step_rows``,
     ``plot_stage_rows``, ``plot_strip_diff``, ``plot_acceptance``, ``plot_history``,
     ``plot_rejection_example``, ``plot_acceptance_vs_k``, ``plot_sampled_vs_target``,
@@ -48,7 +51,7 @@ Renderers (``viz``)
     the stepper: ``thread_runs``, ``schedule_runs``,
     ``trace_stepper``.
 
-vLLM's own code (``vllm_reference``)
+vLLM's own code, as recorded (``records``)
     ``load_artifact``, ``render_moment``, ``render_sources``, ``vllm_twins``,
     ``render_twins_markdown``.
 """
@@ -77,6 +80,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "faults.pp_sync": ("TIMELINE", "DESIGNS", "THE_INVARIANT"),
     "faults.in_flight": ("FAMILY",),
     "faults.relay_pairing": ("pairings",),
+    "viz.exploration": ("render_counterexample", "render_exploration"),
     "viz.text": ("char_decoder", "render_step", "render_stage", "render_trace", "render_comparison", "output_step"),
     "viz.row_log": ("render_row_log", "row_changes"),
     "viz.batch": ("render_batch", "render_gather", "LEGEND"),
@@ -97,8 +101,8 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "viz.plots": ("plot_step_rows", "plot_stage_rows", "plot_strip_diff", "plot_acceptance"),
     "viz.stepper": ("thread_runs", "schedule_runs"),
     "viz.widgets": ("trace_stepper",),
-    "vllm_reference.artifact": ("load_artifact", "render_moment", "render_sources"),
-    "vllm_reference.twin_map": ("vllm_twins", "render_twins_markdown"),
+    "records.artifact": ("load_artifact", "render_moment", "render_sources"),
+    "records.twin_map": ("vllm_twins", "render_twins_markdown"),
 }
 _MODULE_OF = {name: module for module, names in _SURFACE.items() for name in names}
 __all__ = sorted(_MODULE_OF)

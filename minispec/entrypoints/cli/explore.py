@@ -23,6 +23,7 @@ NAME = "explore"
 
 def cmd(args: argparse.Namespace) -> None:
     from minispec.lab.experiments.explorer import WIDE, Scope, explore, search
+    from minispec.lab.viz.exploration import render_exploration
 
     design = {"fixes": args.fixes, "faults": args.faults, "model_runner": args.model_runner,
               "worker_cls": args.worker_cls}
@@ -34,7 +35,7 @@ def cmd(args: argparse.Namespace) -> None:
         scope = Scope(max_requests=args.max_requests, pipeline_parallel_size=tuple(args.pp),
                       num_speculative_tokens=tuple(args.k), async_scheduling=async_scheduling)
         result = explore(design, scope, limit=args.limit, workers=args.workers)
-    print(result.report())
+    print(render_exploration(result))
 
 
 def subparser_init(subparsers) -> argparse.ArgumentParser:

@@ -174,15 +174,6 @@ class Counterexample:
     trace: object = field(repr=False)  # the run's Trace, up to the failure
     tokenizer: object = field(default=None, repr=False)
 
-    def table(self) -> str:
-        """The schedule, the failure, and the steps up to it as the workshop's step table."""
-        from minispec.lab.viz.text import char_decoder, render_trace
-
-        steps = None if self.failure.step is None else self.failure.step + 1
-        decode = char_decoder(self.tokenizer) if self.tokenizer is not None else None
-        return (f"{self.schedule.details}\n{self.failure}\n\n"
-                + render_trace(self.trace, decode, max_steps=steps))
-
 
 @dataclass
 class ExploreResult:
@@ -192,16 +183,6 @@ class ExploreResult:
     seconds: float
     counterexample: Counterexample | None = None
     exhausted: bool = field(default=False)
-
-    def report(self) -> str:
-        design = ", ".join(f"{k}={getattr(v, '__qualname__', None) or repr(v)}"
-                           for k, v in self.engine_args.items()) or "the defaults"
-        rate = f"{self.schedules_run} schedules in {self.seconds:.1f} s ({self.schedules_run / self.seconds:.0f}/s)"
-        if self.counterexample is None:
-            done = "every schedule in the scope" if self.exhausted else "the schedules asked for"
-            return f"{design}: nothing breaks: {done}, {rate}.\nscope: {self.scope}"
-        return (f"{design}: minimal counterexample, schedule {self.schedules_run} ({rate}):\n"
-                + self.counterexample.table())
 
 
 def run_one(schedule: Schedule, engine_args: dict) -> Counterexample | None:

@@ -15,8 +15,8 @@ the original back on exit, whatever happened; nothing is written to disk. Two ki
   the function is recompiled from its own source, in its own module's globals, and patched
   in where the runner looks it up. A mutant is therefore readable as a one-line diff.
 
-``MUTANTS`` is the catalogue; ``render_table`` turns measured ``Row``s into the README's
-markdown table (pure). What is measured per mutant, and how: ``benchmarks/bench_mutants.py``.
+``MUTANTS`` is the catalogue; ``render_table`` turns measured ``Row``s into the
+markdown table of ``docs/explorer.md`` (pure). What is measured per mutant, and how: ``benchmarks/bench_mutants.py``.
 """
 
 from __future__ import annotations

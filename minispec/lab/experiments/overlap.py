@@ -112,7 +112,7 @@ class StoredResult:
 
 IDEAL = 2.0  # two stages, each busy all the time: the most two batches in flight can gain
 
-# From the README's batch-queue table (commit e3446d6): nothing else was running.
+# From the batch-queue table, now in docs/executors.md (commit e3446d6): nothing else was running.
 QUIET_MACHINE = StoredResult(1.70, "2026-11-30", "minispec's 2-core Linux development machine, idle, 16 requests "
                              "x 64 tokens, median of 5 runs", "python benchmarks/bench_pipeline.py --repeat 5")
 

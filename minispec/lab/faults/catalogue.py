@@ -119,7 +119,7 @@ from datetime import date
 from minispec.instruments.invariants import Invariant
 from minispec.lab.experiments.scenarios import PROMPTS, thread_schedule
 from minispec.lab.experiments.schedule import Request, Schedule
-from minispec.lab.vllm_reference.threads import SGLANG, VLLM, Citation, thread
+from minispec.lab.records.threads import SGLANG, VLLM, Citation, thread
 from minispec.v1.worker.gpu.runner_fixes import FaultPreset
 from minispec.v1.worker.relay.runner_fixes import RelayFaultPreset
 from minispec.v1.worker.runner_fixes import LEFT_OUT, V1FaultPreset

@@ -17,7 +17,7 @@ the project), whether it needs async scheduling, and its outcome:
 * ``SAME_AS``: it leaves the stages in the state an existing preset already reproduces;
 * ``NOT_HERE``: the code it breaks is not in minispec.
 
-Every thread cited is in ``minispec.lab.vllm_reference.threads`` with the date and the
+Every thread cited is in ``minispec.lab.records.threads`` with the date and the
 sentence it rests on; the release lines are from reading the code. vLLM twin: none.
 """
 

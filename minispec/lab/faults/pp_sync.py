@@ -22,7 +22,7 @@ from datetime import date
 from enum import StrEnum
 
 from minispec.instruments.invariants import Invariant
-from minispec.lab.vllm_reference.threads import VLLM, Thread, ThreadState, thread
+from minispec.lab.records.threads import VLLM, Thread, ThreadState, thread
 
 
 def vllm(number: int) -> Thread:
@@ -55,7 +55,7 @@ class Milestone:
     lane: Lane
     kind: Kind
     what: str
-    refs: tuple[Thread, ...]  # from the table (minispec.lab.vllm_reference.threads), first the one that dates it
+    refs: tuple[Thread, ...]  # from the table (minispec.lab.records.threads), first the one that dates it
 
     @property
     def state(self) -> State:

@@ -2,7 +2,7 @@
 
 The mutation benchmark (``minispec.lab.experiments.mutants``) measures each kind of test
 against each mutant as a ``Catch``; ``render_table`` there prints every column of the
-README's table. A notebook runs only the columns it can afford (the explorer with the
+table in ``docs/explorer.md``. A notebook runs only the columns it can afford (the explorer with the
 invariants, vLLM's acceptance rule) on a few mutants: ``catch_table`` lays out whichever
 columns it is given, each cell "caught" or "missed" with the measurement, and a last row
 counting what each kind of test caught. No vLLM twin.

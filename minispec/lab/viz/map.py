@@ -14,7 +14,7 @@ numbers), so every text is at least 14 px on a 1280×720 screen by
 ``minispec.lab.viz.legible``'s rule; ``FULL`` adds to every box the
 minispec module and the vLLM file it mirrors, for reading at a desk. Each box
 names only its minispec module; its vLLM file is the twin that module's
-docstring names (``minispec.lab.vllm_reference.twin_map.twin_of``), so the map cannot disagree
+docstring names (``minispec.lab.records.twin_map.twin_of``), so the map cannot disagree
 with the code. The executor box is the multi-process one: it is the executor that
 runs a pipeline in vLLM 0.9.2.
 """
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from minispec.lab.records.twin_map import REFERENCE, twin_of
 from minispec.lab.viz.figure import DescribedFigure
 from minispec.lab.viz.palette import OKABE_ITO, TEXT
-from minispec.lab.vllm_reference.twin_map import REFERENCE, twin_of
 
 # Okabe-Ito (colour-blind safe); the legend names each layer, and each layer also has its own
 # hatching and outline (hatch, line style), so colour is never the only cue.

@@ -6,7 +6,7 @@ when the pool is short, which is the scheduler's cue to preempt.
 Left out: prefix caching (block hashes, ref counts, eviction order), sliding
 windows, several KV cache groups. Block 0 is not reserved as vLLM's null block,
 so minispec's block ids are vLLM's minus one, and a pool of N blocks here holds
-what vLLM's holds with N + 1 (``minispec.lab.vllm_reference.scheduler_worker``
+what vLLM's holds with N + 1 (``reference.scheduler_worker``
 compares them so). Freed blocks go back tail first, as in vLLM.
 """
 

@@ -39,6 +39,7 @@ from typing import Iterator
 
 from minispec.config import VllmConfig
 from minispec.instruments.events import Event, EventKind
+from minispec.instruments.trace import EngineListener
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 from minispec.v1.core.sched.async_scheduler import AsyncScheduler
 from minispec.v1.core.sched.scheduler import Scheduler
@@ -112,7 +113,10 @@ class EngineCore:
 
     def _admit_arrivals(self) -> None:
         while self.arrivals and self.arrivals[0][0] <= self.engine_step:
-            self.scheduler.add_request(self.arrivals.pop(0)[1])
+            request = self.arrivals.pop(0)[1]
+            self.scheduler.add_request(request)
+            if self.recorder:
+                self.recorder.tell(EngineListener.on_request_added, self.scheduler, request)
 
     def _engine_step_events(self) -> Iterator[Event]:
         if self.arrivals and not self.batch_queue and not self.scheduler.has_unfinished_requests():
@@ -125,6 +129,8 @@ class EngineCore:
         scheduled = False
         if len(self.batch_queue) < self.max_concurrent_batches:
             out = self.scheduler.schedule()
+            if self.recorder:
+                self.recorder.tell(EngineListener.on_schedule, self.scheduler, out)
             scheduled = out.total_num_scheduled_tokens > 0
             if scheduled:
                 if self.recorder:
@@ -156,6 +162,7 @@ class EngineCore:
         self.finished.extend(self.scheduler.update_from_output(out, output))
         self.num_batches += 1
         if self.recorder:
+            self.recorder.tell(EngineListener.on_update, self.scheduler, out, output)
             drafts = {r: output.spec_token_ids[i] for r, i in output.req_id_to_index.items()
                       if output.spec_token_ids and output.sampled_token_ids[i]}
             self.recorder.on_update(out, requests, num_accepted, before, drafts)

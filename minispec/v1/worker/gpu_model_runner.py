@@ -40,7 +40,7 @@ preempted it (vLLM does only in ``reset_prefix_cache``'s forced preemption).
 ``tests/test_vllm_reference.py`` checks that no recorded run reaches the path,
 and runs a hand-built schedule that does through both vLLM releases.
 Checked by running vLLM's own ``_update_states`` on minispec's schedules:
-``minispec.lab.vllm_reference``.
+``reference/`` (beside the package, ``make vllm-check``).
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 import torch
 
 from minispec.config import VllmConfig
-from minispec.instruments.trace import RowRecord
+from minispec.instruments.trace import EngineListener, RowRecord
 from minispec.sequence import IntermediateTensors
 from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.outputs import ModelRunnerOutput
@@ -100,6 +100,7 @@ class WorkerBase(ABC, Generic[InputsT]):
         """Hand ``self.recorder`` this step's rows and inputs (``verified_drafts``: per input
         row, what the last stage's rejection sampler will read back out of ``input_ids``).
         Only when recording: the caller checks, and so builds its arguments only then."""
+        self.recorder.tell(EngineListener.on_stage_inputs, self, scheduler_output)
         rows = self.describe_rows(scheduler_output, inputs)
         self.recorder.on_stage(scheduler_output.step, self.pp_rank, self.is_last_rank, rows, input_ids,
                                {row.req_id: d for row, d in zip(rows, verified_drafts) if d})

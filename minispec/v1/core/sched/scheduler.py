@@ -44,7 +44,7 @@ Deliberate differences from v0.9.2:
   0.9.2 has neither; V1's runner ignores both.
 
 ``make vllm-check`` runs vLLM 0.9.2's own ``Scheduler`` beside this one on the
-same requests and model outputs (``minispec.lab.vllm_reference.scheduler_check``):
+same requests and model outputs (``reference.scheduler_check``):
 every schedule is equal up to one of these differences, and it shows one more by
 execution: vLLM 0.9.2's batch queue never runs an empty schedule, so the finished
 ids it carries reach no worker (minispec's engine hands them back).

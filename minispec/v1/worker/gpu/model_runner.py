@@ -64,8 +64,11 @@ multimodal, pooling, KV connectors, data and context parallelism, EPLB.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
+from minispec.instruments.trace import EngineListener
 from minispec.v1.worker.gpu.input_batch import post_update
 from minispec.v1.worker.gpu.model_runner_base import GPUModelRunnerBase
 from minispec.v1.worker.gpu.pp_utils import PPHandler, SampledOutputs, padded_width, same_occupant
@@ -111,6 +114,8 @@ class GPUModelRunner(GPUModelRunnerBase):
         if self.pp_size > 1:
             self.pp_handler = PPHandler(group, self.pp_size, self.max_num_reqs, self.num_speculative_steps,
                                         self.live_rows, self.sample_width)
+            if self.recorder is not None and self.recorder.listeners:  # the trace's listeners hear the hand-over
+                self.pp_handler.subscribe(partial(self.recorder.tell, EngineListener.on_pp_message, self))
 
     def apply_entry(self, sampled: SampledOutputs) -> None:
         """One batch's broadcast, through the plug point (``APPLY_BROADCAST``)."""

@@ -28,7 +28,7 @@ import torch
 
 from minispec.attention import make_attention_metadata
 from minispec.distributed.parallel_state import MessageMismatch
-from minispec.instruments.trace import RowPath, RowRecord
+from minispec.instruments.trace import EngineListener, RowPath, RowRecord
 from minispec.sampling_params import SamplingParams
 from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.outputs import ModelRunnerOutput
@@ -101,8 +101,11 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
         try:
             entries = self.pp_handler.get_prev_sampled_outputs(scheduled)
         except MessageMismatch as e:  # say where: the transport knows ranks and tags, not steps
-            raise MessageMismatch(f"stage {self.pp_rank}, step {out.step}, applying {self.PAYLOAD}: {e}",
-                                  e.sent, e.posted, e.violation) from None
+            error = MessageMismatch(f"stage {self.pp_rank}, step {out.step}, applying {self.PAYLOAD}: {e}",
+                                    e.sent, e.posted, e.violation)
+            if self.recorder is not None:
+                self.recorder.tell(EngineListener.on_message_mismatch, self, out, error)
+            raise error from None
         for entry in entries:
             self.apply_entry(entry)
 
@@ -211,6 +214,8 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
             raise RuntimeError(f"stage {self.pp_rank}: no pipeline group bound; the executor must call "
                                "bind_pp_group (the runner contract, worker_base.py) before the first step")
         out = scheduler_output
+        if self.recorder is not None:
+            self.recorder.tell(EngineListener.on_stage_start, self, out)
         self.update_pp_decode_requests(out)
         self.finish_requests(out)
         self.add_requests(out)
@@ -300,6 +305,8 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
         post_update(batch.idx_mapping_np, self.req_states, sampled, num_sampled, num_rejected,
                     batch.num_scheduled_tokens)
         spec = self.propose(batch, num_sampled)
+        if self.recorder is not None:
+            self.recorder.tell(EngineListener.on_last_stage_sampled, self, batch, sampled, num_sampled, num_rejected)
         if self.pp_handler is not None and self.num_speculative_steps > 0:
             self.post_drafts(self.pp_handler, batch, self.req_states.draft_tokens[batch.idx_mapping_np])
         return ModelRunnerOutput(

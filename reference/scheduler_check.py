@@ -17,8 +17,8 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from minispec.lab.vllm_reference import environment
-from minispec.lab.vllm_reference.compare import buffer_difference
+from reference import environment
+from reference.compare import buffer_difference
 
 WORKER = Path(__file__).with_name("scheduler_worker.py")
 RELEASE = "0.9.2"

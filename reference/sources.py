@@ -7,18 +7,23 @@ with the transformers it also needs. Fetching is ``pip download --no-deps`` of t
 wheel (the sdist cannot be downloaded without building vLLM), of which only
 ``vllm/**/*.py`` is kept; the wheel is deleted once read.
 
+``vllm_files`` lists a cached release's files, so that the tests can check each twin
+``minispec.lab.records.twin_map`` reads from a docstring against the release it names.
+
 vLLM twin: none (minispec's own tooling).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
-from minispec.lab.vllm_reference.environment import _extract_sources, cache_dir, release_dir
+from reference.environment import _extract_sources, cache_dir, release_dir
 
 STAMP = ".minispec-sources"
 RELEASE = re.compile(r"^0\.\d+\.\d+$")
@@ -53,3 +58,25 @@ def release_sources(release: str, python: str = sys.executable) -> Path:
         _extract_sources(wheels[0], folder, "vllm")
     (folder / STAMP).write_text(release)
     return folder
+
+
+def vllm_files(release: str) -> frozenset[str] | None:
+    """Every file path of vLLM ``release`` ("vllm/v1/request.py", ...), if it is cached
+    here, else None: the sources ``make vllm-check`` keeps
+    (``environment``), or under any folder in
+    ``$MINISPEC_VLLM_SOURCES`` (``os.pathsep``-separated) a whole ``vllm-X/vllm`` or
+    ``vllm-X/src/vllm`` tree (one with its ``__init__.py``) or a ``vllm-X/vllm-X-*.whl``."""
+    roots = [Path(p) for p in os.environ.get("MINISPEC_VLLM_SOURCES", "").split(os.pathsep) if p] + [cache_dir()]
+    for folder in (root / f"vllm-{release}" for root in roots):
+        for tree in (folder, folder / "src"):
+            if (tree / "vllm" / "__init__.py").is_file():
+                return frozenset(f.relative_to(tree).as_posix() for f in (tree / "vllm").rglob("*") if f.is_file())
+        for wheel in sorted(folder.glob(f"vllm-{release}-*.whl")):
+            with zipfile.ZipFile(wheel) as z:
+                return frozenset(n for n in z.namelist() if n.startswith("vllm/"))
+    return None
+
+
+def in_release(files: frozenset[str], path: str) -> bool:
+    """A file of the release, or a package of it (``vllm/platforms``)."""
+    return path in files or any(f.startswith(path.rstrip("/") + "/") for f in files)

@@ -19,11 +19,11 @@ from pathlib import Path
 from minispec.instruments.trace import RowPath
 from minispec.lab.experiments.scenarios import forum_thread
 from minispec.lab.experiments.schedule import Schedule, run_schedule
-from minispec.lab.vllm_reference import environment
-from minispec.lab.vllm_reference.capture import Capture, capturing
-from minispec.lab.vllm_reference.compare import Comparison, Difference, compare
-from minispec.lab.vllm_reference.reference_schedules import reference_schedule
-from minispec.lab.vllm_reference.scheduler_check import SchedulerRow, check_scheduler
+from reference import environment
+from reference.capture import Capture, capturing
+from reference.compare import Comparison, Difference, compare
+from reference.reference_schedules import reference_schedule
+from reference.scheduler_check import SchedulerRow, check_scheduler
 
 WORKER = Path(__file__).with_name("worker.py")
 THREAD, RANDOM = "thread", "random"

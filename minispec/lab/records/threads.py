@@ -355,4 +355,4 @@ def thread(repo: str, number: int) -> Thread:
     for t in THREADS:
         if (t.repo, t.number) == (repo, number):
             return t
-    raise KeyError(f"{repo}#{number} is cited but not in minispec.lab.vllm_reference.threads.THREADS: add it, with its source")
+    raise KeyError(f"{repo}#{number} is cited but not in minispec.lab.records.threads.THREADS: add it, with its source")

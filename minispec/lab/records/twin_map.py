@@ -4,23 +4,21 @@ Every module outside ``instruments/``, ``lab/`` and ``training/`` names its vLLM
 twin in its docstring (``tests/test_layout.py`` holds it to that), and most say
 what they leave out in a sentence starting "Left out:". ``vllm_twins`` collects
 both without importing the modules, so the map never drifts from the code. The
-docstrings are the one source of the twin table: the README's copy is written
+docstrings are the one source of the twin table: the copy in ``docs/package_map.md`` is written
 from them (``tools/twin_table.py``), notebook 07 renders them, and the map's
 boxes (``minispec.lab.viz.map``) look their vLLM files up here.
 
 The twin is the first vLLM path a docstring names. It is a path of vLLM
 ``REFERENCE`` (the release minispec mirrors) unless the docstring names another
 release just before it, as in "(vLLM 0.15.0: ``vllm/v1/spec_decode/draft_model.py``)".
-``vllm_files`` lists a release's files where they are cached, so the tests can
-check that each twin exists in the release it names.
+``reference.sources.vllm_files`` (outside the package) lists a release's files where
+they are cached, so the tests can check that each twin exists in the release it names.
 """
 
 from __future__ import annotations
 
 import ast
-import os
 import re
-import zipfile
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -112,27 +110,3 @@ def render_twins_markdown(twins: list[Twin], column: Column = Column.LEFT_OUT) -
         third = twin.summary if column is Column.SUMMARY else (twin.left_out or "see its docstring")
         lines.append(f"| `{twin.module}` | {where} | {_cell(third)} |")
     return "\n".join(lines)
-
-
-def vllm_files(release: str) -> frozenset[str] | None:
-    """Every file path of vLLM ``release`` ("vllm/v1/request.py", ...), if it is cached
-    here, else None: the sources ``make vllm-check`` keeps
-    (``minispec.lab.vllm_reference.environment``), or under any folder in
-    ``$MINISPEC_VLLM_SOURCES`` (``os.pathsep``-separated) a whole ``vllm-X/vllm`` or
-    ``vllm-X/src/vllm`` tree (one with its ``__init__.py``) or a ``vllm-X/vllm-X-*.whl``."""
-    from minispec.lab.vllm_reference.environment import cache_dir
-
-    roots = [Path(p) for p in os.environ.get("MINISPEC_VLLM_SOURCES", "").split(os.pathsep) if p] + [cache_dir()]
-    for folder in (root / f"vllm-{release}" for root in roots):
-        for tree in (folder, folder / "src"):
-            if (tree / "vllm" / "__init__.py").is_file():
-                return frozenset(f.relative_to(tree).as_posix() for f in (tree / "vllm").rglob("*") if f.is_file())
-        for wheel in sorted(folder.glob(f"vllm-{release}-*.whl")):
-            with zipfile.ZipFile(wheel) as z:
-                return frozenset(n for n in z.namelist() if n.startswith("vllm/"))
-    return None
-
-
-def in_release(files: frozenset[str], path: str) -> bool:
-    """A file of the release, or a package of it (``vllm/platforms``)."""
-    return path in files or any(f.startswith(path.rstrip("/") + "/") for f in files)

@@ -94,18 +94,6 @@ def render_coverage(coverage: dict) -> str:
     return "random schedules covered: " + ", ".join(f"{k} {v}" for k, v in coverage.items())
 
 
-def render_provenance(provenance: dict) -> str:
-    """The code run (with Model Runner V2's: Triton, and what was stood in for, and why)."""
-    triton = f" (Triton {provenance['triton']})" if "triton" in provenance else ""
-    lines = [f"vLLM {provenance['vllm_version']}, run as its own code{triton}:"]
-    lines += [f"  {name} ({where})" for name, where in provenance["executed"].items()]
-    lines += [f"  sha256 {digest[:16]}… {path}" for path, digest in provenance["sha256"].items()]
-    if provenance.get("stand_ins"):
-        lines.append("  stood in for:")
-        lines += [f"    {name}: {why}" for name, why in provenance["stand_ins"].items()]
-    return "\n".join(lines)
-
-
 V2_COLUMNS = ("vLLM", "sampler width", "preset", "scenario", "runs equal", "equal stage-steps", "timing departs",
               "unwaited", "expected", "first difference", "verdict")
 

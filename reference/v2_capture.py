@@ -10,7 +10,8 @@ keys vLLM's; on the last stage, what it sampled and drafted; and on each
 non-last stage, when each broadcast entry was received and when applied
 (``Timing``). A broadcast that does not fit its receive
 (``MessageMismatch``) ends the run; the stage-step where it was found is
-recorded with the two shapes.
+recorded with the two shapes. All of it is heard on the trace recorder's channel
+(``minispec.instruments.trace.listening``): nothing is patched.
 
 vLLM twin: none (minispec's window onto its own V2 runner).
 """
@@ -19,12 +20,11 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from unittest import mock
 
-from minispec.distributed.parallel_state import MessageMismatch
-from minispec.instruments.trace import Trace, TraceRecorder
-from minispec.lab.vllm_reference.capture import StageStep, scheduler_output_data
+from minispec.instruments.trace import EngineListener, Trace, TraceRecorder, listening
 from minispec.v1.worker.gpu.model_runner import GPUModelRunner
+from minispec.v1.worker.gpu.pp_utils import PPMessageKind
+from reference.capture import StageStep, scheduler_output_data
 
 
 @dataclass
@@ -106,96 +106,86 @@ def slot_buffers(runner: GPUModelRunner) -> dict:
     }
 
 
-class V2CapturingRecorder(TraceRecorder):
-    """A ``TraceRecorder`` that also keeps every schedule, and the prompts, in a ``V2Capture``."""
+def _schedule_data(out, scheduler) -> dict:
+    data = scheduler_output_data(out, scheduler)
+    # a resumed request is sent to vLLM's runner with every token it has, and a preempted
+    # one's slot is freed at once (v2_worker.scheduler_output)
+    cached = out.scheduled_cached_reqs
+    data["cached"]["all_token_ids"] = [cached.all_token_ids.get(r, []) for r in cached.req_ids]
+    data["preempted_req_ids"] = sorted(out.preempted_req_ids)
+    return data
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.capture = V2Capture(self.trace)
 
-    def on_schedule(self, out, scheduler) -> None:
-        super().on_schedule(out, scheduler)
-        data = scheduler_output_data(out, scheduler)
-        # a resumed request is sent to vLLM's runner with every token it has, and a preempted
-        # one's slot is freed at once (v2_worker.scheduler_output)
-        cached = out.scheduled_cached_reqs
-        data["cached"]["all_token_ids"] = [cached.all_token_ids.get(r, []) for r in cached.req_ids]
-        data["preempted_req_ids"] = sorted(out.preempted_req_ids)
+class V2CaptureListener(EngineListener):
+    """Fills one recording engine's ``V2Capture`` from what its Model Runner V2 stages tell
+    the recorder; other runner designs are not heard."""
+
+    def __init__(self, recorder: TraceRecorder):
+        self.capture = V2Capture(recorder.trace)
+        self.queued: dict[int, list] = {}  # stage -> its broadcast entries when its call began
+
+    def on_schedule(self, scheduler, out) -> None:
+        if out.total_num_scheduled_tokens == 0:  # never executed: no stage sees it
+            return
+        data = _schedule_data(out, scheduler)
         self.capture.schedules[out.step] = data
         for new in data["new"]:
             self.capture.prompts.setdefault(new["req_id"], {k: new[k] for k in ("prompt_token_ids", "sampling_params")})
         self.capture.config.setdefault("max_num_batched_tokens", scheduler.config.max_num_batched_tokens)
 
-
-def _wrap(original, before=None, after=None):
-    def wrapper(runner, *args):
-        capture = runner.recorder.capture
-        if before:
-            before(capture, runner, *args)
-        result = original(runner, *args)
-        if after:
-            after(capture, runner, result, *args)
-        return result
-
-    return wrapper
-
-
-def _start_call(capture: V2Capture, runner, out, *intermediate) -> None:
-    capture.call_steps.setdefault(runner.pp_rank, []).append(out.step)
-    capture.config.update(pipeline_parallel_size=runner.pp_size, num_speculative_tokens=runner.num_speculative_steps,
-                          max_num_reqs=runner.max_num_reqs, max_model_len=runner.max_model_len,
-                          vocab_size=runner.model.arch.vocab_size)
-    capture.current_step = out.step
-
-
-def _note_receive(capture: V2Capture, runner, result, out, *intermediate) -> None:
-    """After a non-last stage's step: the entry its receive queued, if any."""
-    if runner.pp_handler is None or runner.is_last_rank:
-        return
-    timing = capture.timings.setdefault(runner.pp_rank, Timing())
-    for entry in runner.pp_handler.queue:
-        if id(entry) not in capture.entries:
-            capture.entries[id(entry)] = (entry, len(timing.received))
-            timing.received.append(len(capture.call_steps[runner.pp_rank]))
-            timing.applied.append(None)
-
-
-def _applying(original):
-    """``update_pp_decode_requests``, noting which entries it took and a mismatch if one ends the run."""
-
-    def wrapper(runner, out):
-        capture = runner.recorder.capture
+    def on_stage_start(self, runner, out) -> None:
+        if not isinstance(runner, GPUModelRunner):
+            return
+        capture = self.capture
+        capture.call_steps.setdefault(runner.pp_rank, []).append(out.step)
+        capture.config.update(pipeline_parallel_size=runner.pp_size,
+                              num_speculative_tokens=runner.num_speculative_steps, max_num_reqs=runner.max_num_reqs,
+                              max_model_len=runner.max_model_len, vocab_size=runner.model.arch.vocab_size)
+        capture.current_step = out.step
         handler = runner.pp_handler
-        before = list(handler.queue) if handler is not None and not runner.is_last_rank else []
-        try:
-            original(runner, out)
-        except MessageMismatch as e:
-            capture.mismatch = {"sent": list(e.sent), "posted": list(e.posted)}
-            buffers = dict.fromkeys(slot_buffers(runner)) | {"broadcast_mismatch": capture.mismatch}
-            capture.stage_steps.append(StageStep(runner.pp_rank, out.step, buffers))
-            raise
-        finally:
-            left = {id(e) for e in handler.queue} if before else set()
-            for entry in before:
-                if id(entry) not in left:
-                    index = capture.entries.pop(id(entry))[1]
-                    capture.timings[runner.pp_rank].applied[index] = len(capture.call_steps[runner.pp_rank])
+        self.queued[runner.pp_rank] = list(handler.queue) if handler is not None and not runner.is_last_rank else []
 
-    return wrapper
+    def _note_applied(self, runner) -> None:
+        """The entries this call's ``update_pp_decode_requests`` took off the stage's queue."""
+        capture, queued = self.capture, self.queued.pop(runner.pp_rank, [])
+        left = {id(e) for e in runner.pp_handler.queue} if queued else set()
+        for entry in queued:
+            if id(entry) not in left:
+                index = capture.entries.pop(id(entry))[1]
+                capture.timings[runner.pp_rank].applied[index] = len(capture.call_steps[runner.pp_rank])
 
+    def on_message_mismatch(self, runner, out, error) -> None:
+        if not isinstance(runner, GPUModelRunner):
+            return
+        capture = self.capture
+        capture.mismatch = {"sent": list(error.sent), "posted": list(error.posted)}
+        buffers = dict.fromkeys(slot_buffers(runner)) | {"broadcast_mismatch": capture.mismatch}
+        capture.stage_steps.append(StageStep(runner.pp_rank, out.step, buffers))
+        self._note_applied(runner)
 
-def _snapshot(capture: V2Capture, runner, out) -> None:
-    capture.stage_steps.append(StageStep(runner.pp_rank, out.step, slot_buffers(runner)))
+    def on_stage_inputs(self, runner, out) -> None:
+        if not isinstance(runner, GPUModelRunner):
+            return
+        self._note_applied(runner)
+        self.capture.stage_steps.append(StageStep(runner.pp_rank, out.step, slot_buffers(runner)))
 
+    def on_pp_message(self, runner, message) -> None:
+        """A non-last stage posted its receives: the entry it queued."""
+        if not isinstance(runner, GPUModelRunner) or message.kind is not PPMessageKind.POSTED:
+            return
+        capture, entry = self.capture, runner.pp_handler.queue[-1]
+        timing = capture.timings.setdefault(runner.pp_rank, Timing())
+        capture.entries[id(entry)] = (entry, len(timing.received))
+        timing.received.append(len(capture.call_steps[runner.pp_rank]))
+        timing.applied.append(None)
 
-def _note_sample(capture: V2Capture, runner, result, hidden, batch) -> None:
-    sampled, num_sampled, num_rejected = result
-    capture.samples[capture.current_step] = {"sampled_tokens": sampled.tolist(), "num_sampled": num_sampled.tolist(),
-                                             "num_rejected": num_rejected.tolist()}
-
-
-def _note_drafts(capture: V2Capture, runner, result, batch, num_sampled) -> None:
-    capture.samples[capture.current_step]["draft_tokens"] = runner.req_states.draft_tokens[batch.idx_mapping_np].tolist()
+    def on_last_stage_sampled(self, runner, batch, sampled, num_sampled, num_rejected) -> None:
+        if not isinstance(runner, GPUModelRunner):
+            return
+        self.capture.samples[self.capture.current_step] = {
+            "sampled_tokens": sampled.tolist(), "num_sampled": num_sampled.tolist(),
+            "num_rejected": num_rejected.tolist(),
+            "draft_tokens": runner.req_states.draft_tokens[batch.idx_mapping_np].tolist()}
 
 
 @contextlib.contextmanager
@@ -204,18 +194,10 @@ def capturing_v2():
     yields the list of their ``V2Capture``, in the order the engines were built."""
     captures: list[V2Capture] = []
 
-    def make(*args, **kwargs):
-        recorder = V2CapturingRecorder(*args, **kwargs)
-        captures.append(recorder.capture)
-        return recorder
+    def make(recorder: TraceRecorder) -> V2CaptureListener:
+        listener = V2CaptureListener(recorder)
+        captures.append(listener.capture)
+        return listener
 
-    R = GPUModelRunner
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(mock.patch("minispec.entrypoints.llm.TraceRecorder", make))
-        for name, wrapper in (("execute_model", _wrap(R.execute_model, _start_call, _note_receive)),
-                              ("update_pp_decode_requests", _applying(R.update_pp_decode_requests)),
-                              ("prepare_inputs", _wrap(R.prepare_inputs, _snapshot)),
-                              ("sample", _wrap(R.sample, after=_note_sample)),
-                              ("propose", _wrap(R.propose, after=_note_drafts))):
-            stack.enter_context(mock.patch.object(R, name, wrapper))
+    with listening(make):
         yield captures

@@ -36,10 +36,10 @@ from pathlib import Path
 from minispec.distributed.parallel_state import MessageMismatch
 from minispec.lab.experiments.scenarios import thread_schedule
 from minispec.lab.experiments.schedule import run_schedule
-from minispec.lab.vllm_reference.compare import Comparison, compare_until_stopped
-from minispec.lab.vllm_reference.reference_schedules import reference_schedule
-from minispec.lab.vllm_reference.run import Verdict, run_jobs
-from minispec.lab.vllm_reference.v2_capture import V2Capture, capturing_v2
+from reference.compare import Comparison, compare_until_stopped
+from reference.reference_schedules import reference_schedule
+from reference.run import Verdict, run_jobs
+from reference.v2_capture import V2Capture, capturing_v2
 
 WORKER = Path(__file__).with_name("v2_worker.py")
 THREAD, RANDOM = "thread", "random"

@@ -1,6 +1,6 @@
 """The Model Runner V2 side of the reference harness, run inside vLLM's environment.
 
-Started by ``minispec.lab.vllm_reference.v2_run`` as ``python v2_worker.py`` with
+Started by ``reference.v2_run`` as ``python v2_worker.py`` with
 one vLLM release (0.29.0 or 0.30.0) and Triton's Python package on the path and
 ``TRITON_INTERPRET=1``. It reads JSON jobs (per run, every stage-step in the order
 minispec ran them, with its scheduler output and, on the last stage, what was

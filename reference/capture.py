@@ -8,7 +8,8 @@ states right after ``_update_states`` -- the same buffers, in the same form, tha
 boxes: ``with capturing() as runs: forum_thread("vllm-0.9.2")``. It also logs
 every call into minispec's ``Scheduler`` (requests added, ``schedule()``,
 ``update_from_output`` with its ``ModelRunnerOutput``), which
-``scheduler_worker.py`` replays into vLLM's own ``Scheduler``.
+``scheduler_worker.py`` replays into vLLM's own ``Scheduler``. All of it is heard on the
+trace recorder's channel (``minispec.instruments.trace.listening``): nothing is patched.
 
 vLLM twin: none (minispec's window, like ``minispec.instruments.trace``).
 """
@@ -17,10 +18,8 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from unittest import mock
 
-from minispec.instruments.trace import Trace, TraceRecorder
-from minispec.v1.core.sched.scheduler import Scheduler
+from minispec.instruments.trace import EngineListener, Trace, TraceRecorder, listening
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner
 
 
@@ -112,57 +111,43 @@ def _runner_output_data(output) -> dict:
             "spec_token_ids": [list(t) for t in output.spec_token_ids]}
 
 
-class CapturingRecorder(TraceRecorder):
-    """A ``TraceRecorder`` that also fills a ``Capture``; ``scheduler_logs`` holds
-    each scheduler's calls, recorded by ``capturing``'s wrappers."""
+class CaptureListener(EngineListener):
+    """Fills one recording engine's ``Capture``: its schedules, its scheduler's calls, and
+    each V1 stage's buffers once its inputs are gathered."""
 
-    def __init__(self, *args, scheduler_logs: dict, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.capture = Capture(self.trace)
-        self.scheduler_logs = scheduler_logs
+    def __init__(self, recorder: TraceRecorder):
+        self.capture = Capture(recorder.trace)
 
-    def on_schedule(self, out, scheduler) -> None:
-        super().on_schedule(out, scheduler)
-        self.capture.schedules[out.step] = scheduler_output_data(out, scheduler)
-        self.capture.config.setdefault("max_num_batched_tokens", scheduler.config.max_num_batched_tokens)
-        if not self.capture.scheduler_config:
-            self.capture.scheduler_events = self.scheduler_logs.setdefault(scheduler, [])
+    def on_request_added(self, scheduler, request) -> None:
+        self.capture.scheduler_events.append({"kind": "add", "request": _request_data(request)})
+
+    def on_schedule(self, scheduler, out) -> None:
+        capture = self.capture
+        capture.scheduler_events.append({"kind": "schedule", "step": out.step,
+                                         "output": scheduler_output_data(out, scheduler)})
+        if out.total_num_scheduled_tokens == 0:  # never executed: no stage sees it
+            return
+        capture.schedules[out.step] = scheduler_output_data(out, scheduler)
+        capture.config.setdefault("max_num_batched_tokens", scheduler.config.max_num_batched_tokens)
+        if not capture.scheduler_config:
             c, kv = scheduler.config, scheduler.kv_cache_manager
-            self.capture.scheduler_config = {
+            capture.scheduler_config = {
                 "max_num_seqs": c.max_num_seqs, "max_num_batched_tokens": c.max_num_batched_tokens,
                 "max_model_len": c.max_model_len, "num_gpu_blocks": kv.num_blocks, "block_size": kv.block_size,
-                "pipeline_parallel_size": self.trace.pipeline_parallel_size}
+                "pipeline_parallel_size": capture.trace.pipeline_parallel_size}
 
-    def capture_stage(self, runner: GPUModelRunner, step: int) -> None:
-        """V1's buffers when the stage describes its rows (``describe_rows``, below)."""
-        self.capture.stage_steps.append(StageStep(runner.pp_rank, step, stage_buffers(runner)))
+    def on_update(self, scheduler, out, output) -> None:
+        self.capture.scheduler_events.append({"kind": "update", "step": out.step,
+                                              "output": _runner_output_data(output)})
+
+    def on_stage_inputs(self, runner, out) -> None:
+        """V1's buffers right after ``_update_states`` and the gather, before the forward."""
+        if not isinstance(runner, GPUModelRunner):
+            return
+        self.capture.stage_steps.append(StageStep(runner.pp_rank, out.step, stage_buffers(runner)))
         self.capture.config.update(max_num_reqs=runner.input_batch.max_num_reqs,
                                    max_model_len=runner.input_batch.max_model_len,
                                    block_size=runner.block_size, vocab_size=runner.model.arch.vocab_size)
-
-
-def _capturing_rows(describe_rows):
-    """V1's ``describe_rows`` (called once a recording stage has gathered its inputs, before
-    its forward), also snapshotting the stage's buffers into its recorder's capture: the
-    recorder itself is handed rows, never the runner."""
-
-    def wrapper(runner: GPUModelRunner, out, inputs):
-        runner.recorder.capture_stage(runner, out.step)
-        return describe_rows(runner, out, inputs)
-
-    return wrapper
-
-
-def _logging(logs: dict, method, event):
-    """``method`` of minispec's ``Scheduler``, also appending ``event(...)`` to
-    the scheduler's log."""
-
-    def wrapper(scheduler, *args):
-        result = method(scheduler, *args)
-        logs.setdefault(scheduler, []).append(event(scheduler, result, *args))
-        return result
-
-    return wrapper
 
 
 @contextlib.contextmanager
@@ -170,25 +155,11 @@ def capturing():
     """Every ``LLM`` that records, built inside, also captures; yields the list of
     their ``Capture`` objects, in the order the engines were built."""
     captures: list[Capture] = []
-    # keyed by the scheduler itself, which keeps it alive: an id() could be
-    # reused by the next run's scheduler once this one is collected
-    logs: dict[Scheduler, list[dict]] = {}
 
-    def make(*args, **kwargs):
-        recorder = CapturingRecorder(*args, scheduler_logs=logs, **kwargs)
-        captures.append(recorder.capture)
-        return recorder
+    def make(recorder: TraceRecorder) -> CaptureListener:
+        listener = CaptureListener(recorder)
+        captures.append(listener.capture)
+        return listener
 
-    events = {
-        "add_request": lambda s, _, request: {"kind": "add", "request": _request_data(request)},
-        "schedule": lambda s, out: {"kind": "schedule", "step": out.step, "output": scheduler_output_data(out, s)},
-        "update_from_output": lambda s, _, out, output: {"kind": "update", "step": out.step,
-                                                         "output": _runner_output_data(output)},
-    }
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(mock.patch("minispec.entrypoints.llm.TraceRecorder", make))
-        stack.enter_context(mock.patch.object(GPUModelRunner, "describe_rows",
-                                              _capturing_rows(GPUModelRunner.describe_rows)))
-        for name, event in events.items():
-            stack.enter_context(mock.patch.object(Scheduler, name, _logging(logs, getattr(Scheduler, name), event)))
+    with listening(make):
         yield captures

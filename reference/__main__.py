@@ -1,4 +1,4 @@
-"""``python -m minispec.lab.vllm_reference``: build vLLM's environment if needed,
+"""``python -m reference``: build vLLM's environment if needed,
 run the check, print the tables (V1's, then Model Runner V2's); exit 1 if a
 pairing is not as expected.
 
@@ -7,7 +7,7 @@ Runner V2's (``--random``'s unless given), ``--v2-first-seed S`` the first of
 V2's seeds (0), so that a long V2 run can go in shards; ``--v2-only`` runs
 Model Runner V2's check alone; ``--v2-mismatched`` adds V2's mismatched pairings
 on the random schedules; ``--write-artifact`` rewrites
-``artifacts/thread.json`` from this run.
+``minispec/lab/records/artifacts/thread.json`` from this run.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import sys
 import time
 
 from minispec.config import DEFAULT_TARGET
+from minispec.lab.records.artifact import render_provenance
 from minispec.lab.viz.text import char_decoder
-from minispec.lab.vllm_reference import artifact, environment, report, run, v2_run
 from minispec.transformers_utils.tokenizer import load_tokenizer
+from reference import artifact, environment, report, run, v2_run
 
 
 def _print_first_differences(result: run.CheckResult, decode) -> None:
@@ -35,7 +36,7 @@ def _print_first_differences(result: run.CheckResult, decode) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minispec.lab.vllm_reference")
+    parser = argparse.ArgumentParser(prog="python -m reference")
     parser.add_argument("--random", type=int, default=200, help="random schedules per pairing (default 200)")
     parser.add_argument("--random-v2", type=int, default=None,
                         help="random schedules per Model Runner V2 pairing (default: --random's)")
@@ -79,7 +80,7 @@ def _check_v2(args) -> tuple[bool, float]:
             print(f"  {p.release} (sampler width {p.sampler_width}) x {p.preset}: a broadcast that did not fit, "
                   f"which vLLM's code never waited on (every row freed): {', '.join(row.unwaited)}")
     for provenance in {r.pairing.release: r.provenance for r in v2.rows}.values():
-        print(report.render_provenance(provenance))
+        print(render_provenance(provenance))
     return v2.ok, time.monotonic() - start
 
 
@@ -97,10 +98,9 @@ def _check_v1(args) -> tuple[bool, float]:
         print(f"  {row.scenario}: vLLM put {row.dropped_finished} finished request ids in schedules its engine "
               f"does not execute (empty ones), so no worker dropped them; minispec carries them to the next")
     for provenance in {r.pairing.release: r.provenance for r in result.rows}.values():
-        print(report.render_provenance(provenance))
+        print(render_provenance(provenance))
     if args.write_artifact:
-        artifact.ARTIFACT.write_text(artifact.dumps(artifact.build_artifact(result)))
-        print(f"wrote {artifact.ARTIFACT}")
+        print(f"wrote {artifact.write_artifact(result)}")
     return result.ok, time.monotonic() - start
 
 

@@ -1,6 +1,6 @@
 """The side of the reference harness that runs inside vLLM's own environment.
 
-Started by ``minispec.lab.vllm_reference.run`` as ``python worker.py`` in the
+Started by ``reference.run`` as ``python worker.py`` in the
 environment that ``environment.py`` builds, with one downloaded vLLM release on
 the path. It reads JSON jobs (per run, every stage's scheduler outputs in the
 order that stage ran them, and the last stage's sampled tokens) and writes, as JSON,
