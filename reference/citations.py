@@ -38,7 +38,7 @@ from pathlib import Path
 from reference import pins
 
 # a vLLM release; another project's ("SGLang 0.5.23", "vllm-ascend 0.23.0") is not one
-RELEASE = r"(?<![\w.])(?<!SGLang\s)(?<!ascend\s)(?:vLLM\s+)?v?(0\.\d{1,2}\.\d{1,2})(?:'s)?(?![\w]|\.\d)"
+RELEASE = r"(?<![\w.])(?<!SGLang\s)(?<!ascend\s)(?<!sglang-)(?:vLLM\s+)?v?(0\.\d{1,2}\.\d{1,2})(?:'s)?(?![\w]|\.\d)"
 SGLANG_RELEASE_RE = re.compile(r"\bSGLang\s+v?(0\.\d{1,2}\.\d{1,3})(?![\w]|\.\d)")
 SGLANG_ROOT = "python/sglang/"
 RELEASE_RE = re.compile(RELEASE)
