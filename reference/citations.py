@@ -8,7 +8,9 @@ A citation names a release, a file and lines, and may name a symbol or quote the
     (vLLM 0.30.0, `model_runner.py` 2022–2023: "Optimistically update num_computed_tokens ...")
     | 0.9.2 | `vllm/v1/worker/gpu_input_batch.py` | `add_request` (266; the copy at 282–290) |
 
-The canonical form is the first: release, path from ``vllm/``, lines. The parser also reads
+The canonical form is the first: release, path from ``vllm/``, lines. A vLLM release's
+``tests/<folder>/...`` and SGLang's ``python/sglang/...`` (its release written "SGLang 0.5.23",
+keyed ``"sglang-0.5.23"``) are cited the same way. The parser also reads
 the others: a release written before the file in the same paragraph (or, failing that,
 earlier in the same block: notebook cell, docstring paragraph run, README section) applies
 to it, and one written among the line ranges applies to the ranges after it; a file named
@@ -16,12 +18,17 @@ by its base name is the path named earlier in the block with that name, else the
 of the release with that name; a backticked name between the file and the lines, or a
 lone name in brackets after a range, is the symbol; a quotation right after the lines is
 the quote. In a markdown table row with a release cell and a file cell, every bracketed
-list of line numbers in the row cites that file, with the backticked name before it.
+list of line numbers in the row cites that file, with the backticked name before it. Once a
+file is named, a bare range further on ("called at 4612-4615") or "lines N" cites the file
+named last before it in the block, in the release named since; after one of minispec's own
+files it is minispec's and not checked. Any other "line(s) N", or a bare range after a file the
+release lacks, is listed as unparsed, so ``make cite-check`` fails on it.
 
 ``find_citations`` parses text into ``Citation``s and ``Unparsed`` mentions (a "line N"
 it could not attach to a release and a file); ``check`` says whether a citation holds in a
-release's sources: the file exists, the lines exist, the symbol is in the lines or encloses
-them, the quote is in them. ``tools/cite_check.py`` runs both over the repository
+release's sources: the file exists, the lines exist, each range is the one pinned
+(``reference.pins``), the symbol is in the lines or is a def or class holding them whole
+(parsed with ``ast``), the quote has code in it and is in them. ``tools/cite_check.py`` runs both over the repository
 (``make cite-check``).
 
 vLLM twin: none (minispec's own tooling).

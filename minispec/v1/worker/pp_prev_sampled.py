@@ -1,14 +1,15 @@
 """V1 under pipeline parallelism with async scheduling: the last stage's broadcast of the
-previous sampled tokens (vLLM 0.30.0: ``vllm/v1/core/sched/scheduler.py`` 1633-1636, the
-scheduler relays no ``new_token_ids``; ``vllm/v1/worker/gpu_model_runner.py``,
+previous sampled tokens (vLLM 0.30.0: ``vllm/v1/worker/gpu_model_runner.py``,
 ``_pp_broadcast_prev_sampled_token_ids`` 4849-4864 and
-``_pp_receive_prev_sampled_token_ids_to_input_batch`` 4866-4896, from PR #32618).
+``_pp_receive_prev_sampled_token_ids_to_input_batch`` 4866-4896, from PR #32618; the
+scheduler then relays no ``new_token_ids``, ``vllm/v1/core/sched/scheduler.py`` 1633-1636).
 
 Under async scheduling the scheduler schedules a request again before its batch's output is
 back, so it cannot relay what was sampled; only the last stage knows. vLLM's last stage
-broadcasts each batch's sampled tokens after sampling it (called at 4612-4615), and each
-non-last stage posts its receive for them right after its own forward of the batch (4572-4574)
-and waits for it before it builds its next inputs (``_prepare_input_ids``, 1807-1810).
+broadcasts each batch's sampled tokens after sampling it (``gpu_model_runner.py``, called at
+4612-4615), and each non-last stage posts its receive for them right after its own forward of
+the batch (4572-4574) and waits for it before it builds its next inputs
+(``_prepare_input_ids``, 1807-1810).
 minispec does the same over the pipeline's checked transport (``send_checked`` /
 ``post_checked``, so invariant 7 checks every message): one message per non-last rank,
 skipped on both sides when no row of the batch samples (vLLM: ``_is_all_reqs_chunked_prefill``,
