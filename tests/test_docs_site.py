@@ -100,7 +100,9 @@ def test_every_page_is_there(site):
     assert "workshop" in guides and "api" in guides and "index" in guides
     for doc in guides:  # the handout and the opening screen too, when they are there
         assert (site / "docs" / f"{doc}.html").exists(), doc
-    assert "The walkthrough as a website" in (site / "README.html").read_text(), "the developer README, a page"
+    assert "What to read next" in (site / "README.html").read_text(), "the README, the front door, a page"
+    assert "The walkthrough as a website" in (site / "docs" / "notebooks_and_site.html").read_text(), \
+        "the README's former sections, pages of the site"
     assert 'url=docs/index.html' in (site / "index.html").read_text(), "the site's address opens the front door"
     landing = (site / "docs" / "index.html").read_text()
     assert "<title>minispec" in landing and "Reading without a kernel" in landing

@@ -1,6 +1,6 @@
 """The vLLM map read from the docstrings: the one source of the twin table.
 
-The README's copy is what ``tools/twin_table.py`` writes, and each twin path
+The copy in docs/package_map.md is what ``tools/twin_table.py`` writes, and each twin path
 exists in the vLLM release it names wherever that release's sources are cached
 (``make vllm-check``'s cache, or ``$MINISPEC_VLLM_SOURCES``; skipped otherwise).
 """
@@ -64,8 +64,8 @@ def test_package_map():
 
 
 def test_the_readme_twin_table_is_what_the_tool_writes():
-    readme = (ROOT / "README.md").read_text()
-    assert readme == twin_table.render(readme), "README's twin table is out of date: run python tools/twin_table.py"
+    readme = twin_table.PAGE.read_text()
+    assert readme == twin_table.render(readme), "docs/package_map.md's twin table is out of date: run python tools/twin_table.py"
     assert render_twins_markdown(vllm_twins(), Column.SUMMARY) in readme
 
 

@@ -1,11 +1,11 @@
-"""Write the README's table of fault presets (between its markers) from ``FAULTS``.
+"""Write docs/faults_and_designs.md's table of fault presets (between its markers) from ``FAULTS``.
 
 ``minispec.lab.faults.catalogue.EVERY_FAULT`` says, for each preset, its reference, the
 first invariant its scenario breaks (or the transport's error) and where;
 ``tests/test_fault_presets.py`` asserts each of those and that the fixed run is clean,
-and checks that the README's copy is current, so the table cannot drift.
+and checks that ``docs/faults_and_designs.md``'s copy is current, so the table cannot drift.
 
-    python tools/fault_table.py          # rewrite the table in README.md
+    python tools/fault_table.py          # rewrite the table in docs/faults_and_designs.md
     python tools/fault_table.py --check  # exit 1 if it is out of date
 """
 
@@ -22,7 +22,7 @@ from datetime import date  # noqa: E402
 from minispec.lab.faults.catalogue import EVERY_FAULT, LEFT_OUT, FirstViolation  # noqa: E402
 from minispec.lab.records.threads import VLLM, Citation, thread  # noqa: E402
 
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "faults_and_designs.md"
 BEGIN = "<!-- fault presets: tools/fault_table.py writes it from FAULTS; edit minispec/lab/faults/catalogue.py -->"
 END = "<!-- end of fault presets -->"
 FIXED = "clean: no violation, greedy output = reference"
@@ -53,7 +53,7 @@ def render(readme: str) -> str:
 
 
 def main(argv=None) -> int:
-    return command(README, lambda: render(README.read_text()), "tools/fault_table.py", __doc__, argv)
+    return command(PAGE, lambda: render(PAGE.read_text()), "tools/fault_table.py", __doc__, argv)
 
 
 if __name__ == "__main__":

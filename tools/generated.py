@@ -1,8 +1,8 @@
 """What the tools that write committed files share: write the file, or check that it is current.
 
-``tools/invariants_doc.py`` writes ``docs/invariants.md``; ``tools/twin_table.py`` and ``tools/fault_table.py``
-write the README's twin and fault-preset tables between their markers. Each test compares the
-committed file with what its tool would write.
+``tools/invariants_doc.py`` writes ``docs/invariants.md``; ``tools/twin_table.py`` writes the twin table
+(``docs/package_map.md``) and ``tools/fault_table.py`` the fault-preset table (``docs/faults_and_designs.md``),
+between their markers. Each test compares the committed file with what its tool would write.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 - The landing page (``docs/index.md``, the site's front door) gets the site's
   table of contents: the notebooks in their order (then the glossary), the guides
-  in ``docs/``, then the reference (the API, the invariants, the developer README).
+  in ``docs/``, then the reference (the API, the invariants, the README), then the
+  developer guide (the README's former sections).
   Pages that are absent (the glossary, the handout) are left out, not errors.
   ``index.html`` at the top of the site sends the browser there.
 - Each notebook is changed on its way to a page by ``site_notebook`` (nbval
@@ -30,7 +31,11 @@ from docutils import nodes
 # finds (a new guide in docs/ appears without a change here).
 TOC = [("Walkthrough", ["notebooks/[0-9]*", "notebooks/glossary", "notebooks/*"]),
        ("Workshop", ["docs/workshop", "docs/opening", "docs/handout", "docs/*"]),
-       ("Reference", ["docs/api", "docs/invariants", "docs/adding_a_runner", "README"])]
+       ("Reference", ["docs/api", "docs/invariants", "docs/adding_a_runner", "README"]),
+       # the README's sections, moved to pages of their own (the README is the front door)
+       ("Developer guide", ["docs/install", "docs/using", "docs/notebooks_and_site", "docs/faults_and_designs",
+                            "docs/explorer", "docs/testing", "docs/checked_against_vllm", "docs/package_map",
+                            "docs/executors"])]
 ICONS = Path(__file__).resolve().parents[1] / "_icons" / "fontawesome.js"
 SOURCE_MAP = re.compile(r"\n?(//# sourceMappingURL=\S+|/\*# sourceMappingURL=\S+ \*/)\s*$")
 TABLE_MARK = "<!-- the site puts the notebooks' table here: notebooks_table in docs/_ext/minispec_site.py -->"
