@@ -90,7 +90,7 @@ def test_each_entry_says_how_it_is_known():
             assert t.posted and date(2025, 1, 1) <= t.posted, t
         if t.quotes:
             assert t.verified in (Verified.SEARCHED, Verified.PARTLY), t  # nothing is quoted from a thread not read
-        if t.verified in (Verified.PARTLY, Verified.SOURCE, Verified.CITED_IN_SOURCE):
+        if t.verified in (Verified.PARTLY, Verified.CITED_IN_SOURCE):
             assert t.note, t  # what could not be settled, or where the code was read
     assert thread(VLLM, 50514).url == "https://github.com/vllm-project/vllm/pull/50514"
     assert thread("sgl-project/sglang", 30775).label == "sglang #30775"

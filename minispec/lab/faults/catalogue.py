@@ -79,7 +79,8 @@ broke:
 * ``v1-pp-async-column-0`` (vLLM #57755): the patch that lets V1 boot with speculative decoding
   under PP + async, column 0 of the sampled tokens at vLLM's width 1 and nothing else: a
   non-last stage loses the accepted drafts and the bonus token from its history and embeds
-  zeros for the drafts. MTP acceptance collapsed from 45.6 % to 8 % in the thread; here the
+  zeros for the drafts. MTP acceptance collapsed from 45.6 % to 8 % with that patch in
+  syv-ai/qwen38-27b-rtx3090#160 (its description of 2026-09-20, by #57755's author); here the
   draft model's falls from about 49 % to 12 %.
 * ``v1-pp-async-trim-last-rank`` (vLLM #54260): the take-back of the scheduler's optimistic count
   (every draft in flight assumed accepted) runs on the last stage only. In vLLM the overshoot is
@@ -270,11 +271,13 @@ THREAD_AT_PP3 = replace(thread_schedule(check_invariants=True), name="the thread
 RELAY_FAULTS: dict[RelayFaultPreset, Fault] = {
     RelayFaultPreset.RELAY_PAIRING: Fault(
         RelayFaultPreset.RELAY_PAIRING,
-        (Citation(thread(SGLANG, 40001), role="micro-batch pairing under PP x speculative decoding, in its title; "
-                  "its description is not in the stored index, so the (i - 1) % N form is minispec's reading of "
-                  "that pairing against SGLang's loop"),),
-        "no SGLang release read; SGLang's loop applies the relayed result of slot (mb_id + 1) % pp_loop_size, "
-        "from reading the code (python/sglang/srt/managers/scheduler_pp_mixin.py, event_loop_pp); minispec's "
+        (Citation(thread(SGLANG, 40001), date(2026, 9, 17),
+                  "With PP2 `(i-1) % 2 == (i+1) % 2`, so both errors are masked; with PP4 the first concurrent "
+                  "batch crashes",
+                  "the (i - 1) % N pairing of a relayed result with the previous forward's slot, masked at two "
+                  "stages"),),
+        "SGLang 0.5.23's loop applies the relayed result of slot (mb_id + 1) % pp_loop_size, from reading the "
+        "code (python/sglang/srt/managers/scheduler_pp_mixin.py 137, 191-204, event_loop_pp); minispec's "
         "fix: minispec/v1/worker/relay/pp_relay.py (mb_slot)",
         "a non-last stage applies the relayed payload to the micro-batch slot of its previous forward, "
         "(c - 2) % N for its c-th batch, instead of the slot of the batch the payload reports, c % N; at N = 2 "
@@ -291,7 +294,8 @@ RELAY_FAULTS: dict[RelayFaultPreset, Fault] = {
                   "the relay payload just grows to `{accept_lens, new_seq_lens, bonus_token, next draft tree}`",
                   "the fields every stage must apply; this preset drops new_seq_lens"),
          Citation(thread(SGLANG, 40001), role="recurrent-state commit on non-last stages, in its title")),
-        "no SGLang release read: SGLang PR #30775's description names new_seq_lens in the payload; minispec's fix: "
+        "SGLang 0.5.23 relays spec_new_seq_lens (python/sglang/srt/managers/scheduler_pp_mixin.py 797-802) "
+        "and an earlier stage sets its seq_lens from them (1010-1022), from reading the code; minispec's fix: "
         "minispec/v1/worker/relay/stage.py (commit_seq_lens)",
         "the payload travels without new_seq_lens: non-last stages keep the count they advanced at their forward",
         "the payload carries each row's new_seq_lens and every non-last stage commits it",

@@ -14,8 +14,9 @@ a reference in prose that the table does not hold for that thread.
 The threads were read in a stored index of GitHub threads (pull requests and issues of
 vLLM, SGLang, vllm-ascend and others), which holds each thread's posts as excerpts with
 their dates, and found again on ``CHECKED`` with the search tool over that index, which
-returns one excerpt of a thread per hit. Where the index does not hold a thread, the entry
-says so and quotes nothing, and what the repository says of it rests on the release source.
+returns one excerpt of a thread per hit; where a post could not be found again, the entry is
+``PARTLY`` verified and its note says which. Two threads are cited without being read
+(``CITED_IN_SOURCE``, ``NOT_READ``).
 
 vLLM twin: none (references, not code).
 """
@@ -51,7 +52,6 @@ class Verified(StrEnum):
     PARTLY = ("its title and state found again with the search tool on CHECKED, not every post listed (the tool "
               "returns excerpts): see the entry's note")
     TITLE = "its title and state read in the stored index; no post of it is quoted"
-    SOURCE = "not in the stored index (searched again on CHECKED); what it changed was read in vLLM's release source"
     CITED_IN_SOURCE = "not read; cited in vLLM's own source"
     NOT_READ = "not read: not a vLLM thread, cited for a JupyterLab behaviour seen in use"
 
@@ -181,9 +181,13 @@ THREADS: tuple[Thread, ...] = (
           (Post(DESCRIPTION, date(2025, 10, 7), (
               "Ensure model runner is refreshed with all request token ids following preemption, so that correct "
               "input ids are used.",)),)),
-    _vllm(31944, P, "", MERGED, verified=Verified.SOURCE,
-          note="what it is credited with (fix 1) is read in 0.14.0 vllm/v1/worker/gpu_model_runner.py 1061-1063; "
-               "no description of it is quoted"),
+    _vllm(31944, P, "[BugFix] Fix spec decoding edge case bugs", MERGED,
+          (Post(DESCRIPTION, date(2026, 1, 8), (
+              "The \"paused\" request may still have valid drafted spec tokens but these aren't properly handled "
+              "upon resumption in the model runner `_update_states` method since they are treated as new requests "
+              "and the spec token handling isn't on that path.",)),),
+          note="found with the search tool on 2026-12-07 (once listed as not in the index): its description's second "
+               "point is fix 1, which 0.14.0 vllm/v1/worker/gpu_model_runner.py 1061-1063 shows"),
     _vllm(32618, P, "[Feature] Fully support for async scheduling + PP, 30.8% E2E throughput improvement, 31.8% "
           "TPOT improvement", MERGED,
           (Post(REVIEW, date(2026, 1, 19), ("use token ids broadcast from the last PP stage",)),),
@@ -209,8 +213,14 @@ THREADS: tuple[Thread, ...] = (
           (Post(DESCRIPTION, date(2026, 5, 9), (
               "Reorganize PP scheduling and broadcast of sampled tokens so that pipelining works properly for decode "
               "and (chunked) prefill.",)),
-           Post(REVIEW, date(2026, 5, 9), ("The `not_finishing` condition is off-by-one.",))),
-          note="the review of 2026-05-09 is an automated reviewer's"),
+           Post(REVIEW, date(2026, 5, 9), ("The `not_finishing` condition is off-by-one.",)),
+           Post(REVIEW, date(2026, 5, 27), (
+               "in the deferred postprocessing (once we know the accepted and rejected counts), we just need to "
+               "subtract the rejected count",))),
+          note="the review of 2026-05-09 is an automated reviewer's; the post of 2026-05-27 is its author's reply in "
+               "a review thread (found on 2026-12-07): the computed tokens advance by the whole query at once and the "
+               "deferred postprocessing takes the rejected drafts back, which is what V2's giving them back by "
+               "design rests on"),
     _vllm(44697, I, "[RFC]: MTP speculative decoding under pipeline parallelism (PP>1)", OPEN,
           (Post(DESCRIPTION, date(2026, 6, 5), (
               "There's one invariant behind all of it: the non-last PP rank should apply the sampler's broadcast "
@@ -227,11 +237,13 @@ THREADS: tuple[Thread, ...] = (
               "`new_block_ids` should be **appended** (normal decode) or **replace** the existing table (resumed "
               "from preemption).",)),)),
     _vllm(46994, P, "[Spec][V2] Support MTP speculative decoding under pipeline parallelism", MERGED,
-          (Post(COMMENT, date(2026, 7, 7)),
+          (Post(DESCRIPTION, date(2026, 6, 29), (
+              "this PR covers the MTP-specific gaps that remain on the PP>1 path",)),
+           Post(COMMENT, date(2026, 7, 7)),
            Post(COMMENT, date(2026, 9, 1), ("NCCL does not negotiate element counts",
                                             "draft tokens never reach non-last ranks",
                                             "Padding the source to `max_sample_len` with `-1` fixed it for us"))),
-          note="its description is not among the excerpts the search returns; the comment of 2026-09-01 numbers "
+          note="its description (2026-06-29) was returned by the search on 2026-12-07; the comment of 2026-09-01 numbers "
                "the faults as its fixes #2 and #3"),
     _vllm(49620, P, "fix(v1): prevent IMA after speculative preemption", OPEN,
           (Post(DESCRIPTION, date(2026, 7, 23), (
@@ -241,9 +253,13 @@ THREADS: tuple[Thread, ...] = (
           (Post(COMMENT, date(2026, 8, 4)),
            Post(REVIEW, date(2026, 8, 5), ("I think we should use the filtered idex_mapping instead of this "
                                            "unfiltered one.",))),
-          note="its description is not among the excerpts the search returns; what it changed (the draft broadcast "
-               "and one fixed sampled-token width) is read in 0.30.0 vllm/v1/worker/gpu/pp_utils.py (absent in "
-               "0.29.0); the review of 2026-08-05 asks that the draft restore skip rows whose slot was freed"),
+          verified=Verified.PARTLY,
+          note="its description is of 2026-07-31 (issue 35's fact-check); this check's searches on 2026-12-07 "
+               "returned its comments of 2026-08-04 (a TP8 x PP2 hardware validation, not its description) and "
+               "2026-08-23 and a review of 2026-08-21, not the description, nor the review of 2026-08-05 an "
+               "earlier check quoted; what it changed (the draft broadcast and one fixed sampled-token width) is "
+               "read in 0.30.0 vllm/v1/worker/gpu/pp_utils.py (absent in 0.29.0); the review of 2026-08-05 asks "
+               "that the draft restore skip rows whose slot was freed"),
     _vllm(52071, I, "[Bug]: speculative decoding under pipeline parallelism produces wrong output with "
           "--no-async-scheduling", OPEN,
           (Post(DESCRIPTION, date(2026, 8, 12), (
@@ -293,7 +309,9 @@ THREADS: tuple[Thread, ...] = (
           (Post(DESCRIPTION, date(2026, 9, 20), ("broadcasting one column is not a sufficient contract for the async "
                                                  "spec path",
                                                  "broadcast only `sampled_token_ids[:, :1]`, keep the receiver at "
-                                                 "`[num_reqs, 1]`")),)),
+                                                 "`[num_reqs, 1]`")),),
+          note="the index stores its title as the placeholder \"Title\"; the title given here is the bold first "
+               "line of its description of 2026-09-20 (read with the search tool on 2026-12-07)"),
     Thread(SGLANG, 30775, P, "Pipeline parallelism x speculative decoding (EAGLE/MTP) compatibility",
            MERGED, Verified.SEARCHED,
            (Post(DESCRIPTION, date(2026, 7, 10), (
@@ -309,7 +327,14 @@ THREADS: tuple[Thread, ...] = (
                "This only manifests with more than two microbatch slots, since with two the current and previous "
                "slots already cover both.",)),)),
     Thread(SGLANG, 40001, P, "[Spec][PP] Fix hybrid recurrent-state commit and micro-batch pairing "
-           "under PP x speculative decoding", OPEN, Verified.TITLE),
+           "under PP x speculative decoding", OPEN, Verified.SEARCHED,
+           (Post(DESCRIPTION, date(2026, 9, 17), (
+               "Non-last PP stages never commit the accepted recurrent state.",
+               "With more than two stages the relayed accept result is paired with the wrong micro-batch.",
+               "With PP2 `(i-1) % 2 == (i+1) % 2`, so both errors are masked; with PP4 the first concurrent batch "
+               "crashes")),),
+           note="found with the search tool on 2026-12-07 (once listed as not in the index): its description "
+                "states the `(i-1) % N` pairing"),
     Thread("vllm-project/vllm-ascend", 14184, P, "[Feature] Support MTP with PP in MRV2", MERGED, Verified.SEARCHED,
            (Post(DESCRIPTION, date(2026, 8, 13), (
                "the target sampler output is broadcast before the last stage finishes generating the next-step MTP "

@@ -1,14 +1,15 @@
 """V1 under pipeline parallelism with async scheduling: the last stage's broadcast of the
 previous sampled tokens (vLLM 0.30.0: ``vllm/v1/worker/gpu_model_runner.py``,
 ``_pp_broadcast_prev_sampled_token_ids`` 4849-4864 and
-``_pp_receive_prev_sampled_token_ids_to_input_batch`` 4866-4894, from PR #32618; the
+``_pp_receive_prev_sampled_token_ids_to_input_batch`` 4866-4896, from PR #32618; the
 scheduler then relays no ``new_token_ids``, ``vllm/v1/core/sched/scheduler.py`` 1633-1636).
 
 Under async scheduling the scheduler schedules a request again before its batch's output is
 back, so it cannot relay what was sampled; only the last stage knows. vLLM's last stage
-broadcasts each batch's sampled tokens after sampling it (called at 4612-4615), and each
-non-last stage posts its receive for them right after its own forward of the batch (4572-4574)
-and waits for it before it builds its next inputs (``_prepare_input_ids``, 1807-1810).
+broadcasts each batch's sampled tokens after sampling it (``gpu_model_runner.py``, called at
+4612-4615), and each non-last stage posts its receive for them right after its own forward of
+the batch (4572-4574) and waits for it before it builds its next inputs
+(``_prepare_input_ids``, 1807-1810).
 minispec does the same over the pipeline's checked transport (``send_checked`` /
 ``post_checked``, so invariant 7 checks every message): one message per non-last rank,
 skipped on both sides when no row of the batch samples (vLLM: ``_is_all_reqs_chunked_prefill``,
@@ -36,8 +37,9 @@ A non-last stage applies entries on first need, at the start of a step, before
 a request scheduled now (as Model Runner V2 does here, ``gpu/pp_utils.py``). The last stage runs
 batches in order, so nothing is waited for that it will not send. Taking an entry appends its
 tokens to each request's ``output_token_ids`` and, where the request holds a row, writes them
-at ``num_tokens_no_spec`` and advances it (vLLM advances ``num_tokens_no_spec`` by one
-placeholder per row, 4888-4893: its tokens go to the GPU ``input_ids`` directly); the drafts
+at ``num_tokens_no_spec`` and advances it (vLLM 0.30.0 ``gpu_model_runner.py`` appends one
+placeholder per row to ``output_token_ids``, 4891-4892, and advances ``num_tokens_no_spec`` by
+one, 4895: its tokens go to the GPU ``input_ids`` directly); the drafts
 become the stage's own (``draft_token_ids``), which ``_scheduled_drafts`` reads.
 
 In one process (``UniProcExecutor``) a receive not sent yet raises ``NotSentYet``; the

@@ -2,7 +2,7 @@
 ``faults=`` against ``model_runner=`` when the config is built. vLLM has no switches; the
 nearest thing is how it refuses a feature the chosen runner lacks when its config is
 built (vLLM 0.30.0: ``vllm/config/vllm.py``, ``__post_init__`` 1853-1856 calls
-``_validate_v2_model_runner`` 3079-3088 or ``_validate_v1_model_runner`` 3090-3095:
+``_validate_v1_model_runner`` 3090-3095 or ``_validate_v2_model_runner`` 3079-3088:
 "Model Runner V2 does not yet support: ...").
 
 Each design's switches live next to its code (``runner_fixes.py`` for V1,

@@ -1,13 +1,13 @@
 """One pipeline stage of Model Runner V2 (vLLM 0.30.0: ``vllm/v1/worker/gpu/model_runner.py``,
 ``GPUModelRunner``; selected by ``model_runner="v2"`` or ``MINISPEC_USE_V2_MODEL_RUNNER``, see ``__init__.py``).
 
-Each step, in vLLM's order (``execute_model``, 1631-1650):
+Each step, in vLLM's order (``execute_model``, ``model_runner.py`` 1631-1650):
 
 1. ``update_pp_decode_requests``: a non-last stage applies the last stage's
    broadcast of earlier batches to its slots (``pp_utils.py``);
 2. ``finish_requests``, ``add_requests``, ``update_requests``: slots are freed and
    filled; a cached request only gets new blocks and the scheduler's
-   ``num_computed_tokens`` as a mirror (1177-1200): the runner keeps its own count;
+   ``num_computed_tokens`` as a mirror (``model_runner.py`` 1177-1200): the runner keeps its own count;
 3. ``prepare_inputs``: the input batch is gathered from the slots (``input_batch.py``);
 4. the stage's layers run; then
 
@@ -17,7 +17,7 @@ Each step, in vLLM's order (``execute_model``, 1631-1650):
      taken back when the broadcast is applied;
    * the last stage samples or rejection-samples the drafts it embedded, broadcasts
      tokens and counts, updates its slots, proposes the next drafts into
-     ``draft_tokens`` and broadcasts those too (2048-2174).
+     ``draft_tokens`` and broadcasts those too (``model_runner.py`` 2048-2174).
 
 The scheduler's ``new_token_ids`` relay and its draft token *values* are never read:
 from the scheduler this runner takes only how many tokens and drafts to run. That

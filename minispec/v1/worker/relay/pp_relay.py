@@ -19,11 +19,13 @@ minispec's drafts are a chain, so the tree is ``[num_reqs, k]``):
 A non-last stage *sets* its count from ``new_seq_lens`` (SGLang commits the relayed
 sequence lengths), where V2 subtracts ``num_rejected`` from an optimistic count.
 
-Micro-batch slots. SGLang's loop keeps one slot per micro-batch in flight
-(``init_pp_loop_state``; ``self.mbs``) and, at slot ``mb_id``, after launching that slot's
-batch, processes the relayed result of slot ``next_mb_id = (mb_id + 1) % pp_loop_size``:
-the slot it is about to reuse (``event_loop_pp``; its docstring: "recv prev (i+1)% mb_size
-th outputs"; from reading the code, commit 00ff98d). This handler gives the ``c``-th batch
+Micro-batch slots. SGLang's loop keeps one slot per micro-batch in flight (SGLang 0.5.23
+``python/sglang/srt/managers/scheduler_pp_mixin.py``, ``init_pp_loop_state`` 561-566,
+``self.mbs``; from reading the code) and, at slot ``mb_id``, after launching that slot's
+batch, processes the relayed result of slot ``next_mb_id = (mb_id + 1) % pp_loop_size``
+(lines 137 and 191-204): the slot it is about to reuse (``event_loop_pp``, its docstring, line 118:
+"recv prev (i+1)% mb_size th outputs"). SGLang 0.5.23 sizes the loop ``pp_size`` plus its
+async batch depth; minispec has no such depth. This handler gives the ``c``-th batch
 a stage runs the slot ``c % pp_size`` and pairs a payload with the slot of the batch it
 reports (``mb_slot``). So that the slot still holds that batch, a stage takes the payload
 of batch ``c`` before it runs batch ``c + pp_size`` (synchronously it has been sent: the engine
