@@ -304,6 +304,7 @@ class TraceRecorder:
         if step.step not in self._sampled:
             raise MissingRecord(f"stage {last} (the last) ran step {step.step} and did not record what it sampled: "
                                 "its runner must call _record_sampled once it has sampled (WorkerBase.execute_model)")
+
     def tell(self, event: Callable[..., None], *args) -> None:
         """Call ``event`` (an ``EngineListener`` method, e.g. ``EngineListener.on_schedule``)
         on every listener, as that listener overrides it: the engine's side of the channel."""
