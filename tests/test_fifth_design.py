@@ -88,10 +88,10 @@ def test_the_handover_table_says_its_record_names_no_rule():
 
 
 def test_its_name_works_in_the_explorer():
-    from minispec.lab import Scope, explore
+    from minispec.lab import Scope, explore, render_exploration
 
     result = explore({"model_runner": "fifth"}, Scope(max_requests=1), limit=3)
-    assert "nothing breaks" in result.report()
+    assert "nothing breaks" in render_exploration(result)
 
 
 def test_outside_the_module_it_is_not_registered():
