@@ -12,7 +12,9 @@ including the memory check, so a bad argument never leaves anything half-built.
 minispec's; ``worker_cls`` is vLLM's (``ParallelConfig.worker_cls``; a class or its qualified
 name here, ``minispec/v1/worker/gpu_worker.py``); ``model_runner`` stands for vLLM's
 ``VLLM_USE_V2_MODEL_RUNNER``, which minispec's ``MINISPEC_USE_V2_MODEL_RUNNER`` sets the
-default of (``minispec/v1/worker/gpu/__init__.py``).
+default of (``minispec/v1/worker/gpu/__init__.py``), and names any registered design: its
+record (``minispec/v1/worker/designs.py``) goes into ``VllmConfig.design``, and every check
+that depends on the design (its proposers, its switches) reads the record.
 Left out: the command-line parser (``add_cli_args``), ``AsyncEngineArgs``, and every
 argument minispec has no use for (tokenizer modes, quantisation, LoRA, ...).
 """
