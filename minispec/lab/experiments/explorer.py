@@ -24,10 +24,11 @@ import itertools
 import multiprocessing
 import random
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from minispec.config import CHECKPOINT_DIR
+from minispec.config import CHECKPOINT_DIR, is_int
 from minispec.instruments.invariants import InvariantViolation, Violation
 from minispec.lab.experiments.scenarios import PROMPTS
 from minispec.lab.experiments.schedule import Request, Schedule, build_llm, intra_op_threads, plural, run_recorded
@@ -73,19 +74,19 @@ class Scope:
     async_scheduling: tuple[bool, ...] = (False,)  # (True,): every schedule under async scheduling
 
     def __post_init__(self):
+        _check_fields(self)
         if not 1 <= self.max_requests <= len(PROMPTS):
             raise ValueError(f"max_requests={self.max_requests!r}: expected 1 to {len(PROMPTS)}")
-        if not self.prompt_lengths or max(self.prompt_lengths) > min(len(p) for p in PROMPTS.values()):
-            raise ValueError(f"prompt_lengths={self.prompt_lengths!r}: expected lengths from 1 to "
-                             f"{min(len(p) for p in PROMPTS.values())}")
-        for name in ("max_tokens", "arrival_steps", "right_drafts", "pipeline_parallel_size",
-                     "num_speculative_tokens", "max_concurrent_batches", "num_gpu_blocks",
-                     "max_num_batched_tokens", "max_num_seqs", "async_scheduling"):
-            if not getattr(self, name):
-                raise ValueError(f"{name}={getattr(self, name)!r}: expected at least one value")
+        longest = min(len(p) for p in PROMPTS.values())
+        if min(self.prompt_lengths) < 1 or max(self.prompt_lengths) > longest:
+            raise ValueError(f"prompt_lengths={self.prompt_lengths!r}: expected lengths from 1 to {longest}")
+        if 0 not in self.arrival_steps:
+            # a schedule shifted later is the same schedule: each one's first request arrives at step 0
+            raise ValueError(f"arrival_steps={self.arrival_steps!r}: expected 0 among them (the first request's)")
         if max(self.right_drafts) > min(self.num_speculative_tokens):
             raise ValueError(f"right_drafts={self.right_drafts!r}: expected at most k = "
-                             f"{min(self.num_speculative_tokens)}")
+                             f"{min(self.num_speculative_tokens)} (num_speculative_tokens' smallest)")
+        _check_cache(self)
 
     def shapes(self) -> list[Shape]:
         return [Shape(*s) for s in itertools.product(
@@ -95,6 +96,42 @@ class Scope:
     def request_choices(self) -> list[tuple[int, int, tuple[int, ...]]]:
         scripts = itertools.product(self.right_drafts, repeat=self.scripted_proposals)
         return sorted(itertools.product(sorted(self.arrival_steps), sorted(self.prompt_lengths), scripts))
+
+
+# each tuple field of Scope: the smallest value it may hold (None allowed where the engine's default is meant)
+_AXES = {"max_tokens": 1, "arrival_steps": 0, "right_drafts": 0, "pipeline_parallel_size": 1,
+         "num_speculative_tokens": 1, "max_concurrent_batches": 1, "num_gpu_blocks": 1,
+         "max_num_batched_tokens": 1, "max_num_seqs": 1, "prompt_lengths": 1}
+_OPTIONAL = {"max_concurrent_batches", "num_gpu_blocks"}
+
+
+def _check_fields(scope: Scope) -> None:
+    """Each field its type and range, named: a bare int where a tuple belongs, a negative k, ..."""
+    for name, low in (("max_requests", 1), ("scripted_proposals", 0), ("block_size", 1)):
+        value = getattr(scope, name)
+        if not (is_int(value) and value >= low):
+            raise ValueError(f"{name}={value!r}: expected an integer >= {low}")
+    for name, low in _AXES.items():
+        value = getattr(scope, name)
+        allowed = f"integers >= {low}" + (" or None" if name in _OPTIONAL else "")
+        if not isinstance(value, tuple) or not value:
+            raise ValueError(f"{name}={value!r}: expected a non-empty tuple of {allowed}")
+        if not all((v is None and name in _OPTIONAL) or (is_int(v) and v >= low) for v in value):
+            raise ValueError(f"{name}={value!r}: expected {allowed}")
+    flags = scope.async_scheduling
+    if not isinstance(flags, tuple) or not flags or not all(isinstance(f, bool) for f in flags):
+        raise ValueError(f"async_scheduling={flags!r}: expected a non-empty tuple of booleans")
+
+
+def _check_cache(scope: Scope) -> None:
+    """A KV cache of n blocks caps a request at n * block_size tokens (``max_model_len``): the
+    longest prompt must fit with one token to generate, or no schedule could run."""
+    need = -(-(max(scope.prompt_lengths) + 1) // scope.block_size)
+    small = [b for b in scope.num_gpu_blocks if b is not None and b < need]
+    if small:
+        raise ValueError(f"num_gpu_blocks={scope.num_gpu_blocks!r}: {small} cannot hold the longest prompt "
+                         f"({max(scope.prompt_lengths)} tokens) and one output token in blocks of "
+                         f"{scope.block_size}; expected at least {need} blocks")
 
 
 def schedules(scope: Scope):
@@ -214,8 +251,10 @@ def run_one(schedule: Schedule, engine_args: dict) -> Counterexample | None:
         return Counterexample(schedule, Failure(violation=e.violation), llm.trace, llm.tokenizer)
     except Exception as e:  # the engine crashing on a schedule is a finding too
         return Counterexample(schedule, Failure(error=f"{type(e).__name__}: {e}"), llm.trace, llm.tokenizer)
+    cap = llm.scheduler_config.max_model_len  # a request stops there, whatever max_tokens says
     for req in sorted(llm.engine.finished, key=lambda r: r.request_id):
-        want = greedy_continuation(req.prompt_token_ids, schedule.max_tokens, llm.arch)
+        length = min(schedule.max_tokens, cap - len(req.prompt_token_ids))
+        want = greedy_continuation(req.prompt_token_ids, length, llm.arch)
         got = trace.outputs[req.request_id]
         for i, (w, g) in enumerate(itertools.zip_longest(want, got)):
             if w != g:
@@ -230,9 +269,12 @@ def explore(engine_args: dict | None = None, scope: Scope | None = None, limit: 
     ``workers``: processes sharing the runs (results are taken in order, so the failure found
     is still the smallest; its trace is recorded again in this process). ``invariants=False``:
     outputs compared with the greedy reference only (what a test of greedy equality sees)."""
-    engine_args, scope = _check_engine_args(engine_args), scope or Scope()
-    if not (isinstance(workers, int) and workers >= 1):
+    engine_args, scope = _check_engine_args(engine_args), _check_scope(scope or Scope())
+    if not (is_int(workers) and workers >= 1):
         raise ValueError(f"workers={workers!r}: expected an integer >= 1")
+    if not (limit is None or (is_int(limit) and limit >= 1)):
+        raise ValueError(f"limit={limit!r}: expected None (every schedule) or an integer >= 1")
+    warn_unreachable(engine_args, scope)
     start, count = time.perf_counter(), 0
     todo = [replace(s, check_invariants=invariants) for s in itertools.islice(schedules(scope), limit)]
     with _runs(workers) as run_all:
@@ -263,6 +305,10 @@ def search(engine_args: dict | None = None, scope: Scope = WIDE, max_examples: i
     except ImportError:
         raise ImportError("search needs hypothesis (the 'dev' extra: pip install 'minispec[dev]')") from None
     engine_args, count, start = _check_engine_args(engine_args), 0, time.perf_counter()
+    scope = _check_scope(scope)
+    if not (is_int(max_examples) and max_examples >= 1):
+        raise ValueError(f"max_examples={max_examples!r}: expected an integer >= 1")
+    warn_unreachable(engine_args, scope)
     choices = st.tuples(st.sampled_from(sorted(scope.arrival_steps)), st.sampled_from(sorted(scope.prompt_lengths)),
                         st.tuples(*[st.sampled_from(sorted(scope.right_drafts))] * scope.scripted_proposals))
     strategy = st.builds(_canonical, st.lists(choices, min_size=1, max_size=scope.max_requests),
@@ -311,9 +357,37 @@ def _check_engine_args(engine_args: dict | None) -> dict:
     """Refuse a bad design before any run: each run counts what the engine raises as a finding."""
     from minispec.engine.arg_utils import EngineArgs
 
+    if engine_args is not None and not isinstance(engine_args, dict):
+        raise ValueError(f"engine_args={engine_args!r}: expected a dict of the design's switches, "
+                         f"keys among {DESIGN_KEYS} (e.g. {{'model_runner': 'v2'}})")
     engine_args = dict(engine_args or {})
     unknown = set(engine_args) - set(DESIGN_KEYS)
     if unknown:
         raise ValueError(f"engine_args={engine_args!r}: expected keys among {DESIGN_KEYS}, got {sorted(unknown)}")
     EngineArgs(model=STANDIN, **engine_args).create_engine_config()  # fixes, faults, worker_cls: each by name
     return engine_args
+
+
+def _check_scope(scope) -> Scope:
+    if not isinstance(scope, Scope):
+        raise ValueError(f"scope={scope!r}: expected a Scope (minispec.lab.experiments.explorer.Scope)")
+    return scope
+
+
+def warn_unreachable(engine_args: dict, scope: Scope) -> list[str]:
+    """A fault preset whose scenario needs what the scope never runs (async scheduling, more
+    stages) would pass unseen: say so (``warnings.warn``) and return the sentences."""
+    from minispec.lab.faults.catalogue import EVERY_FAULT
+
+    name = engine_args.get("faults") or engine_args.get("fixes")
+    fault = EVERY_FAULT.get(name) if isinstance(name, str) else None
+    needs = []
+    if fault is not None and fault.scenario.async_scheduling and True not in scope.async_scheduling:
+        needs.append("async scheduling, which the scope never turns on (async_scheduling=(False,))")
+    if fault is not None and fault.scenario.pipeline_parallel_size > max(scope.pipeline_parallel_size):
+        needs.append(f"{fault.scenario.pipeline_parallel_size} stages, more than the scope's "
+                     f"pipeline_parallel_size={scope.pipeline_parallel_size!r}")
+    sentences = [f"{fault.preset!r}: its scenario runs under {need}: the explorer cannot reach it" for need in needs]
+    for sentence in sentences:
+        warnings.warn(sentence, stacklevel=3)
+    return sentences
