@@ -28,14 +28,17 @@ import warnings
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from minispec.config import CHECKPOINT_DIR, is_int
+from minispec.config import CHECKPOINT_DIR, SCRIPT_REPEAT, is_int
 from minispec.instruments.invariants import InvariantViolation, Violation
+from minispec.lab.experiments.coverage import Condition, conditions, goals
+from minispec.lab.experiments.liveness import Stall, drive, patience_for
 from minispec.lab.experiments.scenarios import PROMPTS
-from minispec.lab.experiments.schedule import Request, Schedule, build_llm, intra_op_threads, plural, run_recorded
+from minispec.lab.experiments.schedule import Request, Schedule, build_llm, intra_op_threads, plural
 from minispec.model_executor.models.standin import greedy_continuation
 
 STANDIN = CHECKPOINT_DIR / "standin"
 MAX_MODEL_LEN = 64  # every scope's longest request fits; a KV cache of fewer blocks caps it lower
+METHODS = ("scripted", "ngram")  # the proposers a scope may draft with
 DESIGN_KEYS = ("fixes", "faults", "model_runner", "worker_cls")  # what engine_args may set: the design and its switches
 
 
@@ -72,6 +75,7 @@ class Scope:
     max_num_seqs: tuple[int, ...] = (4, 1)  # one: requests wait for the one row (slot), and reuse it
     block_size: int = 4
     async_scheduling: tuple[bool, ...] = (False,)  # (True,): every schedule under async scheduling
+    method: str = "scripted"  # "ngram": drafts from the history (a design that drafts on every stage needs it)
 
     def __post_init__(self):
         _check_fields(self)
@@ -83,6 +87,8 @@ class Scope:
         if 0 not in self.arrival_steps:
             # a schedule shifted later is the same schedule: each one's first request arrives at step 0
             raise ValueError(f"arrival_steps={self.arrival_steps!r}: expected 0 among them (the first request's)")
+        if self.method not in METHODS:
+            raise ValueError(f"method={self.method!r}: expected one of {METHODS}")
         if max(self.right_drafts) > min(self.num_speculative_tokens):
             raise ValueError(f"right_drafts={self.right_drafts!r}: expected at most k = "
                              f"{min(self.num_speculative_tokens)} (num_speculative_tokens' smallest)")
@@ -94,12 +100,13 @@ class Scope:
             self.num_gpu_blocks, self.max_num_batched_tokens, self.max_num_seqs, self.async_scheduling)]
 
     def request_choices(self) -> list[tuple[int, int, tuple[int, ...]]]:
-        scripts = itertools.product(self.right_drafts, repeat=self.scripted_proposals)
+        scripted = self.method == "scripted"  # n-gram drafts follow the history: no script
+        scripts = itertools.product(self.right_drafts, repeat=self.scripted_proposals * scripted)
         return sorted(itertools.product(sorted(self.arrival_steps), sorted(self.prompt_lengths), scripts))
 
 
 # each tuple field of Scope: the smallest value it may hold (None allowed where the engine's default is meant)
-_AXES = {"max_tokens": 1, "arrival_steps": 0, "right_drafts": 0, "pipeline_parallel_size": 1,
+_AXES = {"max_tokens": 1, "arrival_steps": 0, "right_drafts": SCRIPT_REPEAT, "pipeline_parallel_size": 1,
          "num_speculative_tokens": 1, "max_concurrent_batches": 1, "num_gpu_blocks": 1,
          "max_num_batched_tokens": 1, "max_num_seqs": 1, "prompt_lengths": 1}
 _OPTIONAL = {"max_concurrent_batches", "num_gpu_blocks"}
@@ -147,7 +154,7 @@ def schedules(scope: Scope):
                 batch.append((_size(reqs, max_tokens, shape), reqs, max_tokens, shape))
         batch.sort(key=lambda b: b[0])
         for _, reqs, max_tokens, shape in batch:
-            yield _schedule(reqs, max_tokens, shape, scope.block_size)
+            yield _schedule(reqs, max_tokens, shape, scope.block_size, scope.method)
 
 
 def _size(reqs, max_tokens, shape) -> tuple:
@@ -156,13 +163,13 @@ def _size(reqs, max_tokens, shape) -> tuple:
             shape.k, shape.in_flight or 0, -(shape.blocks or 10**6), -shape.budget, -shape.seqs, shape.async_scheduling)
 
 
-def _schedule(reqs, max_tokens: int, shape: Shape, block_size: int) -> Schedule:
+def _schedule(reqs, max_tokens: int, shape: Shape, block_size: int, method: str = "scripted") -> Schedule:
     blocks = shape.blocks
     names = list(PROMPTS)
     requests = tuple(Request(PROMPTS[names[i]][:length], arrival, names[i])
                      for i, (arrival, length, _) in enumerate(reqs))
     script = tuple((names[i], script) for i, (_, _, script) in enumerate(reqs) if script)
-    return Schedule("explorer", requests, shape.pp, "scripted", shape.k, max_tokens, check_invariants=True,
+    return Schedule("explorer", requests, shape.pp, method, shape.k, max_tokens, check_invariants=True,
                     max_num_seqs=shape.seqs, max_num_batched_tokens=shape.budget, block_size=block_size,
                     num_gpu_blocks=blocks, max_model_len=MAX_MODEL_LEN if blocks is None else blocks * block_size,
                     model=str(STANDIN), script=script, max_concurrent_batches=shape.in_flight,
@@ -172,7 +179,7 @@ def _schedule(reqs, max_tokens: int, shape: Shape, block_size: int) -> Schedule:
 
 def _details(requests, script, shape: Shape, max_tokens) -> str:
     reqs = ", ".join(f"{r.req_id}: {plural(len(r.prompt), 'token')} at step {r.arrival_step}"
-                     + (f", right drafts {list(dict(script)[r.req_id])}" if r.req_id in dict(script) else "")
+                     + (f", right drafts {_script_text(dict(script)[r.req_id])}" if r.req_id in dict(script) else "")
                      for r in requests)
     engine = [f"PP {shape.pp}", f"k {shape.k}", f"max_tokens {max_tokens}"]
     engine += [f"{shape.in_flight} batches in flight"] * (shape.in_flight is not None)
@@ -180,6 +187,10 @@ def _details(requests, script, shape: Shape, max_tokens) -> str:
     engine += [f"{shape.blocks} KV blocks"] * (shape.blocks is not None)
     engine += [f"budget {shape.budget}"] * (shape.budget != 512) + [plural(shape.seqs, "row")] * (shape.seqs < 4)
     return f"{', '.join(engine)}; {reqs}"
+
+
+def _script_text(script: tuple[int, ...]) -> str:
+    return "[" + ", ".join("repeated" if n == SCRIPT_REPEAT else str(n) for n in script) + "]"
 
 
 @dataclass
@@ -190,10 +201,13 @@ class Failure:
     violation: Violation | None = None
     divergence: tuple[str, int, int, int] | None = None  # request, output index, expected, found
     error: str | None = None
+    stall: Stall | None = None  # a deadlock, or no progress (``liveness``)
 
     def __str__(self) -> str:
         if self.violation is not None:
             return str(self.violation)
+        if self.stall is not None:
+            return str(self.stall)
         if self.divergence is not None:
             req, i, want, got = self.divergence
             return f"request {req}'s output differs from PP 1 without drafts at token {i}: expected {want}, got {got}"
@@ -229,36 +243,76 @@ class ExploreResult:
     seconds: float
     counterexample: Counterexample | None = None
     exhausted: bool = field(default=False)
+    covered: frozenset[Condition] = frozenset()  # what the schedules run exercised (``coverage``)
+    warnings: tuple[str, ...] = ()  # a fault the scope cannot reach (``warn_unreachable``)
+
+    @property
+    def never_exercised(self) -> dict[Condition, str | None]:
+        """Each condition the scope aims at that no schedule run reached, with why it cannot
+        where that is known (None: the scope could have, and did not)."""
+        aims = goals(self.scope.num_speculative_tokens, self.scope.pipeline_parallel_size,
+                     self.scope.async_scheduling)
+        return {c: why for c, why in aims.items() if c not in self.covered}
+
+    def coverage(self) -> str:
+        never = self.never_exercised
+        if not never:
+            return "exercised every condition it aims at"
+        return "never exercised: " + "; ".join(str(c) + (f" ({why})" if why else "") for c, why in never.items())
 
     def report(self) -> str:
         design = ", ".join(f"{k}={getattr(v, '__qualname__', None) or repr(v)}"
                            for k, v in self.engine_args.items()) or "the defaults"
         rate = f"{self.schedules_run} schedules in {self.seconds:.1f} s ({self.schedules_run / self.seconds:.0f}/s)"
+        warned = "".join(f"\nwarning: {w}" for w in self.warnings)
         if self.counterexample is None:
             done = "every schedule in the scope" if self.exhausted else "the schedules asked for"
-            return f"{design}: nothing breaks: {done}, {rate}.\nscope: {self.scope}"
-        return (f"{design}: minimal counterexample, schedule {self.schedules_run} ({rate}):\n"
+            return f"{design}: nothing breaks: {done}, {rate}; {self.coverage()}.{warned}\nscope: {self.scope}"
+        return (f"{design}: minimal counterexample, schedule {self.schedules_run} ({rate}):{warned}\n"
                 + self.counterexample.table())
 
 
 def run_one(schedule: Schedule, engine_args: dict) -> Counterexample | None:
     """Run ``schedule`` under ``engine_args``; what broke, or None when it ran clean and
     every output equals the stand-in's greedy continuation."""
+    return run_covered(schedule, engine_args)[0]
+
+
+def run_covered(schedule: Schedule, engine_args: dict) -> tuple[Counterexample | None, frozenset[Condition]]:
+    """``run_one``, with the conditions the run exercised (``coverage.conditions``)."""
     llm = build_llm(schedule, **engine_args)
+    failure = _drive(llm, schedule)
+    trace = llm.trace
+    covered = frozenset(conditions(trace, schedule.num_speculative_tokens))
+    if failure is None:
+        failure = _diverged(llm, schedule)
+    return (None if failure is None else Counterexample(schedule, failure, trace, llm.tokenizer)), covered
+
+
+def _drive(llm, schedule: Schedule) -> Failure | None:
+    """Run to the end; an invariant broken, a stall, or the engine raising is a finding."""
     try:
-        trace = run_recorded(llm)
+        drive(llm.engine, patience_for(llm.scheduler_config.max_model_len, schedule.pipeline_parallel_size))
     except InvariantViolation as e:
-        return Counterexample(schedule, Failure(violation=e.violation), llm.trace, llm.tokenizer)
+        return Failure(violation=e.violation)
+    except Stall as e:
+        return Failure(stall=e)
     except Exception as e:  # the engine crashing on a schedule is a finding too
-        return Counterexample(schedule, Failure(error=f"{type(e).__name__}: {e}"), llm.trace, llm.tokenizer)
+        return Failure(error=f"{type(e).__name__}: {e}")
+    llm.trace.outputs = {r.request_id: list(r.output_token_ids) for r in llm.engine.finished}
+    return None
+
+
+def _diverged(llm, schedule: Schedule) -> Failure | None:
+    """The first output token that is not the stand-in's greedy continuation."""
     cap = llm.scheduler_config.max_model_len  # a request stops there, whatever max_tokens says
     for req in sorted(llm.engine.finished, key=lambda r: r.request_id):
         length = min(schedule.max_tokens, cap - len(req.prompt_token_ids))
         want = greedy_continuation(req.prompt_token_ids, length, llm.arch)
-        got = trace.outputs[req.request_id]
+        got = llm.trace.outputs[req.request_id]
         for i, (w, g) in enumerate(itertools.zip_longest(want, got)):
             if w != g:
-                return Counterexample(schedule, Failure(divergence=(req.request_id, i, w, g)), trace, llm.tokenizer)
+                return Failure(divergence=(req.request_id, i, w, g))
     return None
 
 
@@ -274,18 +328,20 @@ def explore(engine_args: dict | None = None, scope: Scope | None = None, limit: 
         raise ValueError(f"workers={workers!r}: expected an integer >= 1")
     if not (limit is None or (is_int(limit) and limit >= 1)):
         raise ValueError(f"limit={limit!r}: expected None (every schedule) or an integer >= 1")
-    warn_unreachable(engine_args, scope)
-    start, count = time.perf_counter(), 0
+    start, count, covered = time.perf_counter(), 0, set()
+    warned = tuple(warn_unreachable(engine_args, scope))
     todo = [replace(s, check_invariants=invariants) for s in itertools.islice(schedules(scope), limit)]
     with _runs(workers) as run_all:
-        for schedule, failed in zip(todo, run_all(functools.partial(_fails, engine_args=engine_args), todo)):
+        for schedule, (failed, reached) in zip(todo, run_all(functools.partial(_fails, engine_args=engine_args), todo)):
             count += 1
+            covered |= reached
             if failed:
                 with intra_op_threads():
                     found = run_one(schedule, engine_args)
-                return ExploreResult(engine_args, scope, count, time.perf_counter() - start, found)
+                return ExploreResult(engine_args, scope, count, time.perf_counter() - start, found,
+                                     covered=frozenset(covered), warnings=warned)
     return ExploreResult(engine_args, scope, count, time.perf_counter() - start,
-                         exhausted=limit is None or count < limit)
+                         exhausted=limit is None or count < limit, covered=frozenset(covered), warnings=warned)
 
 
 WIDE = Scope(max_requests=4, prompt_lengths=tuple(range(1, 11)), max_tokens=tuple(range(2, 9)),
@@ -308,38 +364,44 @@ def search(engine_args: dict | None = None, scope: Scope = WIDE, max_examples: i
     scope = _check_scope(scope)
     if not (is_int(max_examples) and max_examples >= 1):
         raise ValueError(f"max_examples={max_examples!r}: expected an integer >= 1")
-    warn_unreachable(engine_args, scope)
+    warned, covered = tuple(warn_unreachable(engine_args, scope)), set()
     choices = st.tuples(st.sampled_from(sorted(scope.arrival_steps)), st.sampled_from(sorted(scope.prompt_lengths)),
-                        st.tuples(*[st.sampled_from(sorted(scope.right_drafts))] * scope.scripted_proposals))
+                        st.tuples(*[st.sampled_from(sorted(scope.right_drafts))]
+                                  * scope.scripted_proposals * (scope.method == "scripted")))
     strategy = st.builds(_canonical, st.lists(choices, min_size=1, max_size=scope.max_requests),
                          st.sampled_from(sorted(scope.max_tokens)), st.sampled_from(scope.shapes()),
-                         st.just(scope.block_size))
+                         st.just(scope.block_size), st.just(scope.method))
 
     def fails(schedule: Schedule) -> bool:
         nonlocal count
         count += 1
-        return _fails(schedule, engine_args)
+        failed, reached = _fails(schedule, engine_args)
+        covered.update(reached)
+        return failed
 
     settings = hypothesis.settings(max_examples=max_examples, database=None, deadline=None,
                                    suppress_health_check=list(hypothesis.HealthCheck))
     try:
         schedule = hypothesis.find(strategy, fails, settings=settings, random=random.Random(seed))
     except hypothesis.errors.NoSuchExample:
-        return ExploreResult(engine_args, scope, count, time.perf_counter() - start)
+        return ExploreResult(engine_args, scope, count, time.perf_counter() - start, covered=frozenset(covered),
+                             warnings=warned)
     with intra_op_threads():
         found = run_one(schedule, engine_args)
-    return ExploreResult(engine_args, scope, count, time.perf_counter() - start, found)
+    return ExploreResult(engine_args, scope, count, time.perf_counter() - start, found, covered=frozenset(covered),
+                         warnings=warned)
 
 
-def _canonical(reqs, max_tokens, shape, block_size) -> Schedule:
+def _canonical(reqs, max_tokens, shape, block_size, method) -> Schedule:
     """Requests in arrival order, the first arriving at step 0."""
     first = min(r[0] for r in reqs)
-    return _schedule(sorted((a - first, n, script) for a, n, script in reqs), max_tokens, shape, block_size)
+    return _schedule(sorted((a - first, n, script) for a, n, script in reqs), max_tokens, shape, block_size, method)
 
 
-def _fails(schedule: Schedule, engine_args: dict) -> bool:
+def _fails(schedule: Schedule, engine_args: dict) -> tuple[bool, frozenset[Condition]]:
     with intra_op_threads():  # one thread per process: these models are too small to share a core
-        return run_one(schedule, engine_args) is not None
+        found, covered = run_covered(schedule, engine_args)
+    return found is not None, covered
 
 
 @contextlib.contextmanager
