@@ -11,7 +11,7 @@ from minispec import LLM, SamplingParams
 from minispec.attention import allocate_kv_cache, make_attention_metadata
 from minispec.config import LlamaArchitecture
 from minispec.instruments.invariants import Invariant, InvariantViolation, check_trace
-from minispec.lab.experiments.explorer import STANDIN, Scope, explore, schedules
+from minispec.lab.experiments.explorer import DEFAULT, STANDIN, Scope, explore, schedules
 from minispec.lab.experiments.schedule import run_schedule
 from minispec.lab.viz.stepper import schedule_runs, stepper_view
 from minispec.model_executor.model_loader import get_model
@@ -120,7 +120,7 @@ def test_explorer_finds_the_july_2025_fault_and_its_minimal_counterexample():
     assert "STALE (row held B before)" in found.table()
     # what ran clean before it: one request alone, or all arriving at step 0 (one batch takes
     # them all, so nothing alternates and no row changes hands)
-    before = list(schedules(Scope()))[: result.schedules_run - 1]
+    before = list(schedules(DEFAULT))[: result.schedules_run - 1]
     assert before and all(len(s.requests) == 1 or set(s.arrival_steps) == {0} for s in before)
     with pytest.raises(InvariantViolation, match="draft agreement"):
         run_schedule(found.schedule, fixes="vllm-0.9.2")

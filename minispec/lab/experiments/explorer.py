@@ -141,25 +141,41 @@ def _check_cache(scope: Scope) -> None:
                          f"{scope.block_size}; expected at least {need} blocks")
 
 
+# What ``explore`` runs when given no scope (``Scope()``'s own defaults are the small, fast scope
+# the tests build on): every condition of ``coverage`` the engine can reach, for every design.
+# Each right-drafts count and a repeated list; max_tokens to 2k + 2 (a full acceptance, then more
+# steps); two and three stages; async on and off; a budget below k + 1 (prefills chunked short);
+# a KV cache of 4 blocks of 4 (two requests of 5 prompt tokens and 8 outputs preempt each other);
+# one row (a request waits for it, then takes it over).
+DEFAULT = Scope(max_requests=2, max_tokens=(2, 4, 8), right_drafts=(0, 1, 2, 3, SCRIPT_REPEAT),
+                pipeline_parallel_size=(2, 3), num_gpu_blocks=(None, 4), max_num_batched_tokens=(512, 3),
+                async_scheduling=(False, True))
+
+
 def schedules(scope: Scope):
     """Every distinct schedule in ``scope``, smallest first. Requests are interchangeable, so
     each multiset of requests is run once (in arrival order), and the first arrives at step 0
     (a schedule shifted later is the same schedule)."""
+    plain = scope.shapes()[0]
     for n in range(1, scope.max_requests + 1):
         batch = []
         for reqs in itertools.combinations_with_replacement(scope.request_choices(), n):
             if reqs[0][0] != 0:
                 continue
             for max_tokens, shape in itertools.product(sorted(scope.max_tokens), scope.shapes()):
-                batch.append((_size(reqs, max_tokens, shape), reqs, max_tokens, shape))
+                batch.append((_size(reqs, max_tokens, shape, plain), reqs, max_tokens, shape))
         batch.sort(key=lambda b: b[0])
         for _, reqs, max_tokens, shape in batch:
             yield _schedule(reqs, max_tokens, shape, scope.block_size, scope.method)
 
 
-def _size(reqs, max_tokens, shape) -> tuple:
-    """Requests, then steps (the last arrival plus the tokens to generate), then the rest."""
-    return (len(reqs), reqs[-1][0] + max_tokens, sum(r[1] for r in reqs), sum(sum(r[2]) for r in reqs), shape.pp,
+def _size(reqs, max_tokens, shape, plain: Shape) -> tuple:
+    """Requests, then the engine settings away from the plainest (``plain``: each axis's first
+    value), then steps (the last arrival plus the tokens to generate), then the rest: a break
+    on the plain engine is smaller than one that needs a chunking budget or a small cache."""
+    knobs = sum(a != b for a, b in zip(shape, plain))
+    scripts = sum(shape.k + 1 if n == SCRIPT_REPEAT else n for r in reqs for n in r[2])  # a repeat: the most
+    return (len(reqs), knobs, reqs[-1][0] + max_tokens, sum(r[1] for r in reqs), scripts, shape.pp,
             shape.k, shape.in_flight or 0, -(shape.blocks or 10**6), -shape.budget, -shape.seqs, shape.async_scheduling)
 
 
@@ -245,6 +261,7 @@ class ExploreResult:
     exhausted: bool = field(default=False)
     covered: frozenset[Condition] = frozenset()  # what the schedules run exercised (``coverage``)
     warnings: tuple[str, ...] = ()  # a fault the scope cannot reach (``warn_unreachable``)
+    searched: int = 0  # of schedules_run, how many were random ones from ``WIDE`` after the scope (``search``)
 
     @property
     def never_exercised(self) -> dict[Condition, str | None]:
@@ -265,6 +282,8 @@ class ExploreResult:
                            for k, v in self.engine_args.items()) or "the defaults"
         rate = f"{self.schedules_run} schedules in {self.seconds:.1f} s ({self.schedules_run / self.seconds:.0f}/s)"
         warned = "".join(f"\nwarning: {w}" for w in self.warnings)
+        if self.searched:
+            rate += f", the last {self.searched} drawn at random from a wider scope"
         if self.counterexample is None:
             done = "every schedule in the scope" if self.exhausted else "the schedules asked for"
             return f"{design}: nothing breaks: {done}, {rate}; {self.coverage()}.{warned}\nscope: {self.scope}"
@@ -317,13 +336,30 @@ def _diverged(llm, schedule: Schedule) -> Failure | None:
 
 
 def explore(engine_args: dict | None = None, scope: Scope | None = None, limit: int | None = None,
-            workers: int = 1, invariants: bool = True) -> ExploreResult:
-    """Run every schedule in ``scope`` (default ``Scope()``), smallest first, under the design and
+            workers: int = 1, invariants: bool = True, search_examples: int | None = None) -> ExploreResult:
+    """Run every schedule in ``scope`` (default ``DEFAULT``), smallest first, under the design and
     switches in ``engine_args``; stop at the first failure. ``limit``: at most that many.
     ``workers``: processes sharing the runs (results are taken in order, so the failure found
     is still the smallest; its trace is recorded again in this process). ``invariants=False``:
-    outputs compared with the greedy reference only (what a test of greedy equality sees)."""
-    engine_args, scope = _check_engine_args(engine_args), _check_scope(scope or Scope())
+    outputs compared with the greedy reference only (what a test of greedy equality sees).
+    ``search_examples``: if every schedule ran clean, that many random ones from ``WIDE`` after
+    them (``search``); None: 100 when no scope was given (the default answer), else none."""
+    if search_examples is None:
+        search_examples = 100 if scope is None else 0
+    if not (is_int(search_examples) and search_examples >= 0):
+        raise ValueError(f"search_examples={search_examples!r}: expected None or an integer >= 0")
+    result = _explore(engine_args, scope or DEFAULT, limit, workers, invariants)
+    if result.counterexample is not None or not search_examples or not result.exhausted:
+        return result
+    wide = replace(WIDE, method=result.scope.method)
+    more = search(result.engine_args, wide, max_examples=search_examples)
+    return replace(result, schedules_run=result.schedules_run + more.schedules_run,
+                   seconds=result.seconds + more.seconds, counterexample=more.counterexample,
+                   covered=result.covered | more.covered, searched=more.schedules_run)
+
+
+def _explore(engine_args, scope, limit, workers, invariants) -> ExploreResult:
+    engine_args, scope = _check_engine_args(engine_args), _check_scope(scope)
     if not (is_int(workers) and workers >= 1):
         raise ValueError(f"workers={workers!r}: expected an integer >= 1")
     if not (limit is None or (is_int(limit) and limit >= 1)):
@@ -345,9 +381,10 @@ def explore(engine_args: dict | None = None, scope: Scope | None = None, limit: 
 
 
 WIDE = Scope(max_requests=4, prompt_lengths=tuple(range(1, 11)), max_tokens=tuple(range(2, 9)),
-             arrival_steps=tuple(range(5)), right_drafts=(0, 1, 2, 3), scripted_proposals=3,
+             arrival_steps=tuple(range(5)), right_drafts=(0, 1, 2, 3, SCRIPT_REPEAT), scripted_proposals=3,
              pipeline_parallel_size=(2, 3), num_speculative_tokens=(3,), max_concurrent_batches=(None, 1),
-             num_gpu_blocks=(None, 8, 12), max_num_batched_tokens=(512, 8), max_num_seqs=(4, 2, 1))  # search's default: past exhaustion
+             num_gpu_blocks=(None, 4, 8, 12), max_num_batched_tokens=(512, 3, 8), max_num_seqs=(4, 2, 1),
+             async_scheduling=(False, True))  # search's default: past exhaustion
 
 
 def search(engine_args: dict | None = None, scope: Scope = WIDE, max_examples: int = 200,
