@@ -122,13 +122,15 @@ def _stage_events(trace: Trace) -> list[tuple[int, int]]:
 def _pairings(trace: Trace) -> set[Condition]:
     """Stages that ran different batches in one pipeline tick. The in-process executor runs
     each tick's batches oldest first, so the furthest stage first: a tick's stage events are
-    a run of falling stage numbers, and the next tick starts where they stop falling."""
+    a run of falling stage numbers, ended by a stage that does not fall or by a schedule or
+    an update (those happen between ticks)."""
     found, tick = set(), []
-    for step, stage in _stage_events(trace):
-        if tick and stage >= tick[-1][1]:
+    for event in trace.events:
+        if event.kind is not EventKind.STAGE or (tick and event.stage >= tick[-1][1]):
             tick = []
-        found |= {Condition(Kind.STAGE_PAIRING, (stage, j)) for t, j in tick if t != step}
-        tick.append((step, stage))
+        if event.kind is EventKind.STAGE:
+            found |= {Condition(Kind.STAGE_PAIRING, (event.stage, j)) for t, j in tick if t != event.step}
+            tick.append((event.step, event.stage))
     return found
 
 
