@@ -3,8 +3,8 @@
 vLLM twin: none. vLLM's tests for pipeline-parallel drafting replay schedules someone wrote
 (``tests/v1/e2e/spec_decode/eagle/test_eagle3_pp.py`` checks acceptance, not equality); this
 asks the question the other way round. ``explore(engine_args, scope)`` runs every schedule
-within ``scope`` (plain data) in order of size, requests first, then steps, then the rest,
-on the stand-in model (``minispec/checkpoints/standin``: exact, fast, reading its context
+within ``scope`` (plain data; ``DEFAULT`` when none is given) in order of size: requests first,
+then engine settings away from the plainest, then steps, then the rest, on the stand-in model (``minispec/checkpoints/standin``: exact, fast, reading its context
 through the real KV cache) with the scripted proposer, under the design and switches in
 ``engine_args`` (any of ``LLM``'s ``fixes``, ``faults``, ``model_runner``, and ``worker_cls``: a
 runner from outside minispec that implements the runner contract, ``WorkerBase``). Each run has the
@@ -12,8 +12,14 @@ invariant checker on, and its outputs are compared with the stand-in's own greed
 continuation (what the same model at PP = 1 without drafts generates; a test holds the two
 equal). The first failure is the minimal counterexample: a ``Schedule`` (replay it with
 ``run_schedule``, open it in the stepper with ``build_llm``) and a short step table.
-``search`` goes beyond the exhaustive scope with hypothesis: random schedules, the first
-failing one shrunk to a small one.
+A run that hangs is a finding too, named as a deadlock or no progress (``liveness``), and the
+greedy reference stops where the KV cache's length cap stops the request. ``search`` goes
+beyond the exhaustive scope with hypothesis: random schedules, the first failing one shrunk to
+a small one; ``explore`` with no scope runs 100 of them once ``DEFAULT`` runs clean. Every
+answer carries what its runs exercised (``coverage``), and "nothing breaks" names the
+conditions never reached, with why where the scope or the engine rules them out. Left out:
+sharing schedule prefixes and skipping states already seen (each schedule builds and runs
+its own engine); schedules of more than ``max_requests`` requests, except by ``search``.
 """
 
 from __future__ import annotations
