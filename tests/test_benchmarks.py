@@ -87,6 +87,6 @@ def test_bench_explorer_prints_a_row_per_preset_and_the_fixed_designs():
     assert "| `v2-stale-drafts` | 1 req, 2 prompt tokens, 2 steps" in out
     assert "| `vllm-0.9.2` | nothing within the scope | - | schedule 40" in out
     assert re.search(r"\| v1 \| whole, 1 request \| 40 \| \d+ s .* \| nothing breaks \| a row or slot changed hands;", out)
-    assert "(Model Runner V2 keeps a request in its slot for its life: nothing is re-added)" in out
+    assert "(a request keeps its slot for its life (Model Runner V2's RequestState): nothing is re-added)" in out
     assert re.search(r"\| replicated \| whole, 1 request \| 8 \|", out)  # n-gram drafts: no scripts to vary
     assert re.search(r"the default scope \(DEFAULT\): 10 schedules .* distinct states", out)

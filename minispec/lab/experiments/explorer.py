@@ -3,8 +3,8 @@
 vLLM twin: none. vLLM's tests for pipeline-parallel drafting replay schedules someone wrote
 (``tests/v1/e2e/spec_decode/eagle/test_eagle3_pp.py`` checks acceptance, not equality); this
 asks the question the other way round. ``explore(engine_args, scope)`` runs every schedule
-within ``scope`` (plain data; ``DEFAULT`` when none is given) in order of size: requests first,
-then engine settings away from the plainest, then steps, then the rest, on the stand-in model (``minispec/checkpoints/standin``: exact, fast, reading its context
+within ``scope`` (plain data; ``DEFAULT`` when none is given) in order of size: engine settings
+away from the plainest first, then requests, then steps, then the rest, on the stand-in model (``minispec/checkpoints/standin``: exact, fast, reading its context
 through the real KV cache) with the scripted proposer, under the design and switches in
 ``engine_args`` (any of ``LLM``'s ``fixes``, ``faults``, ``model_runner``, and ``worker_cls``: a
 runner from outside minispec that implements the runner contract, ``WorkerBase``). Each run has the
@@ -159,29 +159,30 @@ DEFAULT = Scope(max_requests=2, max_tokens=(2, 4, 8), right_drafts=(0, 1, 2, 3, 
 
 
 def schedules(scope: Scope):
-    """Every distinct schedule in ``scope``, smallest first. Requests are interchangeable, so
-    each multiset of requests is run once (in arrival order), and the first arrives at step 0
-    (a schedule shifted later is the same schedule)."""
+    """Every distinct schedule in ``scope``, smallest first (``_size``). Requests are
+    interchangeable, so each multiset of requests is run once (in arrival order), and the
+    first arrives at step 0 (a schedule shifted later is the same schedule)."""
     plain = scope.shapes()[0]
+    batch = []
     for n in range(1, scope.max_requests + 1):
-        batch = []
         for reqs in itertools.combinations_with_replacement(scope.request_choices(), n):
             if reqs[0][0] != 0:
                 continue
             for max_tokens, shape in itertools.product(sorted(scope.max_tokens), scope.shapes()):
                 batch.append((_size(reqs, max_tokens, shape, plain), reqs, max_tokens, shape))
-        batch.sort(key=lambda b: b[0])
-        for _, reqs, max_tokens, shape in batch:
-            yield _schedule(reqs, max_tokens, shape, scope.block_size, scope.method)
+    batch.sort(key=lambda b: b[0])
+    for _, reqs, max_tokens, shape in batch:
+        yield _schedule(reqs, max_tokens, shape, scope.block_size, scope.method)
 
 
 def _size(reqs, max_tokens, shape, plain: Shape) -> tuple:
-    """Requests, then the engine settings away from the plainest (``plain``: each axis's first
-    value), then steps (the last arrival plus the tokens to generate), then the rest: a break
-    on the plain engine is smaller than one that needs a chunking budget or a small cache."""
+    """The engine settings away from the plainest (``plain``: each axis's first value), then
+    requests, then steps (the last arrival plus the tokens to generate), then the rest: a break
+    on the plain engine is smaller than one that needs a chunking budget or a small cache, and
+    the plain engine's schedules all run before any other's."""
     knobs = sum(a != b for a, b in zip(shape, plain))
     scripts = sum(shape.k + 1 if n == SCRIPT_REPEAT else n for r in reqs for n in r[2])  # a repeat: the most
-    return (len(reqs), knobs, reqs[-1][0] + max_tokens, sum(r[1] for r in reqs), scripts, shape.pp,
+    return (knobs, len(reqs), reqs[-1][0] + max_tokens, sum(r[1] for r in reqs), scripts, shape.pp,
             shape.k, shape.in_flight or 0, -(shape.blocks or 10**6), -shape.budget, -shape.seqs, shape.async_scheduling)
 
 

@@ -24,10 +24,12 @@ SWEEP = Scope(max_requests=2, prompt_lengths=(2, 5), max_tokens=(2, 6), arrival_
               max_num_batched_tokens=(512, 3), max_num_seqs=(4, 1))
 
 # Conditions a design's buffers make unreachable, with why (what its trace never shows).
-CANNOT: dict[str, dict[Condition, str]] = {
-    ModelRunner.V2: {Condition(Kind.READD_WITH_DRAFTS): "Model Runner V2 keeps a request in its slot for its "
-                                                       "life: nothing is re-added"},
-}
+SLOTS = {Condition(Kind.READD_WITH_DRAFTS): "a request keeps its slot for its life (Model Runner V2's RequestState): "
+                                           "nothing is re-added"}
+NGRAM = {Condition(Kind.ACCEPTED, n): "its n-gram drafts find no match in histories this short, so none is "
+                                     "accepted" for n in range(1, 4)}
+CANNOT: dict[str, dict[Condition, str]] = {ModelRunner.V2: SLOTS, ModelRunner.RELAY: SLOTS,
+                                           ModelRunner.REPLICATED: SLOTS | NGRAM}
 
 
 def _designs() -> dict[str, dict]:
