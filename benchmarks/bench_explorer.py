@@ -8,9 +8,11 @@ what broke first, the schedule's number and the time to it. The project's own sc
 the preset (the forum thread's four requests for V1's and for three of V2's, the catalogue's
 ``scenario`` otherwise: ``minispec.lab.faults.catalogue.FAULTS``) is run with the invariant
 checker on the shipped models, and its size and first break printed beside it. Then each
-fixed design runs the whole default scope: schedules, time, result (which must be nothing).
-Last, 3-request schedules per second in one process, on a fixed design, and per second of
-the process's own CPU time (what an idle core would run: the machine's load does not move it).
+design (``sweep._designs()``), fixed, runs the whole default scope: schedules, time, result
+(which must be nothing) and the conditions it never exercised.
+Last, schedules and distinct trace states per second in one process, on a fixed design, on the
+old default scope and on ``DEFAULT``, and per second of the process's own CPU time (what an idle
+core would run: the machine's load does not move it).
 
 Every row carries the load average (1 min) before it: the machine is shared. Run it under
 ``nice``; ``--workers`` processes share each exploration.
@@ -25,14 +27,13 @@ import os
 import time
 
 from minispec.instruments.invariants import InvariantViolation
-from minispec.lab.experiments.explorer import Failure, Scope, explore, run_one, schedules
+from minispec.lab.experiments.explorer import DEFAULT, Failure, Scope, explore, schedules
 from minispec.lab.experiments.scenarios import thread_schedule
 from minispec.lab.experiments.schedule import Schedule, build_llm, intra_op_threads, plural, run_recorded
+from minispec.lab.experiments.sweep import _designs, design_scope, never_exercised
 from minispec.lab.faults.catalogue import FAULTS
 from minispec.v1.worker.gpu.runner_fixes import FaultPreset
 from minispec.v1.worker.runner_fixes import Preset
-
-FIXED = {"V1 (`fixes='all'`)": {"fixes": "all"}, "V2 (`model_runner='v2'`)": {"model_runner": "v2"}}
 
 
 def presets() -> dict[str, dict]:
@@ -92,44 +93,69 @@ def preset_rows(scope: Scope, workers: int) -> None:
 
 
 def fixed_rows(scope: Scope, workers: int) -> None:
-    print("\n| fixed design | scope | schedules | time | result | load |")
-    print("|---|---|---|---|---|---|")
-    for name, design in FIXED.items():
-        before = load()
-        result = explore(design, scope, workers=workers)
+    """Every design, fixed, on ``scope`` as it can run it: schedules, time, result, and the
+    conditions of ``coverage`` its runs never reached (with why, where known)."""
+    print("\n| fixed design | scope | schedules | time | result | never exercised | load |")
+    print("|---|---|---|---|---|---|---|")
+    for name, design in _designs().items():
+        before, cpu = load(), time.process_time()
+        result = explore(design, design_scope(name, scope), workers=workers)
+        cpu = time.process_time() - cpu
         verdict = "nothing breaks" if result.counterexample is None else f"BROKEN: {result.counterexample.failure}"
-        named = "default" if scope == Scope() else f"default, at most {plural(scope.max_requests, 'request')}"
-        print(f"| {name} | {named}, {'whole' if result.exhausted else 'cut'} | {result.schedules_run} | {result.seconds:.0f} s "
-              f"({result.schedules_run / result.seconds:.0f}/s, {workers} processes) | {verdict} | {before} |",
+        never = "; ".join(f"{c}" + (f" ({why})" if why else "") for c, why in never_exercised(name, result).items())
+        print(f"| {name} | {'whole' if result.exhausted else 'cut'}, {plural(scope.max_requests, 'request')} "
+              f"| {result.schedules_run} | {result.seconds:.0f} s ({result.schedules_run / result.seconds:.0f}/s, "
+              f"{cpu:.0f} s of this process's CPU, {workers} processes) | {verdict} | {never or 'none'} | {before} |",
               flush=True)
 
 
-def three_request_rate(scope: Scope, count: int) -> None:
-    """3-request schedules at PP 2 per second, one process, V1 with every fix."""
-    todo = list(itertools.islice((s for s in schedules(scope) if len(s.requests) == 3), count))
-    before, start, cpu = load(), time.perf_counter(), time.process_time()
+def state_keys(trace) -> set[int]:
+    """One key per step boundary: the run's records so far (what the trace shows of its state)."""
+    keys, key = set(), 0
+    for step in trace.steps:
+        key = hash((key, repr(step.schedule), repr(step.stages)))
+        keys.add(key)
+    return keys
+
+
+def rate(name: str, scope: Scope, count: int) -> None:
+    """Schedules and distinct trace states per second, one process, V1 with every fix: the
+    first ``count`` schedules of ``scope``'s largest request count."""
+    todo = list(itertools.islice((s for s in schedules(scope) if len(s.requests) == scope.max_requests), count))
+    before, start, cpu, states = load(), time.perf_counter(), time.process_time(), set()
     with intra_op_threads():
-        broken = sum(run_one(s, {}) is not None for s in todo)
+        for s in todo:
+            llm = build_llm(s)
+            run_recorded(llm)
+            states |= state_keys(llm.trace)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    print(f"\n3-request schedules, PP 2, one process: {len(todo)} in {seconds:.1f} s = "
-          f"{len(todo) / seconds:.0f}/s ({broken} broken; load {before}); {cpu:.1f} s of CPU time = "
-          f"{len(todo) / cpu:.0f} per CPU-second (what one idle core would run)")
+    print(f"\n{name}: {len(todo)} schedules in {seconds:.1f} s = {len(todo) / seconds:.0f}/s, "
+          f"{len(states)} distinct states = {len(states) / seconds:.0f}/s (load {before}); {cpu:.1f} s of CPU "
+          f"time = {len(todo) / cpu:.0f} schedules and {len(states) / cpu:.0f} states per CPU-second")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2, help="processes per exploration")
-    parser.add_argument("--max-requests", type=int, default=3, help="the default scope's, or fewer")
-    parser.add_argument("--rate-schedules", type=int, default=300, help="3-request schedules timed")
+    parser.add_argument("--max-requests", type=int, default=2, help="the default scope's, or fewer")
+    parser.add_argument("--rate-schedules", type=int, default=300, help="schedules timed for the rate")
+    parser.add_argument("--skip-presets", action="store_true", help="leave out the presets' counterexamples")
     parser.add_argument("--skip-fixed", action="store_true", help="leave out the fixed designs' whole scope")
+    parser.add_argument("--small", action="store_true",
+                        help="a smoke run: PP 2, synchronous, no small cache or budget, max_tokens 2 or 4")
     args = parser.parse_args()
-    scope = Scope(max_requests=args.max_requests)
+    scope = dataclasses.replace(DEFAULT, max_requests=args.max_requests)
+    if args.small:
+        scope = dataclasses.replace(scope, pipeline_parallel_size=(2,), async_scheduling=(False,), max_tokens=(2, 4),
+                                    num_gpu_blocks=(None,), max_num_batched_tokens=(512,))
     print(f"scope: {scope}\nschedules in it: {sum(1 for _ in schedules(scope))}; cores: {os.cpu_count()}\n")
-    preset_rows(scope, args.workers)
+    if not args.skip_presets:
+        preset_rows(scope, args.workers)
     if not args.skip_fixed:
         fixed_rows(scope, args.workers)
-    if args.max_requests >= 3:
-        three_request_rate(scope, args.rate_schedules)
+    rate("the default scope before issue 36 (Scope())", Scope(max_requests=min(3, args.max_requests)),
+         args.rate_schedules)
+    rate("the default scope (DEFAULT)", scope, args.rate_schedules)
 
 
 if __name__ == "__main__":

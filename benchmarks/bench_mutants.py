@@ -23,9 +23,10 @@ import argparse
 import functools
 import multiprocessing
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from minispec.lab.experiments.explorer import Scope
+from minispec.lab.experiments.explorer import DEFAULT, Scope
 from minispec.lab.experiments.mutants import MUTANTS, Row, measure, mutant, render_row, render_table, uncaught
 from minispec.lab.experiments.schedule import intra_op_threads
 
@@ -47,7 +48,7 @@ def main() -> None:
     parser.add_argument("--no-suite", action="store_true", help="skip the project-suite column")
     parser.add_argument("--jobs", type=int, default=1, help="mutants measured at once, one process each")
     args = parser.parse_args()
-    scope = Scope(max_requests=args.max_requests)
+    scope = replace(DEFAULT, max_requests=args.max_requests)  # the explorer's default scope, cut to R requests
     names = [m.name for m in MUTANTS if not args.only or m.name in args.only]
     work = functools.partial(_measure, scope=scope, root=None if args.no_suite else ROOT)
     rows, start = [], time.perf_counter()

@@ -20,6 +20,9 @@ DEFAULT_TARGET = CHECKPOINT_DIR / "target"
 DEFAULT_DRAFT = CHECKPOINT_DIR / "draft"
 
 
+SCRIPT_REPEAT = -1  # a scripted proposal all wrong, proposed again next time (a proposer may repeat itself)
+
+
 def is_int(value) -> bool:
     """An integer that is not a bool (``True`` is an ``int`` in Python)."""
     return isinstance(value, int) and not isinstance(value, bool)
@@ -189,6 +192,7 @@ class SpeculativeConfig:
     draft_arch: LlamaArchitecture | None = None
     # Method "scripted" (minispec's, for the explorer's stand-in model): per request id, how
     # many of the k drafts of its 1st, 2nd, ... proposal are right; k once the list runs out.
+    # SCRIPT_REPEAT in place of a count: all wrong, and the next proposal the same list.
     script: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     METHODS = ("draft_model", "ngram", "scripted")
@@ -207,8 +211,9 @@ class SpeculativeConfig:
         require(not self.script or self.method == "scripted", "speculative_config['script']", dict(self.script),
                 "no script unless method is 'scripted'")
         for req_id, counts in self.script:
-            require(all(is_int(c) and 0 <= c <= k for c in counts), f"speculative_config['script'][{req_id!r}]",
-                    counts, f"right drafts per proposal, integers from 0 to k={k}")
+            require(all(is_int(c) and (0 <= c <= k or c == SCRIPT_REPEAT) for c in counts),
+                    f"speculative_config['script'][{req_id!r}]", counts,
+                    f"right drafts per proposal, integers from 0 to k={k} (or SCRIPT_REPEAT={SCRIPT_REPEAT})")
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "SpeculativeConfig":

@@ -79,11 +79,14 @@ def test_every_benchmark_imports(script):
 
 
 def test_bench_explorer_prints_a_row_per_preset_and_the_fixed_designs():
-    out = run("bench_explorer.py", "--max-requests", "1", "--workers", "1")
+    out = run("bench_explorer.py", "--max-requests", "1", "--workers", "1", "--small", "--rate-schedules", "10")
     presets = re.findall(r"^\| `([\w.-]+)` \|", out, re.MULTILINE)
     assert presets == ["vllm-0.9.2", "vllm-0.14", "v2-stale-drafts", "v2-optimistic-num-computed",
                        "v2-slot-reuse", "v2-broadcast-width", "v2-drafts-posted-twice"]
     # one request is enough for V2's stale drafts; V1's faults need a second request in the row
     assert "| `v2-stale-drafts` | 1 req, 2 prompt tokens, 2 steps" in out
-    assert "| `vllm-0.9.2` | nothing within the scope | - | schedule 24" in out
-    assert re.search(r"\| V1 \(`fixes='all'`\) \| default, at most 1 request, whole \| 24 \| \d+ s .* \| nothing breaks \|", out)
+    assert "| `vllm-0.9.2` | nothing within the scope | - | schedule 40" in out
+    assert re.search(r"\| v1 \| whole, 1 request \| 40 \| \d+ s .* \| nothing breaks \| a row or slot changed hands;", out)
+    assert "(a request keeps its slot for its life (Model Runner V2's RequestState): nothing is re-added)" in out
+    assert re.search(r"\| replicated \| whole, 1 request \| 8 \|", out)  # n-gram drafts: no scripts to vary
+    assert re.search(r"the default scope \(DEFAULT\): 10 schedules .* distinct states", out)

@@ -3,8 +3,8 @@
 vLLM twin: none. vLLM's tests for pipeline-parallel drafting replay schedules someone wrote
 (``tests/v1/e2e/spec_decode/eagle/test_eagle3_pp.py`` checks acceptance, not equality); this
 asks the question the other way round. ``explore(engine_args, scope)`` runs every schedule
-within ``scope`` (plain data) in order of size, requests first, then steps, then the rest,
-on the stand-in model (``minispec/checkpoints/standin``: exact, fast, reading its context
+within ``scope`` (plain data; ``DEFAULT`` when none is given) in order of size: engine settings
+away from the plainest first, then requests, then steps, then the rest, on the stand-in model (``minispec/checkpoints/standin``: exact, fast, reading its context
 through the real KV cache) with the scripted proposer, under the design and switches in
 ``engine_args`` (any of ``LLM``'s ``fixes``, ``faults``, ``model_runner``, and ``worker_cls``: a
 runner from outside minispec that implements the runner contract, ``WorkerBase``). Each run has the
@@ -12,8 +12,14 @@ invariant checker on, and its outputs are compared with the stand-in's own greed
 continuation (what the same model at PP = 1 without drafts generates; a test holds the two
 equal). The first failure is the minimal counterexample: a ``Schedule`` (replay it with
 ``run_schedule``, open it in the stepper with ``build_llm``) and a short step table.
-``search`` goes beyond the exhaustive scope with hypothesis: random schedules, the first
-failing one shrunk to a small one.
+A run that hangs is a finding too, named as a deadlock or no progress (``liveness``), and the
+greedy reference stops where the KV cache's length cap stops the request. ``search`` goes
+beyond the exhaustive scope with hypothesis: random schedules, the first failing one shrunk to
+a small one; ``explore`` with no scope runs 100 of them once ``DEFAULT`` runs clean. Every
+answer carries what its runs exercised (``coverage``), and "nothing breaks" names the
+conditions never reached, with why where the scope or the engine rules them out. Left out:
+sharing schedule prefixes and skipping states already seen (each schedule builds and runs
+its own engine); schedules of more than ``max_requests`` requests, except by ``search``.
 """
 
 from __future__ import annotations
@@ -24,17 +30,21 @@ import itertools
 import multiprocessing
 import random
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from minispec.config import CHECKPOINT_DIR
+from minispec.config import CHECKPOINT_DIR, SCRIPT_REPEAT, is_int
 from minispec.instruments.invariants import InvariantViolation, Violation
+from minispec.lab.experiments.coverage import Condition, conditions, goals
+from minispec.lab.experiments.liveness import Stall, drive, patience_for
 from minispec.lab.experiments.scenarios import PROMPTS
-from minispec.lab.experiments.schedule import Request, Schedule, build_llm, intra_op_threads, plural, run_recorded
+from minispec.lab.experiments.schedule import Request, Schedule, build_llm, intra_op_threads, plural
 from minispec.model_executor.models.standin import greedy_continuation
 
 STANDIN = CHECKPOINT_DIR / "standin"
 MAX_MODEL_LEN = 64  # every scope's longest request fits; a KV cache of fewer blocks caps it lower
+METHODS = ("scripted", "ngram")  # the proposers a scope may draft with
 DESIGN_KEYS = ("fixes", "faults", "model_runner", "worker_cls")  # what engine_args may set: the design and its switches
 
 
@@ -71,21 +81,24 @@ class Scope:
     max_num_seqs: tuple[int, ...] = (4, 1)  # one: requests wait for the one row (slot), and reuse it
     block_size: int = 4
     async_scheduling: tuple[bool, ...] = (False,)  # (True,): every schedule under async scheduling
+    method: str = "scripted"  # "ngram": drafts from the history (a design that drafts on every stage needs it)
 
     def __post_init__(self):
+        _check_fields(self)
         if not 1 <= self.max_requests <= len(PROMPTS):
             raise ValueError(f"max_requests={self.max_requests!r}: expected 1 to {len(PROMPTS)}")
-        if not self.prompt_lengths or max(self.prompt_lengths) > min(len(p) for p in PROMPTS.values()):
-            raise ValueError(f"prompt_lengths={self.prompt_lengths!r}: expected lengths from 1 to "
-                             f"{min(len(p) for p in PROMPTS.values())}")
-        for name in ("max_tokens", "arrival_steps", "right_drafts", "pipeline_parallel_size",
-                     "num_speculative_tokens", "max_concurrent_batches", "num_gpu_blocks",
-                     "max_num_batched_tokens", "max_num_seqs", "async_scheduling"):
-            if not getattr(self, name):
-                raise ValueError(f"{name}={getattr(self, name)!r}: expected at least one value")
+        longest = min(len(p) for p in PROMPTS.values())
+        if min(self.prompt_lengths) < 1 or max(self.prompt_lengths) > longest:
+            raise ValueError(f"prompt_lengths={self.prompt_lengths!r}: expected lengths from 1 to {longest}")
+        if 0 not in self.arrival_steps:
+            # a schedule shifted later is the same schedule: each one's first request arrives at step 0
+            raise ValueError(f"arrival_steps={self.arrival_steps!r}: expected 0 among them (the first request's)")
+        if self.method not in METHODS:
+            raise ValueError(f"method={self.method!r}: expected one of {METHODS}")
         if max(self.right_drafts) > min(self.num_speculative_tokens):
             raise ValueError(f"right_drafts={self.right_drafts!r}: expected at most k = "
-                             f"{min(self.num_speculative_tokens)}")
+                             f"{min(self.num_speculative_tokens)} (num_speculative_tokens' smallest)")
+        _check_cache(self)
 
     def shapes(self) -> list[Shape]:
         return [Shape(*s) for s in itertools.product(
@@ -93,39 +106,93 @@ class Scope:
             self.num_gpu_blocks, self.max_num_batched_tokens, self.max_num_seqs, self.async_scheduling)]
 
     def request_choices(self) -> list[tuple[int, int, tuple[int, ...]]]:
-        scripts = itertools.product(self.right_drafts, repeat=self.scripted_proposals)
+        scripted = self.method == "scripted"  # n-gram drafts follow the history: no script
+        scripts = itertools.product(self.right_drafts, repeat=self.scripted_proposals * scripted)
         return sorted(itertools.product(sorted(self.arrival_steps), sorted(self.prompt_lengths), scripts))
 
 
+# each tuple field of Scope: the smallest value it may hold (None allowed where the engine's default is meant)
+_AXES = {"max_tokens": 1, "arrival_steps": 0, "right_drafts": SCRIPT_REPEAT, "pipeline_parallel_size": 1,
+         "num_speculative_tokens": 1, "max_concurrent_batches": 1, "num_gpu_blocks": 1,
+         "max_num_batched_tokens": 1, "max_num_seqs": 1, "prompt_lengths": 1}
+_OPTIONAL = {"max_concurrent_batches", "num_gpu_blocks"}
+
+
+def _check_fields(scope: Scope) -> None:
+    """Each field its type and range, named: a bare int where a tuple belongs, a negative k, ..."""
+    for name, low in (("max_requests", 1), ("scripted_proposals", 0), ("block_size", 1)):
+        value = getattr(scope, name)
+        if not (is_int(value) and value >= low):
+            raise ValueError(f"{name}={value!r}: expected an integer >= {low}")
+    for name, low in _AXES.items():
+        value = getattr(scope, name)
+        allowed = f"integers >= {low}" + (" or None" if name in _OPTIONAL else "")
+        if not isinstance(value, tuple) or not value:
+            raise ValueError(f"{name}={value!r}: expected a non-empty tuple of {allowed}")
+        if not all((v is None and name in _OPTIONAL) or (is_int(v) and v >= low) for v in value):
+            raise ValueError(f"{name}={value!r}: expected {allowed}")
+    flags = scope.async_scheduling
+    if not isinstance(flags, tuple) or not flags or not all(isinstance(f, bool) for f in flags):
+        raise ValueError(f"async_scheduling={flags!r}: expected a non-empty tuple of booleans")
+
+
+def _check_cache(scope: Scope) -> None:
+    """A KV cache of n blocks caps a request at n * block_size tokens (``max_model_len``): the
+    longest prompt must fit with one token to generate, or no schedule could run."""
+    need = -(-(max(scope.prompt_lengths) + 1) // scope.block_size)
+    small = [b for b in scope.num_gpu_blocks if b is not None and b < need]
+    if small:
+        raise ValueError(f"num_gpu_blocks={scope.num_gpu_blocks!r}: {small} cannot hold the longest prompt "
+                         f"({max(scope.prompt_lengths)} tokens) and one output token in blocks of "
+                         f"{scope.block_size}; expected at least {need} blocks")
+
+
+# What ``explore`` runs when given no scope (``Scope()``'s own defaults are the small, fast scope
+# the tests build on): every condition of ``coverage`` the engine can reach, for every design.
+# Each right-drafts count and a repeated list; max_tokens to 2k + 2 (a full acceptance, then more
+# steps); two and three stages; async on and off; a budget below k + 1 (prefills chunked short);
+# a KV cache of 4 blocks of 4 (two requests of 5 prompt tokens and 8 outputs preempt each other);
+# one row (a request waits for it, then takes it over).
+DEFAULT = Scope(max_requests=2, max_tokens=(2, 4, 8), right_drafts=(0, 1, 2, 3, SCRIPT_REPEAT),
+                pipeline_parallel_size=(2, 3), num_gpu_blocks=(None, 4), max_num_batched_tokens=(512, 3),
+                async_scheduling=(False, True))
+
+
 def schedules(scope: Scope):
-    """Every distinct schedule in ``scope``, smallest first. Requests are interchangeable, so
-    each multiset of requests is run once (in arrival order), and the first arrives at step 0
-    (a schedule shifted later is the same schedule)."""
+    """Every distinct schedule in ``scope``, smallest first (``_size``). Requests are
+    interchangeable, so each multiset of requests is run once (in arrival order), and the
+    first arrives at step 0 (a schedule shifted later is the same schedule)."""
+    plain = scope.shapes()[0]
+    batch = []
     for n in range(1, scope.max_requests + 1):
-        batch = []
         for reqs in itertools.combinations_with_replacement(scope.request_choices(), n):
             if reqs[0][0] != 0:
                 continue
             for max_tokens, shape in itertools.product(sorted(scope.max_tokens), scope.shapes()):
-                batch.append((_size(reqs, max_tokens, shape), reqs, max_tokens, shape))
-        batch.sort(key=lambda b: b[0])
-        for _, reqs, max_tokens, shape in batch:
-            yield _schedule(reqs, max_tokens, shape, scope.block_size)
+                batch.append((_size(reqs, max_tokens, shape, plain), reqs, max_tokens, shape))
+    batch.sort(key=lambda b: b[0])
+    for _, reqs, max_tokens, shape in batch:
+        yield _schedule(reqs, max_tokens, shape, scope.block_size, scope.method)
 
 
-def _size(reqs, max_tokens, shape) -> tuple:
-    """Requests, then steps (the last arrival plus the tokens to generate), then the rest."""
-    return (len(reqs), reqs[-1][0] + max_tokens, sum(r[1] for r in reqs), sum(sum(r[2]) for r in reqs), shape.pp,
+def _size(reqs, max_tokens, shape, plain: Shape) -> tuple:
+    """The engine settings away from the plainest (``plain``: each axis's first value), then
+    requests, then steps (the last arrival plus the tokens to generate), then the rest: a break
+    on the plain engine is smaller than one that needs a chunking budget or a small cache, and
+    the plain engine's schedules all run before any other's."""
+    knobs = sum(a != b for a, b in zip(shape, plain))
+    scripts = sum(shape.k + 1 if n == SCRIPT_REPEAT else n for r in reqs for n in r[2])  # a repeat: the most
+    return (knobs, len(reqs), reqs[-1][0] + max_tokens, sum(r[1] for r in reqs), scripts, shape.pp,
             shape.k, shape.in_flight or 0, -(shape.blocks or 10**6), -shape.budget, -shape.seqs, shape.async_scheduling)
 
 
-def _schedule(reqs, max_tokens: int, shape: Shape, block_size: int) -> Schedule:
+def _schedule(reqs, max_tokens: int, shape: Shape, block_size: int, method: str = "scripted") -> Schedule:
     blocks = shape.blocks
     names = list(PROMPTS)
     requests = tuple(Request(PROMPTS[names[i]][:length], arrival, names[i])
                      for i, (arrival, length, _) in enumerate(reqs))
     script = tuple((names[i], script) for i, (_, _, script) in enumerate(reqs) if script)
-    return Schedule("explorer", requests, shape.pp, "scripted", shape.k, max_tokens, check_invariants=True,
+    return Schedule("explorer", requests, shape.pp, method, shape.k, max_tokens, check_invariants=True,
                     max_num_seqs=shape.seqs, max_num_batched_tokens=shape.budget, block_size=block_size,
                     num_gpu_blocks=blocks, max_model_len=MAX_MODEL_LEN if blocks is None else blocks * block_size,
                     model=str(STANDIN), script=script, max_concurrent_batches=shape.in_flight,
@@ -135,7 +202,7 @@ def _schedule(reqs, max_tokens: int, shape: Shape, block_size: int) -> Schedule:
 
 def _details(requests, script, shape: Shape, max_tokens) -> str:
     reqs = ", ".join(f"{r.req_id}: {plural(len(r.prompt), 'token')} at step {r.arrival_step}"
-                     + (f", right drafts {list(dict(script)[r.req_id])}" if r.req_id in dict(script) else "")
+                     + (f", right drafts {_script_text(dict(script)[r.req_id])}" if r.req_id in dict(script) else "")
                      for r in requests)
     engine = [f"PP {shape.pp}", f"k {shape.k}", f"max_tokens {max_tokens}"]
     engine += [f"{shape.in_flight} batches in flight"] * (shape.in_flight is not None)
@@ -143,6 +210,10 @@ def _details(requests, script, shape: Shape, max_tokens) -> str:
     engine += [f"{shape.blocks} KV blocks"] * (shape.blocks is not None)
     engine += [f"budget {shape.budget}"] * (shape.budget != 512) + [plural(shape.seqs, "row")] * (shape.seqs < 4)
     return f"{', '.join(engine)}; {reqs}"
+
+
+def _script_text(script: tuple[int, ...]) -> str:
+    return "[" + ", ".join("repeated" if n == SCRIPT_REPEAT else str(n) for n in script) + "]"
 
 
 @dataclass
@@ -153,10 +224,13 @@ class Failure:
     violation: Violation | None = None
     divergence: tuple[str, int, int, int] | None = None  # request, output index, expected, found
     error: str | None = None
+    stall: Stall | None = None  # a deadlock, or no progress (``liveness``)
 
     def __str__(self) -> str:
         if self.violation is not None:
             return str(self.violation)
+        if self.stall is not None:
+            return str(self.stall)
         if self.divergence is not None:
             req, i, want, got = self.divergence
             return f"request {req}'s output differs from PP 1 without drafts at token {i}: expected {want}, got {got}"
@@ -183,54 +257,119 @@ class ExploreResult:
     seconds: float
     counterexample: Counterexample | None = None
     exhausted: bool = field(default=False)
+    covered: frozenset[Condition] = frozenset()  # what the schedules run exercised (``coverage``)
+    warnings: tuple[str, ...] = ()  # a fault the scope cannot reach (``warn_unreachable``)
+    searched: int = 0  # of schedules_run, how many were random ones from ``WIDE`` after the scope (``search``)
+
+    @property
+    def never_exercised(self) -> dict[Condition, str | None]:
+        """Each condition the scope aims at that no schedule run reached, with why it cannot
+        where that is known (None: the scope could have, and did not)."""
+        aims = goals(self.scope.num_speculative_tokens, self.scope.pipeline_parallel_size,
+                     self.scope.async_scheduling)
+        return {c: why for c, why in aims.items() if c not in self.covered}
+
+    def coverage(self) -> str:
+        never = self.never_exercised
+        if not never:
+            return "exercised every condition it aims at"
+        return "never exercised: " + "; ".join(str(c) + (f" ({why})" if why else "") for c, why in never.items())
 
 
 def run_one(schedule: Schedule, engine_args: dict) -> Counterexample | None:
     """Run ``schedule`` under ``engine_args``; what broke, or None when it ran clean and
     every output equals the stand-in's greedy continuation."""
+    return run_covered(schedule, engine_args)[0]
+
+
+def run_covered(schedule: Schedule, engine_args: dict) -> tuple[Counterexample | None, frozenset[Condition]]:
+    """``run_one``, with the conditions the run exercised (``coverage.conditions``)."""
     llm = build_llm(schedule, **engine_args)
+    failure = _drive(llm, schedule)
+    trace = llm.trace
+    covered = frozenset(conditions(trace, schedule.num_speculative_tokens))
+    if failure is None:
+        failure = _diverged(llm, schedule)
+    return (None if failure is None else Counterexample(schedule, failure, trace, llm.tokenizer)), covered
+
+
+def _drive(llm, schedule: Schedule) -> Failure | None:
+    """Run to the end; an invariant broken, a stall, or the engine raising is a finding."""
     try:
-        trace = run_recorded(llm)
+        drive(llm.engine, patience_for(llm.scheduler_config.max_model_len, schedule.pipeline_parallel_size))
     except InvariantViolation as e:
-        return Counterexample(schedule, Failure(violation=e.violation), llm.trace, llm.tokenizer)
+        return Failure(violation=e.violation)
+    except Stall as e:
+        return Failure(stall=e)
     except Exception as e:  # the engine crashing on a schedule is a finding too
-        return Counterexample(schedule, Failure(error=f"{type(e).__name__}: {e}"), llm.trace, llm.tokenizer)
+        return Failure(error=f"{type(e).__name__}: {e}")
+    llm.trace.outputs = {r.request_id: list(r.output_token_ids) for r in llm.engine.finished}
+    return None
+
+
+def _diverged(llm, schedule: Schedule) -> Failure | None:
+    """The first output token that is not the stand-in's greedy continuation."""
+    cap = llm.scheduler_config.max_model_len  # a request stops there, whatever max_tokens says
     for req in sorted(llm.engine.finished, key=lambda r: r.request_id):
-        want = greedy_continuation(req.prompt_token_ids, schedule.max_tokens, llm.arch)
-        got = trace.outputs[req.request_id]
+        length = min(schedule.max_tokens, cap - len(req.prompt_token_ids))
+        want = greedy_continuation(req.prompt_token_ids, length, llm.arch)
+        got = llm.trace.outputs[req.request_id]
         for i, (w, g) in enumerate(itertools.zip_longest(want, got)):
             if w != g:
-                return Counterexample(schedule, Failure(divergence=(req.request_id, i, w, g)), trace, llm.tokenizer)
+                return Failure(divergence=(req.request_id, i, w, g))
     return None
 
 
 def explore(engine_args: dict | None = None, scope: Scope | None = None, limit: int | None = None,
-            workers: int = 1, invariants: bool = True) -> ExploreResult:
-    """Run every schedule in ``scope`` (default ``Scope()``), smallest first, under the design and
+            workers: int = 1, invariants: bool = True, search_examples: int | None = None) -> ExploreResult:
+    """Run every schedule in ``scope`` (default ``DEFAULT``), smallest first, under the design and
     switches in ``engine_args``; stop at the first failure. ``limit``: at most that many.
     ``workers``: processes sharing the runs (results are taken in order, so the failure found
     is still the smallest; its trace is recorded again in this process). ``invariants=False``:
-    outputs compared with the greedy reference only (what a test of greedy equality sees)."""
-    engine_args, scope = _check_engine_args(engine_args), scope or Scope()
-    if not (isinstance(workers, int) and workers >= 1):
+    outputs compared with the greedy reference only (what a test of greedy equality sees).
+    ``search_examples``: if every schedule ran clean, that many random ones from ``WIDE`` after
+    them (``search``); None: 100 when no scope was given (the default answer), else none."""
+    if search_examples is None:
+        search_examples = 100 if scope is None else 0
+    if not (is_int(search_examples) and search_examples >= 0):
+        raise ValueError(f"search_examples={search_examples!r}: expected None or an integer >= 0")
+    result = _explore(engine_args, scope or DEFAULT, limit, workers, invariants)
+    if result.counterexample is not None or not search_examples or not result.exhausted:
+        return result
+    wide = replace(WIDE, method=result.scope.method)
+    more = search(result.engine_args, wide, max_examples=search_examples)
+    return replace(result, schedules_run=result.schedules_run + more.schedules_run,
+                   seconds=result.seconds + more.seconds, counterexample=more.counterexample,
+                   covered=result.covered | more.covered, searched=more.schedules_run)
+
+
+def _explore(engine_args, scope, limit, workers, invariants) -> ExploreResult:
+    engine_args, scope = _check_engine_args(engine_args), _check_scope(scope)
+    if not (is_int(workers) and workers >= 1):
         raise ValueError(f"workers={workers!r}: expected an integer >= 1")
-    start, count = time.perf_counter(), 0
+    if not (limit is None or (is_int(limit) and limit >= 1)):
+        raise ValueError(f"limit={limit!r}: expected None (every schedule) or an integer >= 1")
+    start, count, covered = time.perf_counter(), 0, set()
+    warned = tuple(warn_unreachable(engine_args, scope))
     todo = [replace(s, check_invariants=invariants) for s in itertools.islice(schedules(scope), limit)]
     with _runs(workers) as run_all:
-        for schedule, failed in zip(todo, run_all(functools.partial(_fails, engine_args=engine_args), todo)):
+        for schedule, (failed, reached) in zip(todo, run_all(functools.partial(_fails, engine_args=engine_args), todo)):
             count += 1
+            covered |= reached
             if failed:
                 with intra_op_threads():
                     found = run_one(schedule, engine_args)
-                return ExploreResult(engine_args, scope, count, time.perf_counter() - start, found)
+                return ExploreResult(engine_args, scope, count, time.perf_counter() - start, found,
+                                     covered=frozenset(covered), warnings=warned)
     return ExploreResult(engine_args, scope, count, time.perf_counter() - start,
-                         exhausted=limit is None or count < limit)
+                         exhausted=limit is None or count < limit, covered=frozenset(covered), warnings=warned)
 
 
 WIDE = Scope(max_requests=4, prompt_lengths=tuple(range(1, 11)), max_tokens=tuple(range(2, 9)),
-             arrival_steps=tuple(range(5)), right_drafts=(0, 1, 2, 3), scripted_proposals=3,
+             arrival_steps=tuple(range(5)), right_drafts=(0, 1, 2, 3, SCRIPT_REPEAT), scripted_proposals=3,
              pipeline_parallel_size=(2, 3), num_speculative_tokens=(3,), max_concurrent_batches=(None, 1),
-             num_gpu_blocks=(None, 8, 12), max_num_batched_tokens=(512, 8), max_num_seqs=(4, 2, 1))  # search's default: past exhaustion
+             num_gpu_blocks=(None, 4, 8, 12), max_num_batched_tokens=(512, 3, 8), max_num_seqs=(4, 2, 1),
+             async_scheduling=(False, True))  # search's default: past exhaustion
 
 
 def search(engine_args: dict | None = None, scope: Scope = WIDE, max_examples: int = 200,
@@ -244,37 +383,47 @@ def search(engine_args: dict | None = None, scope: Scope = WIDE, max_examples: i
     except ImportError:
         raise ImportError("search needs hypothesis (the 'dev' extra: pip install 'minispec[dev]')") from None
     engine_args, count, start = _check_engine_args(engine_args), 0, time.perf_counter()
+    scope = _check_scope(scope)
+    if not (is_int(max_examples) and max_examples >= 1):
+        raise ValueError(f"max_examples={max_examples!r}: expected an integer >= 1")
+    warned, covered = tuple(warn_unreachable(engine_args, scope)), set()
     choices = st.tuples(st.sampled_from(sorted(scope.arrival_steps)), st.sampled_from(sorted(scope.prompt_lengths)),
-                        st.tuples(*[st.sampled_from(sorted(scope.right_drafts))] * scope.scripted_proposals))
+                        st.tuples(*[st.sampled_from(sorted(scope.right_drafts))]
+                                  * scope.scripted_proposals * (scope.method == "scripted")))
     strategy = st.builds(_canonical, st.lists(choices, min_size=1, max_size=scope.max_requests),
                          st.sampled_from(sorted(scope.max_tokens)), st.sampled_from(scope.shapes()),
-                         st.just(scope.block_size))
+                         st.just(scope.block_size), st.just(scope.method))
 
     def fails(schedule: Schedule) -> bool:
         nonlocal count
         count += 1
-        return _fails(schedule, engine_args)
+        failed, reached = _fails(schedule, engine_args)
+        covered.update(reached)
+        return failed
 
     settings = hypothesis.settings(max_examples=max_examples, database=None, deadline=None,
                                    suppress_health_check=list(hypothesis.HealthCheck))
     try:
         schedule = hypothesis.find(strategy, fails, settings=settings, random=random.Random(seed))
     except hypothesis.errors.NoSuchExample:
-        return ExploreResult(engine_args, scope, count, time.perf_counter() - start)
+        return ExploreResult(engine_args, scope, count, time.perf_counter() - start, covered=frozenset(covered),
+                             warnings=warned)
     with intra_op_threads():
         found = run_one(schedule, engine_args)
-    return ExploreResult(engine_args, scope, count, time.perf_counter() - start, found)
+    return ExploreResult(engine_args, scope, count, time.perf_counter() - start, found, covered=frozenset(covered),
+                         warnings=warned)
 
 
-def _canonical(reqs, max_tokens, shape, block_size) -> Schedule:
+def _canonical(reqs, max_tokens, shape, block_size, method) -> Schedule:
     """Requests in arrival order, the first arriving at step 0."""
     first = min(r[0] for r in reqs)
-    return _schedule(sorted((a - first, n, script) for a, n, script in reqs), max_tokens, shape, block_size)
+    return _schedule(sorted((a - first, n, script) for a, n, script in reqs), max_tokens, shape, block_size, method)
 
 
-def _fails(schedule: Schedule, engine_args: dict) -> bool:
+def _fails(schedule: Schedule, engine_args: dict) -> tuple[bool, frozenset[Condition]]:
     with intra_op_threads():  # one thread per process: these models are too small to share a core
-        return run_one(schedule, engine_args) is not None
+        found, covered = run_covered(schedule, engine_args)
+    return found is not None, covered
 
 
 @contextlib.contextmanager
@@ -292,9 +441,37 @@ def _check_engine_args(engine_args: dict | None) -> dict:
     """Refuse a bad design before any run: each run counts what the engine raises as a finding."""
     from minispec.engine.arg_utils import EngineArgs
 
+    if engine_args is not None and not isinstance(engine_args, dict):
+        raise ValueError(f"engine_args={engine_args!r}: expected a dict of the design's switches, "
+                         f"keys among {DESIGN_KEYS} (e.g. {{'model_runner': 'v2'}})")
     engine_args = dict(engine_args or {})
     unknown = set(engine_args) - set(DESIGN_KEYS)
     if unknown:
         raise ValueError(f"engine_args={engine_args!r}: expected keys among {DESIGN_KEYS}, got {sorted(unknown)}")
     EngineArgs(model=STANDIN, **engine_args).create_engine_config()  # fixes, faults, worker_cls: each by name
     return engine_args
+
+
+def _check_scope(scope) -> Scope:
+    if not isinstance(scope, Scope):
+        raise ValueError(f"scope={scope!r}: expected a Scope (minispec.lab.experiments.explorer.Scope)")
+    return scope
+
+
+def warn_unreachable(engine_args: dict, scope: Scope) -> list[str]:
+    """A fault preset whose scenario needs what the scope never runs (async scheduling, more
+    stages) would pass unseen: say so (``warnings.warn``) and return the sentences."""
+    from minispec.lab.faults.catalogue import EVERY_FAULT
+
+    name = engine_args.get("faults") or engine_args.get("fixes")
+    fault = EVERY_FAULT.get(name) if isinstance(name, str) else None
+    needs = []
+    if fault is not None and fault.scenario.async_scheduling and True not in scope.async_scheduling:
+        needs.append("async scheduling, which the scope never turns on (async_scheduling=(False,))")
+    if fault is not None and fault.scenario.pipeline_parallel_size > max(scope.pipeline_parallel_size):
+        needs.append(f"{fault.scenario.pipeline_parallel_size} stages, more than the scope's "
+                     f"pipeline_parallel_size={scope.pipeline_parallel_size!r}")
+    sentences = [f"{fault.preset!r}: its scenario runs under {need}: the explorer cannot reach it" for need in needs]
+    for sentence in sentences:
+        warnings.warn(sentence, stacklevel=3)
+    return sentences

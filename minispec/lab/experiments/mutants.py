@@ -370,7 +370,7 @@ def explorer_catch(m: Mutant, scope=None, invariants: bool = True) -> Catch:
         return Catch(False, f"{result.schedules_run} schedules, {result.seconds:.0f} s")
     s, failure = result.counterexample.schedule, result.counterexample.failure
     seen = (f"invariant {failure.violation.invariant.value}" if failure.violation else
-            "output" if failure.divergence else "raises")
+            "output" if failure.divergence else str(failure.stall.kind) if failure.stall else "raises")
     return Catch(True, f"{len(s.requests)} req, {max(s.arrival_steps) + s.max_tokens} steps, {seen} "
                        f"(schedule {result.schedules_run}), {result.seconds:.1f} s")
 

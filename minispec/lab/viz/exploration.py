@@ -24,8 +24,11 @@ def render_exploration(result: ExploreResult) -> str:
     design = ", ".join(f"{k}={getattr(v, '__qualname__', None) or repr(v)}"
                        for k, v in result.engine_args.items()) or "the defaults"
     rate = f"{result.schedules_run} schedules in {result.seconds:.1f} s ({result.schedules_run / result.seconds:.0f}/s)"
+    if result.searched:
+        rate += f", the last {result.searched} drawn at random from a wider scope"
+    warned = "".join(f"\nwarning: {w}" for w in result.warnings)
     if result.counterexample is None:
         done = "every schedule in the scope" if result.exhausted else "the schedules asked for"
-        return f"{design}: nothing breaks: {done}, {rate}.\nscope: {result.scope}"
-    return (f"{design}: minimal counterexample, schedule {result.schedules_run} ({rate}):\n"
+        return f"{design}: nothing breaks: {done}, {rate}; {result.coverage()}.{warned}\nscope: {result.scope}"
+    return (f"{design}: minimal counterexample, schedule {result.schedules_run} ({rate}):{warned}\n"
             + render_counterexample(result.counterexample))

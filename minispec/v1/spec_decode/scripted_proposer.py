@@ -7,7 +7,10 @@ step, to reach every path a runner takes (all accepted, some, none). With the st
 as the target the right continuation is known exactly (``greedy_continuation``), so the
 proposer drafts it and spoils the tail: for the n-th proposal of a request whose script says
 ``a``, the first ``a`` drafts are right and the rest are not (the right token plus one). A
-request without a script, or past its end, gets k right drafts. Left out: draft
+request without a script, or past its end, gets k right drafts. A script entry
+``SCRIPT_REPEAT`` makes that proposal all wrong and the request's next one the very same list
+(as an n-gram proposer repeats itself on a repetitive history): the same values a step later,
+at new positions, which a runner must write again. Left out: draft
 probabilities (the rejection sampler treats these drafts as one-hot, as n-gram drafts).
 """
 
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from minispec.config import LlamaArchitecture
+from minispec.config import SCRIPT_REPEAT, LlamaArchitecture
 from minispec.model_executor.models.standin import greedy_continuation
 
 
@@ -23,6 +26,7 @@ class ScriptedProposer:
     def __init__(self, script: dict[str, tuple[int, ...]], k: int, arch: LlamaArchitecture):
         self.script, self.k, self.arch = script, k, arch
         self.proposals: Counter[str] = Counter()  # per request: proposals made so far
+        self.repeat: dict[str, list[int]] = {}  # per request: drafts its next proposal repeats
 
     def _right_count(self, req_id: str) -> int:
         counts, n = self.script.get(req_id, ()), self.proposals[req_id]
@@ -34,8 +38,14 @@ class ScriptedProposer:
         drafts = []
         for context, req_id in zip(contexts, req_ids):
             right, vocab = self._right_count(req_id), self.arch.vocab_size
+            if req_id in self.repeat:
+                drafts.append(self.repeat.pop(req_id))
+                continue
             truth = greedy_continuation([int(t) for t in context], self.k, self.arch)
-            drafts.append(truth[:right] + [(t + 1) % vocab for t in truth[right:]])
+            spoiled = max(right, 0)  # SCRIPT_REPEAT: all wrong, and the next proposal the same
+            drafts.append(truth[:spoiled] + [(t + 1) % vocab for t in truth[spoiled:]])
+            if right == SCRIPT_REPEAT:
+                self.repeat[req_id] = list(drafts[-1])
         return drafts, [None] * len(contexts)
 
     def remove(self, req_id: str) -> None:
@@ -43,3 +53,4 @@ class ScriptedProposer:
 
     def reset(self) -> None:
         self.proposals.clear()
+        self.repeat.clear()
