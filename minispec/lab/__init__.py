@@ -29,7 +29,8 @@ Runs and scenarios (``experiments``)
 The workshop's exercises (``exercises``)
     ``check_draft_slots``, ``check_acceptance``, ``check_fix1``, ``check_fault2``,
     ``check_fix2``, ``check_condense``, ``check_recovered``, ``check_broadcast``,
-    ``condense_trace``, ``thread_trace``, ``decoder``, ``show_solution``.
+    ``condense_trace``, ``thread_trace``, ``decoder``, ``show_solution``; every
+    prediction's reveal (``reveal``): ``reveal``.
 
 Faults (``faults``)
     ``FAULTS``, ``RELAY_FAULTS``, ``EVERY_FAULT``, ``LEFT_OUT``, ``run_fault``, ``TIMELINE``,
@@ -72,6 +73,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "exercises.checkers": ("check_draft_slots", "check_acceptance", "check_fix1", "check_fault2", "check_fix2",
                            "check_condense", "check_recovered", "check_broadcast", "condense_trace", "thread_trace",
                            "decoder", "show_solution"),
+    "prediction": ("reveal",),
     "faults.catalogue": ("FAULTS", "RELAY_FAULTS", "EVERY_FAULT", "LEFT_OUT"),
     "faults.reproduce": ("run_fault",),
     "faults.pp_sync": ("TIMELINE", "DESIGNS", "THE_INVARIANT"),
