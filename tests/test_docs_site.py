@@ -119,15 +119,20 @@ def test_notebook_pages_fold_answers_and_say_how_to_run(site):
     import nbformat
 
     sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-    from site_notebook import FOLDED, REVEAL
+    from site_notebook import DEEPER, FOLDED, REVEAL
 
     for name in NOTEBOOKS:
         page = (site / "notebooks" / f"{name}.html").read_text()
         assert "Run it yourself" in page and f'href="../_learner/{name}.ipynb"' in page, name
         nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
-        code = [set(c.metadata.get("tags", [])) & set(FOLDED) for c in nb.cells if c.cell_type == "code"]
+        tags = [set(c.metadata.get("tags", [])) for c in nb.cells if c.cell_type == "code"]
+        code = [t & set(FOLDED) for t in tags]
         folded_output = sum(1 for t in code if t == {REVEAL})
-        folded_cell = sum(1 for t in code if t - {REVEAL})
+        folded_cell = sum(1 for t, f in zip(tags, code) if f - {REVEAL} or (not f and DEEPER in t))  # Going deeper too
+        deeper_md = [c for c in nb.cells if c.cell_type == "markdown" and DEEPER in c.metadata.get("tags", [])
+                     and not set(c.metadata.get("tags", [])) & set(FOLDED)]
+        assert page.count('<details class="minispec-deeper">') >= sum(
+            1 for c in deeper_md if c.source.split("\n", 1)[-1].strip()), f"{name}: Going deeper folded"
         assert page.count('<details class="admonition hide below-input">') == folded_output, name
         assert page.count('<details class="admonition hide above-input">') == folded_cell, name
         markdown = [c for c in nb.cells if c.cell_type == "markdown" and set(c.metadata.get("tags", [])) & set(FOLDED)]
