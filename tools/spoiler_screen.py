@@ -44,7 +44,6 @@ import workshop  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 _REVEAL_CALL = re.compile(r'\breveal\("([\w.-]+)"\)')
-_CALLS = re.compile(r"\b(\w+)\(")
 _NBVAL_LINE = re.compile(r"^[ \t]*# NBVAL_\w+[^\n]*(\n|$)", re.M)  # nbval markers the site drops
 # The kernel sees no author's switch: each reveal waits for a guess, each check for an attempt.
 _AUTHOR_ENV = ("MINISPEC_REVEAL", "MINISPEC_PLUG_SOLUTIONS")
@@ -56,7 +55,7 @@ class Answer:
 
     question: str
     patterns: tuple[re.Pattern, ...]
-    figures: tuple[str, ...] = ()
+    figures: tuple[str, ...] = ()  # regular expressions for the call, in a cell's source, that draws it
 
 
 @dataclass(frozen=True)
@@ -146,7 +145,7 @@ def cell_items(name: str, index: int, cell, slot: int) -> Iterator[Item]:
     printed = "".join(workshop.output_text(o) for o in cell.get("outputs", []))
     yield Item(where, "output", printed, frozenset(), slot)
     if any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
-        yield Item(where, "figure", " ".join(_CALLS.findall(cell.source)), frozenset(), slot)
+        yield Item(where, "figure", cell.source, frozenset(), slot)
 
 
 def room_items(path_name: str, root: Path = ROOT, runs: int = 2) -> Iterator[Item]:
@@ -196,7 +195,7 @@ def site_cell_items(where: str, cell, page: int) -> Iterator[Item]:
     if "hide-output" not in tags:
         yield Item(where, "site", "".join(workshop.output_text(o) for o in cell.get("outputs", [])), frozenset(), page)
         if any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
-            yield Item(where, "figure", " ".join(_CALLS.findall(cell.source)), frozenset(), page)
+            yield Item(where, "figure", cell.source, frozenset(), page)
 
 
 _SECTION = re.compile(r"^## ", re.M)
@@ -224,7 +223,7 @@ def scan(items: list[Item], answers: dict[str, Answer]) -> list[Finding]:
             if answer.question not in asked or answer.question in done or answer.question in item.reveals:
                 continue
             if item.kind == "figure":
-                hit = next((f for f in answer.figures if f in item.text.split()), None)
+                hit = next((f for f in answer.figures if re.search(f, item.text)), None)
                 if hit:
                     found.append(Finding(answer.question, item.where, item.kind, f"a figure drawn by {hit}"))
                 continue

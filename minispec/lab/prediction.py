@@ -46,7 +46,7 @@ class Prediction:
     answer: str        # the answer in one line
     explanation: str   # why, in a few sentences
     answers: tuple[str, ...] = ()   # regular expressions for the answer as prose or output states it
-    figures: tuple[str, ...] = ()   # plotting functions whose figure gives the answer away
+    figures: tuple[str, ...] = ()   # regular expressions for a plotting call (in a cell) whose figure gives it away
     evidence: Callable[[], Iterable[object]] | None = field(default=None, compare=False)
     judge: Callable[[object], object] | None = field(default=None, compare=False)  # 08's checker
 

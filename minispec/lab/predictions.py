@@ -232,7 +232,7 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
         "stage 0 lacks `␣s`: from position 11 its row is two places left (computed=13, the scheduler's count, "
         "includes the accepted drafts; no_spec=12, what stage 0 holds, does not). Invariant 3 is the root: two "
         "tokens are missing; invariant 2 follows: fix 1 wrote the right drafts at 12-14, but the step reads 14-16",
-        answers=_FAULT2, figures=("plot_history",), evidence=_fault2),
+        answers=_FAULT2, figures=(r"plot_history\((half_fixed|step4)\b",), evidence=_fault2),
     Prediction(
         "08-draft-slots", "draft-slots", "slots_guess", "(the checker says)", "(the checker says)",
         answers=STALE, judge=_judge("check_draft_slots")),
