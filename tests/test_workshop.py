@@ -234,12 +234,11 @@ def test_the_guides_asks_are_counted(tmp_path):
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "handout.md").write_text("# H\n\n" + "w " * 60 + "\n\n## Faults\n\n" + "x " * 600)
-    guess = code("guess = ...")
-    guess.metadata["tags"] = ["prediction"]
-    write(tmp_path / "notebooks" / "07_x.ipynb", markdown("## 1. One"), guess)
+    write(tmp_path / "notebooks" / "07_x.ipynb", markdown("## 1. One"), code("guess = ...", "prediction"))
     slot = agenda.Slot(5, "x", "07", sections=(1,), switch=True, projects=True, handout=("",), checks=1)
     assert agenda.needs(slot, tmp_path) == pytest.approx({
-        "reading": (3 + 1) / 60, "code": 3 / 60,  # heading and the printed "out" "guess pauses": agenda.PREDICTION_PAUSE, "run": agenda.RUN_ALL_S["07"] / 60,
+        "reading": (3 + 1) / 60, "code": 3 / 60,  # the heading and the printed "out"; the guess cell's code
+        "guess pauses": agenda.PREDICTION_PAUSE, "run": agenda.RUN_ALL_S["07"] / 60,
         "switch": agenda.SWITCH, "projection": agenda.PROJECTION, "handout": (2 + 60) / 60,
         "checker": agenda.CHECKER_WORDS / 60 + agenda.CHECKER_FIGURE})
 
