@@ -31,7 +31,8 @@ def _rows_at_step2():
     from minispec.lab.experiments.scenarios import batch_label
     from minispec.lab.viz.row_log import render_row_log
 
-    yield render_row_log(_trace("vllm-0.9.2"), max_steps=3, label=batch_label)
+    log = render_row_log(_trace("vllm-0.9.2"), max_steps=3, label=batch_label)
+    yield log[log.index("step 1 "):]  # step 0 is the prefill: every row new
 
 
 def _draft_slots():
@@ -126,7 +127,7 @@ def _fault2():
     yield render_stage(stage0, step4, decoder()).splitlines()[1].strip()
     violations = check_trace(trace)
     first = violations[0]
-    yield "the first breaks, in the checker's order:"
+    yield "the checker's first breaks:"
     yield from (f"  {v.headline}" for v in violations if (v.step, v.stage, v.req_id) == (first.step, first.stage, first.req_id))
 
 
@@ -153,6 +154,20 @@ def _first_decode():
     yield render_step(llm.trace.steps[1], decoder())  # the second step that scheduled anything
 
 
+def _recovered():
+    import numpy as np
+
+    from minispec.lab.experiments.rejection_draws import P_TARGET, Q_DRAFT, VOCAB, rejection_draws
+    from minispec.lab.viz.spec import plot_rejection_example
+
+    draws = rejection_draws()
+    expected = sum(min(p, q) for p, q in zip(P_TARGET, Q_DRAFT))
+    yield f"accepted (then a bonus token): {draws.accepted / draws.n:.3f}   expected sum(min(p, q)) = {expected:.3f}"
+    yield draws.table()
+    yield plot_rejection_example(np.array(P_TARGET), np.array(Q_DRAFT), list(VOCAB),
+                                 recovered_freq=np.array(draws.recovered_shares()))
+
+
 def _judge(name: str):
     def check(guess):
         from minispec.lab.exercises import checkers
@@ -171,21 +186,28 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
     Prediction(
         "00-map-copies", "map-copies", "guess_copies",
         "two copies, one per stage, and they agree",
-        "each stage keeps its own copy: prompt plus first output token (history), with the 10 prompt positions in "
-        "each stage's KV cache (computed=10). In notebook 01 they stop agreeing",
+        "each stage keeps its own copy of prompt and output (history); in notebook 01 they stop agreeing",
         answers=(r"\b[Tt]wo copies", r"one per stage, and they agree"), evidence=_first_decode),
+    Prediction(
+        "02-recover-which", "recover-which", "guess_recovered",
+        "only `a` and `c`, the tokens where p > q",
+        "a drafted token x is kept with probability min(1, p(x) / q(x)); a drafted `b` is kept with probability "
+        "0.3 / 0.5, and the mass a rejection frees is drawn from the part of p the draft did not cover, so every "
+        "emitted token follows p (the first emitted column matches p)",
+        answers=(r"[Oo]nly `?a`? and `?c`?", r"where p > q", r"\bb\s+0\.300\s+0\.\d+\s+0\.000"),
+        figures=(r"plot_rejection_example\(",), evidence=_recovered),
     Prediction(
         "01-rows-step2", "rows-step2", "guess_rows",
         "stage 0 removes C and D and re-adds A and B, into the rows C and D just left",
-        "with two batches in flight each stage holds the other batch's requests when a batch comes back, "
-        "so from step 2 on every decode request is removed and re-added every step, on every stage: wZuck is right",
+        "each stage holds the other batch when a batch comes back, so every decode request is re-added every "
+        "step: wZuck is right",
         answers=(r"re-add(ed|s)?\b[^.\n]{0,40}every step", r"C and D (are )?removed", r"remove_request C \(row 0\), D"),
         evidence=_rows_at_step2),
     Prediction(
         "01-draft-slots", "draft-slots", "guess_slots",
         "`tem`, C's leftovers (\"The for sta-tem-ent\")",
-        "add_request wrote A's 11 tokens (prompt and output), nothing more, so positions 11-13 keep what C left there; "
-        "stage 1's rejection sampler verifies the same stale slots (invariant 2, draft agreement, breaks at step 2)",
+        "add_request wrote A's 11 tokens, nothing more, so positions 11-13 keep what C left; stage 1's rejection "
+        "sampler verifies the same stale slots",
         answers=STALE, figures=("plot_step_rows", "plot_strip_diff", "trace_stepper"), evidence=_draft_slots),
     Prediction(
         "01-fix1", "draft-slots", "guess_slots",
@@ -211,27 +233,26 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
         "`tem` again: add_request copies prompt and output only (num_tokens is 11), so the drafts in the state are dropped",
         "claim 2 is false: vLLM v0.9.2's add_request (gpu_input_batch.py, lines 282-295) copies prompt and output "
         "token ids only, and its CachedRequestState has no field for drafts at all",
-        answers=(r"positions 11-13: 'tem'", "Prompt and output only", r"\*\*False\.\*\*"),
+        answers=(r"num_tokens_no_spec = 11\s+num_tokens = 11", "Prompt and output only", r"\*\*False\.\*\*"),
         evidence=_add_request),
     Prediction(
         "01-first-break", "first-break-0.9.2", "guess_first_break",
         "invariant 3 (token history), at step 22, stage 0, request A",
         "a stale draft that happens to be right is accepted; the last stage then emits it, but the scheduler "
-        "relays only the last token to stage 0, whose copy falls short: that is fault 2 (05)",
+        "relays only the last token to stage 0: that is fault 2 (05)",
         answers=(r"invariant 3 \(token history\) violated at step 22",), evidence=_first_break_0_9_2),
     Prediction(
         "05-relay", "relay", "guess_relay",
         "just `e`: the recovered token, the last one emitted",
-        "the accepted `␣s` never reach stage 0: the scheduler relays one token per decode, so stage 0's copy "
-        "of A is two tokens short",
+        "the accepted `␣s` never reach stage 0: the scheduler relays one token per decode",
         answers=(r"new_token_ids\['A'\] = 'e'", r"new_token_ids for A:\s*'e'", "Just `'e'`", r"accepted `' s'` never reach"),
         evidence=_relay("vllm-0.14")),
     Prediction(
         "05-fault2", "fault2", "guess_break",
         "invariant 3 (token history) at step 4, stage 0, request A, with invariant 2 (draft agreement) beside it",
-        "stage 0 lacks `␣s`: from position 11 its row is two places left (computed=13, the scheduler's count, "
-        "includes the accepted drafts; no_spec=12, what stage 0 holds, does not). Invariant 3 is the root: two "
-        "tokens are missing; invariant 2 follows: fix 1 wrote the right drafts at 12-14, but the step reads 14-16",
+        "stage 0 lacks `␣s`, so from position 11 its row is two places left: computed=13 counts the accepted "
+        "drafts, no_spec=12 (what stage 0 holds) does not. Invariant 3 is the root; invariant 2 follows: the "
+        "right drafts sit at 12-14, the step reads 14-16",
         answers=_FAULT2, figures=(r"plot_history\((half_fixed|step4)\b",), evidence=_fault2),
     Prediction(
         "08-draft-slots", "draft-slots", "slots_guess", "(the checker says)", "(the checker says)",
