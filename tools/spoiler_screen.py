@@ -198,12 +198,12 @@ def site_cell_items(where: str, cell, page: int) -> Iterator[Item]:
             yield Item(where, "figure", cell.source, frozenset(), page)
 
 
-_SECTION = re.compile(r"^## ", re.M)
+_SECTION = re.compile(r"^###? ", re.M)  # a section or a subsection: the reader meets a new part
 
 
 def scan(items: list[Item], answers: dict[str, Answer]) -> list[Finding]:
     """Every answer on screen before its reveal: outputs and figures before the slot after the one
-    that reveals it; prose, code and pages before the section after the reveal (text just under a
+    that reveals it; prose, code and pages before the (sub)section after the reveal (text just under a
     reveal is on screen with it, open or not). Only the questions ``items`` ask count: a question
     never asked there cannot be spoiled there."""
     asked = {q for item in items for q in item.asks | item.reveals}
@@ -215,7 +215,7 @@ def scan(items: list[Item], answers: dict[str, Answer]) -> list[Finding]:
         if item.slot != slot:
             revealed |= pending
             slot, before_slot, pending = item.slot, set(revealed), set()
-        if item.kind in ("prose", "site") and item.text.lstrip().startswith("## "):  # a new section starts here
+        if item.kind in ("prose", "site") and _SECTION.match(item.text.lstrip()):  # a new part starts here
             revealed |= pending
             pending = set()
         done = before_slot if item.kind in ("output", "figure") else revealed

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 REVEAL_ENV = "MINISPEC_REVEAL"
 MAKE_YOUR_GUESS = "make your guess first"
+WIDTH = 72  # characters of a reveal's sentences: 01's output column at 150 % zoom holds about 75
 _UNSET = object()
 
 
@@ -60,14 +62,22 @@ class Prediction:
         if guess is _UNSET:
             guess = _notebook_guess(self.guess_name)
         if guess is _UNSET and not _reveal_all():
-            return [f"{MAKE_YOUR_GUESS}: {self.guess_name} is not set in this kernel; run the cell with your "
-                    f"guess ({self.guess_name} = ...) above, then this one"]
+            return [_wrap(f"{MAKE_YOUR_GUESS}: {self.guess_name} is not set in this kernel; run the cell with "
+                          f"your guess ({self.guess_name} = ...) above, then this one")]
         if not is_made(guess) and not _reveal_all():
-            return [f"{MAKE_YOUR_GUESS}: write it in the cell above ({self.guess_name} = ...), run that cell, then this one"]
+            return [_wrap(f"{MAKE_YOUR_GUESS}: write it in the cell above ({self.guess_name} = ...), run that "
+                          "cell, then this one")]
         if self.judge is not None:
             return [self.judge(guess if guess is not _UNSET else ...)]
         said = f"your guess: {guess!r}" if is_made(guess) else "(revealed without a guess)"
-        return [said, f"the answer: {self.answer}", *(self.evidence() if self.evidence else ()), f"why: {self.explanation}"]
+        return [said, _wrap(f"the answer: {self.answer}"), *(self.evidence() if self.evidence else ()),
+                _wrap(f"why: {self.explanation}")]
+
+
+def _wrap(sentence: str) -> str:
+    """A sentence in lines of at most :data:`WIDTH` characters, broken between words: a projector's
+    zoom then has no need to break a word."""
+    return textwrap.fill(sentence, WIDTH, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
 
 
 def _reveal_all() -> bool:
