@@ -17,8 +17,13 @@ DEV_STAMP := $(VENV)/.installed-dev
 # make lab LAB_DIR=notebooks opens the committed notebooks, outputs and all.
 WORKSHOP := workshop
 LAB_DIR ?= $(WORKSHOP)
-# JupyterLab reads default settings from its application folder's overrides.json.
+# JupyterLab reads default settings from its application folder's overrides.json, and, with
+# --LabApp.custom_css=True, a stylesheet from <its config folder>/custom/custom.css: the workshop's
+# lab gets a config folder of its own in the venv, holding tools/jupyterlab/custom/custom.css
+# (printed output breaks between words, never inside one).
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+LAB_CONFIG := $(VENV)/etc/jupyter-workshop
+LAB_CSS := $(LAB_CONFIG)/custom/custom.css
 # Jupyter refuses to start as root unless told to (containers, CI machines).
 LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # The fast tier: no notebooks (only tests/ is collected), no browser, no torchrun, no
@@ -42,6 +47,9 @@ $(DEV_STAMP): $(LAB_STAMP)
 	touch $(DEV_STAMP)
 
 $(LAB_OVERRIDES): tools/jupyterlab/overrides.json $(LAB_STAMP)
+	mkdir -p $(dir $@) && cp $< $@
+
+$(LAB_CSS): tools/jupyterlab/custom/custom.css $(LAB_STAMP)
 	mkdir -p $(dir $@) && cp $< $@
 
 demo: $(LAB_STAMP)
@@ -84,8 +92,9 @@ workshop: $(LAB_STAMP)
 # One intra-op thread per kernel unless told otherwise: the models are tiny, and on a
 # laptop whose cores the browser and other kernels share, a second thread mostly waits
 # (docs/workshop.md, section 2).
-lab: $(LAB_OVERRIDES) $(if $(filter $(WORKSHOP),$(LAB_DIR)),workshop)
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/jupyter lab $(LAB_FLAGS) $(LAB_DIR)
+lab: $(LAB_OVERRIDES) $(LAB_CSS) $(if $(filter $(WORKSHOP),$(LAB_DIR)),workshop)
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} JUPYTER_CONFIG_DIR=$(abspath $(LAB_CONFIG)) \
+	  $(BIN)/jupyter lab --LabApp.custom_css=True $(LAB_FLAGS) $(LAB_DIR)
 
 bench: $(LAB_STAMP)
 	$(BIN)/python benchmarks/bench_spec_decode.py
@@ -103,9 +112,10 @@ train: $(LAB_STAMP)
 clean:
 	rm -rf $(VENV) *.egg-info
 
-# Re-run every notebook in place, so the stored outputs (what nbval compares) match the code.
+# Re-run every notebook in place, so the stored outputs (what nbval compares) match the code;
+# MINISPEC_REVEAL=1: each prediction's reveal stores its answer (learner copies clear it).
 notebooks: $(LAB_STAMP)
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/*.ipynb
+	MINISPEC_REVEAL=1 $(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/*.ipynb
 
 # --- the walkthrough as a website (docs/notebooks_and_site.md: "The walkthrough as a website") ---
 # `make docs` builds build/docs/html from the notebooks' stored outputs (nothing is

@@ -15,18 +15,22 @@ import pytest
 from nbval.plugin import IPyNbFile
 
 PLUG_ENV = "MINISPEC_PLUG_SOLUTIONS"
+# and every prediction's reveal shows its answer without a guess, as in the committed outputs
+# (``minispec.lab.prediction``; ``make notebooks`` sets it too)
+REVEAL_ENV = "MINISPEC_REVEAL"
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item):
     if not isinstance(item.parent, IPyNbFile):
         return (yield)
-    before = os.environ.get(PLUG_ENV)
-    os.environ[PLUG_ENV] = "1"
+    before = {name: os.environ.get(name) for name in (PLUG_ENV, REVEAL_ENV)}
+    os.environ.update({name: "1" for name in before})
     try:
         return (yield)
     finally:
-        if before is None:
-            del os.environ[PLUG_ENV]
-        else:
-            os.environ[PLUG_ENV] = before
+        for name, value in before.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value

@@ -121,15 +121,20 @@ def test_notebook_pages_fold_answers_and_say_how_to_run(site):
     import nbformat
 
     sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-    from site_notebook import FOLDED, REVEAL
+    from site_notebook import DEEPER, FOLDED, REVEAL
 
     for name in NOTEBOOKS:
         page = (site / "notebooks" / f"{name}.html").read_text()
         assert "Run it yourself" in page and f'href="../_learner/{name}.ipynb"' in page, name
         nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
-        code = [set(c.metadata.get("tags", [])) & set(FOLDED) for c in nb.cells if c.cell_type == "code"]
+        tags = [set(c.metadata.get("tags", [])) for c in nb.cells if c.cell_type == "code"]
+        code = [t & set(FOLDED) for t in tags]
         folded_output = sum(1 for t in code if t == {REVEAL})
-        folded_cell = sum(1 for t in code if t - {REVEAL})
+        folded_cell = sum(1 for t, f in zip(tags, code) if f - {REVEAL} or (not f and DEEPER in t))  # Going deeper too
+        deeper_md = [c for c in nb.cells if c.cell_type == "markdown" and DEEPER in c.metadata.get("tags", [])
+                     and not set(c.metadata.get("tags", [])) & set(FOLDED)]
+        assert page.count('<details class="minispec-deeper">') >= sum(
+            1 for c in deeper_md if c.source.split("\n", 1)[-1].strip()), f"{name}: Going deeper folded"
         assert page.count('<details class="admonition hide below-input">') == folded_output, name
         assert page.count('<details class="admonition hide above-input">') == folded_cell, name
         markdown = [c for c in nb.cells if c.cell_type == "markdown" and set(c.metadata.get("tags", [])) & set(FOLDED)]
@@ -412,23 +417,27 @@ def test_wide_screens_use_their_width(served):
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("size", ["projector", "phone"])
+@pytest.mark.parametrize("size", ["projector", "projector-125", "projector-150", "phone"])
 def test_stepper_projector_and_phone_views(served, shots, size):
     browser_or_skip()
-    width, height = SIZES[size]
+    zoom = int(size.split("-")[1]) / 100 if "-" in size else 1.0  # browser zoom on the 1280 x 720 projector
+    width, height = (round(d / zoom) for d in SIZES[size.split("-")[0]])
     with lab_tools.browser_page(width, height) as page:
         page.goto(served + "notebooks/01_the_thread.html")
         stepper = open_stepper(page)
         stepper.scroll_into_view_if_needed()
         wait_images(page)
-        if size == "projector":
+        if size.startswith("projector"):
             stepper.locator(".ms-projector-button").click()
             wait_images(page)
-            for part in (".ms-next", ".ms-label", "img.ms-gantt", "img.ms-strip", ".ms-text"):
+            for part in (".ms-next", "img.ms-strip"):  # press next, read the strip: one screen
                 box = stepper.locator(part).bounding_box()
                 assert box and box["y"] >= 0 and box["y"] + box["height"] <= height + SLACK, \
-                    f"{part} within the 1280 x 720 screen: {box}"
-            page.screenshot(path=shots / "01_stepper_projector.png")
+                    f"{part} within the 1280 x 720 screen at {zoom:.0%}: {box}"
+            content = stepper.evaluate("e => e.clientWidth - parseFloat(getComputedStyle(e).paddingLeft) * 2")
+            strip = stepper.locator("img.ms-strip").bounding_box()
+            assert strip["width"] >= 0.8 * content, f"the strip {strip['width']:.0f} of {content:.0f} px at {zoom:.0%}"
+            page.screenshot(path=shots / f"01_stepper_{size}.png")
             page.keyboard.press("Escape")
             assert "ms-projecting" not in (stepper.get_attribute("class") or "")
         else:

@@ -605,11 +605,25 @@ def test_stubs_wait_for_the_learner_unless_solutions_are_plugged(monkeypatch):
 
 
 def test_show_solution_prints_the_source(capsys):
-    assert ex.show_solution("take_relayed_tokens") is None  # a notebook then shows no <function ...> echo
+    assert ex.show_solution("take_relayed_tokens", give_up=True) is None  # a notebook then shows no <function ...> echo
     out = capsys.readouterr().out
     assert out.startswith("def take_relayed_tokens") and "<function" not in out
     with pytest.raises(ValueError, match="show_solution\\('fix3'\\): expected one of"):
         ex.show_solution("fix3")
+
+
+def test_show_solution_waits_for_the_learners_own_attempt(capsys, monkeypatch):
+    monkeypatch.setattr(ex, "_ATTEMPTED", set())
+    ex.show_solution("write_spec_tokens")  # Run All: nothing of the learner's was checked yet
+    out = capsys.readouterr().out
+    assert out.startswith("check your own attempt first") and "def write_spec_tokens" not in out
+    assert "give_up=True" in out
+    ex._plug(..., "write_spec_tokens")  # the stub checked: still nothing of the learner's
+    ex.show_solution("write_spec_tokens")
+    assert "def write_spec_tokens" not in capsys.readouterr().out
+    ex._plug(lambda runner, row, drafts: None if drafts else 0, "write_spec_tokens")  # an attempt of their own
+    ex.show_solution("write_spec_tokens")
+    assert capsys.readouterr().out.startswith("def write_spec_tokens")
 
 
 def test_the_notebook_does_not_import_the_solutions():

@@ -230,6 +230,20 @@ def test_a_slot_needs_its_words_at_the_reading_rate_its_pauses_and_its_run_all(t
     assert agenda.slot_words(held, tmp_path) == 121  # an untagged cell is no reveal: it runs
 
 
+def test_the_guides_asks_are_counted(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "handout.md").write_text("# H\n\n" + "w " * 60 + "\n\n## Faults\n\n" + "x " * 600)
+    write(tmp_path / "notebooks" / "07_x.ipynb", code("import x  # run first: run, not read"), markdown("## 1. One"),
+          code("guess = ...", "prediction"))
+    slot = agenda.Slot(5, "x", "07", sections=(1,), switch=True, projects=True, handout=("",), checks=1)
+    assert agenda.needs(slot, tmp_path) == pytest.approx({
+        "reading": (3 + 1) / 60, "code": 3 / 60,  # the heading and the printed "out"; the guess cell's code
+        "guess pauses": agenda.PREDICTION_PAUSE, "run": agenda.RUN_ALL_S["07"] / 60,
+        "switch": agenda.SWITCH, "projection": agenda.PROJECTION, "handout": (2 + 60) / 60,
+        "checker": agenda.CHECKER_WORDS / 60 + agenda.CHECKER_FIGURE})
+
+
 @pytest.mark.parametrize("name", sorted(agenda.PATHS))
 def test_every_slot_keeps_its_slack(name):
     over = [(s.label, s.minutes, round(agenda.need_minutes(s), 1)) for s in agenda.path(name)

@@ -36,6 +36,15 @@ RUN_ALL_S = {"00": 34, "01": 28, "02": 46, "03": 15, "04": 41, "05": 11, "06": 2
              "10": 37}  # 10's at load 8.4, above the range: an upper bound
 _SECTION = re.compile(r"^##\s+(\d+)\.", re.M)
 _CHECK_S = 10  # one check_* call at most (docs/workshop.md, section 2)
+_CHECK_CALL = re.compile(r"\bcheck_\w+\(|\breveal\(\"08-")  # a cell whose output is the checker's
+# What the guide asks beyond reading (docs/workshop.md, section 1), in minutes:
+PREDICTION_PAUSE = 1.0   # each guess cell the slot shows: the room writes a guess, hands go up
+SWITCH = 1.0             # opening a notebook the room did not have open (kernel start, first cell)
+PROJECTION = 2.0         # putting the stepper on the projector and stepping it to step 2
+# The checker's real output at a reveal or an exercise: its first lines (79 words at 08 §1 in the
+# third dry run) and its figure, read by the room: the committed notebook stores only the stub's answer.
+CHECKER_WORDS = 79
+CHECKER_FIGURE = 0.5
 
 
 class Run(str, Enum):
@@ -60,6 +69,10 @@ class Slot:
     held: tuple[int, ...] = ()  # with Run.HOLD_REVEALS: the sections whose reveals wait
     pauses: tuple[int, ...] = ()  # minutes of each pause
     extra_words: int = field(default=0)  # what is said without a page (the wrap-up)
+    switch: bool = False      # the room opens this notebook now (it was not open)
+    projects: bool = False    # the stepper goes on the projector
+    handout: tuple[str, ...] | None = None  # the handout's sections the room reads now (None: none)
+    checks: int = 0           # checker runs whose real output the room reads
 
     def runs(self, cell, section: int) -> bool:
         """Whether the room runs this code cell, of this section, in this slot."""
@@ -107,26 +120,34 @@ def notebook_path(number: str, root: Path = ROOT) -> Path:
     return path
 
 
+# The handout (docs/handout.md), read where it is used: its opening and the four buffers as 08 §3
+# starts, the invariants at 08 §5 (fix 2 is judged by invariant 3). Its answers slip goes home after
+# the wrap-up, read afterwards.
+HANDOUT_BUFFERS = ("", "The four buffers (one row per request, on every pipeline stage)")
+HANDOUT_INVARIANTS = ("The invariants (`minispec/instruments/invariants.py`)",)
+# 08 stays open from the first slot to the last: going back to it is a tab, not a switch. 08 §2 (the
+# acceptance rates) is for afterwards: 01's Going deeper asks it too.
 CORE = (
     Slot(5, "opening page, while laptops start", page="docs/opening.md"),
-    Slot(11, "08 §1–2: predict (§2 checked)", "08", sections=(0, 1, 2), run=Run.HOLD_REVEALS, held=(1,),
-         pauses=(3,)),
-    Slot(24, "01 the thread, the stepper", "01"),
-    Slot(2, "08 §1: the reveal", "08", sections=(1,), run=Run.REVEALS_ONLY, pauses=(1,)),
-    Slot(15, "08 §3: write fix 1", "08", sections=(3,), run=Run.SECTIONS, pauses=(10,)),
-    Slot(12, "05 the second fault", "05"),
-    Slot(16, "08 §5: write fix 2", "08", sections=(5,), run=Run.SECTIONS, pauses=(10,)),
-    Slot(5, "wrap-up", extra_words=120, pauses=(2,)),
+    Slot(8, "08 §1: predict", "08", sections=(0, 1), run=Run.HOLD_REVEALS, held=(1,), switch=True),
+    Slot(26, "01 the thread, the stepper", "01", switch=True, projects=True),
+    Slot(3, "08 §1: the reveal", "08", sections=(1,), run=Run.REVEALS_ONLY, checks=1),
+    Slot(16, "08 §3: write fix 1", "08", sections=(3,), run=Run.SECTIONS, pauses=(6,), handout=HANDOUT_BUFFERS,
+         checks=1),
+    Slot(14, "05 the second fault", "05", switch=True),
+    Slot(14, "08 §5: write fix 2", "08", sections=(5,), run=Run.SECTIONS, pauses=(6,), handout=HANDOUT_INVARIANTS,
+         checks=1),
+    Slot(4, "wrap-up: the answers slip", extra_words=120, pauses=(1,)),
 )
+# The 2-hour path adds the map and speculative decoding itself; 10 §3 (a 2026 fault that depends on
+# the number of stages) and 08 §4 (which 05 answers) are for afterwards: counted with everything,
+# no other 30 minutes fit.
 FULL = (
     CORE[0],
-    Slot(8, "00 the map", "00", sections=(0, 1)),
+    Slot(9, "00 the map", "00", sections=(0, 1), switch=True),
     *CORE[1:4],
-    Slot(14, "02 speculative decoding", "02", sections=(0, 1, 2), pauses=(2,)),
-    *CORE[4:7],
-    # In place of 08 §4 (which 05 answers anyway): the 2-hour path has no other 8 minutes free.
-    Slot(8, "10 §3: two stages, three stages", "10", sections=(0, 3), run=Run.SECTIONS, pauses=(1,)),
-    CORE[7],
+    Slot(21, "02 speculative decoding", "02", sections=(0, 1, 2), pauses=(2,), switch=True),
+    *CORE[4:],
 )
 PATHS = {"core": CORE, "full": FULL}
 SLACK = 0.10  # the share of every slot kept free, on both paths
@@ -175,8 +196,8 @@ def slot_words(slot: Slot, root: Path = ROOT) -> int:
         cell = nb.cells[i]
         if cell.cell_type == "markdown":
             words += _words(workshop.closed_folds(cell.source))
-        elif slot.runs(cell, sections[i]):
-            words += _words(_printed(cell))
+        elif slot.runs(cell, sections[i]) and not (slot.checks and _CHECK_CALL.search(cell.source)):
+            words += _words(_printed(cell))  # a check's stored output is the stub's: `checks` counts the real one
     return words + slot.extra_words
 
 
@@ -189,21 +210,60 @@ def run_seconds(slot: Slot) -> float:
     return RUN_ALL_S[slot.notebook]
 
 
+def code_words(slot: Slot, root: Path = ROOT) -> int:
+    """Words of the code cells the slot shows: the guide reads them aloud or the room reads them. The
+    notebook's first code cell (its imports, "Run this cell first") is run, not read."""
+    if slot.notebook is None:
+        return 0
+    nb = nbformat.read(notebook_path(slot.notebook, root), as_version=4)
+    first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), None)
+    return sum(_words(nb.cells[i].source) for i in slot_cells(nb, slot) if nb.cells[i].cell_type == "code" and i != first)
+
+
+def guesses(slot: Slot, root: Path = ROOT) -> int:
+    """The guess cells (tagged prediction) the slot shows: one pause each."""
+    if slot.notebook is None or slot.run is Run.REVEALS_ONLY:
+        return 0
+    nb = nbformat.read(notebook_path(slot.notebook, root), as_version=4)
+    return sum("prediction" in workshop.tags(nb.cells[i]) and nb.cells[i].cell_type == "code" for i in slot_cells(nb, slot))
+
+
+HANDOUT = "docs/handout.md"
+
+
+def needs(slot: Slot, root: Path = ROOT) -> dict[str, float]:
+    """The slot's need in minutes, item by item."""
+    handout = _words(workshop.page_prose(root / HANDOUT, slot.handout)) if slot.handout is not None else 0
+    items = {
+        "reading": slot_words(slot, root) / WORDS_PER_MINUTE,
+        "code": code_words(slot, root) / WORDS_PER_MINUTE,
+        "guess pauses": guesses(slot, root) * PREDICTION_PAUSE,
+        "pauses": float(sum(slot.pauses)),
+        "run": run_seconds(slot) / 60,
+        "switch": SWITCH if slot.switch else 0.0,
+        "projection": PROJECTION if slot.projects else 0.0,
+        "handout": handout / WORDS_PER_MINUTE,
+        "checker": slot.checks * (CHECKER_WORDS / WORDS_PER_MINUTE + CHECKER_FIGURE),
+    }
+    return {k: v for k, v in items.items() if v}
+
+
 def need_minutes(slot: Slot, root: Path = ROOT) -> float:
-    return slot_words(slot, root) / WORDS_PER_MINUTE + sum(slot.pauses) + run_seconds(slot) / 60
+    return sum(needs(slot, root).values())
 
 
 def table(name: str, root: Path = ROOT) -> str:
     """The path's agenda as a markdown table: start, slot, minutes, need, slack."""
-    rows = ["| start | slot | minutes | need | slack |", "|---|---|---|---|---|"]
+    rows = ["| start | slot | minutes | need | need by item | slack |", "|---|---|---|---|---|---|"]
     start = 0
     for slot in path(name):
         need = need_minutes(slot, root)
-        rows.append(f"| {start // 60}:{start % 60:02d} | {slot.label} | {slot.minutes} | {need:.1f} | "
+        items = ", ".join(f"{k} {v:.1f}" for k, v in needs(slot, root).items())
+        rows.append(f"| {start // 60}:{start % 60:02d} | {slot.label} | {slot.minutes} | {need:.1f} | {items} | "
                     f"{(slot.minutes - need) / slot.minutes:.0%} |")
         start += slot.minutes
     rows.append(f"| {start // 60}:{start % 60:02d} | end | {start} | "
-                f"{sum(need_minutes(s, root) for s in path(name)):.1f} | |")
+                f"{sum(need_minutes(s, root) for s in path(name)):.1f} | | |")
     return "\n".join(rows)
 
 

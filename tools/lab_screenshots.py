@@ -46,6 +46,7 @@ LAB_SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
         "fetchNews": "false", "checkForUpdates": False},
 }
+LAB_CSS = ROOT / "tools" / "jupyterlab" / "custom" / "custom.css"
 # A prompt of a cell that ran reads "[12]:"; queued or running cells read "[*]:".
 PROMPTS_JS = "[...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(p => p.textContent.trim())"
 
@@ -116,13 +117,15 @@ def running_lab():
     """Start JupyterLab (the kernel sees this checkout first on its path); stop it on exit."""
     home = Path(tempfile.mkdtemp(prefix="minispec-lab-"))
     _write_settings(home / "settings")
+    (home / "config" / "custom").mkdir(parents=True)  # the stylesheet make lab ships (Makefile, LAB_CSS)
+    shutil.copy(LAB_CSS, home / "config" / "custom" / "custom.css")
     port, token = free_port(), secrets.token_hex(16)
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     cmd = [sys.executable, "-m", "jupyter", "lab", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
            "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", "--ServerApp.open_browser=False",
            f"--ServerApp.root_dir={ROOT}", f"--LabApp.user_settings_dir={home / 'settings'}",
-           f"--LabApp.workspaces_dir={home / 'workspaces'}"]
+           f"--LabApp.workspaces_dir={home / 'workspaces'}", "--LabApp.custom_css=True"]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
     log = home / "server.log"

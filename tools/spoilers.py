@@ -103,6 +103,11 @@ def questions(notebooks: list[Path]) -> dict[str, Question]:
             if "solution" in spec:
                 patterns += [re.compile(re.escape(line).replace(r"\ ", r"\s*")) for line in solution_lines(spec["solution"])]
             found.setdefault(spec["asks"], []).extend(patterns)
+    from minispec.lab.predictions import PREDICTIONS  # the predictions declare theirs in one place
+
+    for prediction in PREDICTIONS.values():
+        if prediction.question in found:
+            found[prediction.question].extend(re.compile(a) for a in prediction.answers)
     return {qid: Question(qid, tuple(patterns)) for qid, patterns in found.items()}
 
 
@@ -126,12 +131,12 @@ def page_text(path: Path, sections: tuple[str, ...] | None = None) -> Seen:
     return Seen(f"{path.name} (page)", workshop.page_prose(path, sections))
 
 
-# The handout (docs/workshop.md, section 1): its top half is handed out as 08 §3 starts, its
-# bottom half ("The two faults") is read at the wrap-up, after §5.
-HANDOUT = "docs/handout.md"
-HANDOUT_TOP = ("", "The four buffers (one row per request, on every pipeline stage)",
-               "The invariants (`minispec/instruments/invariants.py`)")
-HANDOUT_AT = {"08 §3: write fix 1": HANDOUT_TOP, "wrap-up": None}
+# The handout (docs/workshop.md, section 1): handed out as 08 §3 starts with its bottom half (the
+# answers, "The two faults") folded under, which the wrap-up hands round as the answers slip.
+HANDOUT = agenda.HANDOUT
+HANDOUT_TOP = agenda.HANDOUT_BUFFERS + agenda.HANDOUT_INVARIANTS
+HANDOUT_AT = {next(s.label for s in agenda.CORE if s.handout == agenda.HANDOUT_BUFFERS): HANDOUT_TOP,
+              agenda.CORE[-1].label: None}
 
 
 def walk(path_name: str, root: Path = ROOT) -> Iterator[Seen]:

@@ -41,9 +41,13 @@ STEPPER_HTML = re.compile(r'class="minispec-stepper" data-stepper="(\w+)"')
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # Tags whose cells answer a question asked above them; "solution" marks an exercise's
 # reference solution. reveal folds only the outputs (its code is the experiment).
-REVEAL, ANSWER, SOLUTION = "reveal", "answer", "solution"
-FOLDED = {REVEAL: "Reveal the output (predict first)", ANSWER: "Show the answer (try first)",
+REVEAL, ANSWER, SOLUTION, DEEPER = "reveal", "answer", "solution", "deeper"
+FOLDED = {REVEAL: "The output: it answers the question above (guess first)", ANSWER: "Show the answer (try first)",
           SOLUTION: "Show the solution (try first)"}
+REVEAL_CALL = re.compile(r'\breveal\("[\w.-]+"\)')
+PREDICTION_FOLD = "The answer, what shows it, and why (make your guess first)"
+DEEPER_FOLD = "Going deeper: {what}"
+_HEADING = re.compile(r"^#+\s+(.+)$", re.M)
 NEEDS_KERNEL = {"notebooks/08_exercises"}
 LEARNER = "_learner"  # the site's folder of learner copies
 CALL = re.compile(r"\b(plot_\w+|render_\w+)\(")
@@ -95,15 +99,45 @@ def site_stepper(app, docname: str, cell, output) -> None:
     output["data"] = {"text/html": site_html(manifest, f"_static/stepper/{manifest['id']}/")}
 
 
+def fold_label(cell, tag: str) -> str:
+    """What the fold's title says is behind it: a prediction's reveal names the answer and why."""
+    if tag == REVEAL and REVEAL_CALL.search(cell.source):
+        return PREDICTION_FOLD
+    if tag == DEEPER:
+        heading = _HEADING.findall(cell.source) if cell.cell_type == "markdown" else []
+        what = heading[-1] if heading and heading[-1] != "Going deeper" else (
+            "the notes" if cell.cell_type == "markdown" else "the code and what it prints")
+        return DEEPER_FOLD.format(what=what.strip("*` "))
+    return FOLDED[tag]
+
+
+def fold_deeper(cell) -> None:
+    """A Going deeper cell, folded as the learner's notebook reads it: on a phone it would fill the page.
+    The section's own heading stays outside the fold, so links to #Going-deeper still land."""
+    label = fold_label(cell, DEEPER)
+    if cell.cell_type == "code":
+        cell.metadata.setdefault("tags", []).append("hide-cell")
+        cell.metadata["mystnb"] = {**cell.metadata.get("mystnb", {}), "code_prompt_show": label,
+                                   "code_prompt_hide": "Hide it"}
+        return
+    head, body = "", cell.source
+    if body.startswith("## Going deeper"):
+        head, _, body = body.partition("\n")
+    if workshop.visible_text(body).split():
+        cell.source = f'{head}\n\n<details class="minispec-deeper">\n<summary>{label}</summary>\n\n{body}\n\n</details>'
+
+
 def fold(cell) -> None:
-    """Put the cell's answer behind a click (myst-nb's hide-output / hide-cell folds)."""
+    """Put the cell's answer behind a click (myst-nb's hide-output / hide-cell folds), and Going deeper too."""
     found = [t for t in FOLDED if t in workshop.tags(cell)]
     if not found:
+        if DEEPER in workshop.tags(cell):
+            fold_deeper(cell)
         return
     tag = SOLUTION if SOLUTION in found else found[-1]
     if cell.cell_type == "code":
         cell.metadata.setdefault("tags", []).append("hide-output" if tag == REVEAL else "hide-cell")
-        cell.metadata["mystnb"] = {**cell.metadata.get("mystnb", {}), "code_prompt_show": FOLDED[tag],
+        cell.metadata["mystnb"] = {**cell.metadata.get("mystnb", {}), "code_prompt_show": fold_label(cell, tag),
                                    "code_prompt_hide": "Hide it"}
     elif cell.cell_type == "markdown" and workshop.visible_text(cell.source).split():
         cell.source = (f'<details class="minispec-answer">\n<summary>{FOLDED[tag]}</summary>\n\n'

@@ -4,8 +4,9 @@
 // are the live widget's (minispec/lab/viz/stepper.py, widgets.py): next / prev move one
 // stop; the slider and the stage toggle go to the nearest recorded stop; the preset
 // toggle keeps the step and stage as nearly as the other run allows; play moves one
-// stop every two seconds until the last. "projector" fills the screen with the stepper,
-// both figures fitted to its height (Escape or the button again leaves); on a phone the
+// stop every two seconds until the last. "projector" fills the screen with the stepper: the
+// stage's own strip, drawn larger and without the legend (as the live widget's projector mode),
+// across the width, under the controls (Escape or the button again leaves); on a phone the
 // figures keep a legible size and scroll sideways inside their own box.
 "use strict";
 
@@ -96,7 +97,11 @@
       preset.mark(state.preset);
       label.replaceChildren(el("b", {}, lab), document.createTextNode(`  — ${position}`));
       text.textContent = schedule;
-      strip.src = frame(stop, "strip");
+      const projecting = root.classList.contains("ms-projecting") && data.projector;
+      strip.src = frame(stop, projecting ? "projector" : "strip");
+      const [w, h] = projecting ? data.projector : data.strip;
+      strip.setAttribute("width", w);
+      strip.setAttribute("height", h);
       if (gantt) gantt.src = frame(stop, "gantt");
       root.dataset.step = String(step);
       root.dataset.stage = String(st);
@@ -137,6 +142,7 @@
       root.classList.toggle("ms-projecting", on);
       projector.setAttribute("aria-pressed", String(on));
       document.documentElement.classList.toggle("ms-projecting-page", on);
+      show();  // the projector's frame, or the laptop's
     }
     projector.addEventListener("click", () => project(!root.classList.contains("ms-projecting")));
     root.addEventListener("keydown", (event) => { if (event.key === "Escape") project(false); });

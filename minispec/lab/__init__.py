@@ -26,12 +26,13 @@ Runs and scenarios (``experiments``)
     Model Runner V2 watched: ``run_watched``; the explorer: ``explore``, ``search``, ``Scope``;
     the mutation benchmark: ``MUTANTS``, ``mutant``, ``explorer_catch``, ``acceptance_catch``;
     the designs' hand-over measured: ``compare_designs``, ``count_handover``, ``Workload``;
-    async scheduling watched: ``run_ahead``.
+    async scheduling watched: ``run_ahead``; the rejection sampler drawn many times: ``rejection_draws``.
 
 The workshop's exercises (``exercises``)
     ``check_draft_slots``, ``check_acceptance``, ``check_fix1``, ``check_fault2``,
     ``check_fix2``, ``check_condense``, ``check_recovered``, ``check_broadcast``,
-    ``condense_trace``, ``thread_trace``, ``decoder``, ``show_solution``.
+    ``condense_trace``, ``thread_trace``, ``decoder``, ``show_solution``; every
+    prediction's reveal (``reveal``): ``reveal``.
 
 Faults (``faults``)
     ``FAULTS``, ``RELAY_FAULTS``, ``EVERY_FAULT``, ``LEFT_OUT``, ``run_fault``, ``TIMELINE``,
@@ -72,9 +73,11 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "experiments.mutants": ("MUTANTS", "mutant", "explorer_catch", "acceptance_catch"),
     "experiments.handover": ("compare_designs", "count_handover", "Workload"),
     "experiments.run_ahead": ("run_ahead",),
+    "experiments.rejection_draws": ("rejection_draws",),
     "exercises.checkers": ("check_draft_slots", "check_acceptance", "check_fix1", "check_fault2", "check_fix2",
                            "check_condense", "check_recovered", "check_broadcast", "condense_trace", "thread_trace",
                            "decoder", "show_solution"),
+    "prediction": ("reveal",),
     "faults.catalogue": ("FAULTS", "RELAY_FAULTS", "EVERY_FAULT", "LEFT_OUT"),
     "faults.reproduce": ("run_fault",),
     "faults.pp_sync": ("TIMELINE", "DESIGNS", "THE_INVARIANT"),

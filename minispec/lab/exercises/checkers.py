@@ -85,8 +85,14 @@ class Report:
 
 
 # -- solutions: out of sight unless asked for -----------------------------------
-def show_solution(name: str) -> None:
-    """Print the reference solution ``name`` (see ``minispec.lab.exercises.solutions``); it returns
+# The solutions whose exercise the learner's own answer (not the stub, not a plugged one) was
+# checked for in this kernel: show_solution prints only these, so Run All prints no solution.
+_ATTEMPTED: set[str] = set()
+
+
+def show_solution(name: str, give_up: bool = False) -> None:
+    """Print the reference solution ``name`` (see ``minispec.lab.exercises.solutions``) once the
+    learner's own attempt at it was checked in this kernel, or with ``give_up=True``; it returns
     nothing, so a notebook shows the source and no ``<function …>`` after it."""
     import inspect
 
@@ -94,6 +100,10 @@ def show_solution(name: str) -> None:
 
     if name not in solutions.__all__:
         raise ValueError(f"show_solution({name!r}): expected one of {solutions.__all__}")
+    if not (give_up or name in _ATTEMPTED):
+        print(f"check your own attempt first (the check cell above), then run this again; "
+              f"or, to see it without trying: show_solution({name!r}, give_up=True)")
+        return
     value = getattr(solutions, name)
     print(inspect.getsource(value) if callable(value) else f"{name} = {value!r}")
 
@@ -116,6 +126,8 @@ def _plug(answer, name: str):
         from minispec.lab.exercises import solutions
 
         return getattr(solutions, name), True
+    if not is_stub(answer):
+        _ATTEMPTED.add(name)
     return answer, False
 
 
@@ -143,7 +155,7 @@ def interruptible(check):
 
 def _not_yet(what: str, solution: str) -> Report:
     return Report(False, [f"not yet: {what} is still the empty stub; fill it in, run it again",
-                          f"(stuck? show_solution({solution!r}) prints the reference solution)"])
+                          f"(stuck? show_solution({solution!r}, give_up=True) prints the reference solution)"])
 
 
 # -- predict, then reveal ---------------------------------------------------------

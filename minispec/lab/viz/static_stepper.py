@@ -4,7 +4,7 @@ A saved ipywidget is a frozen picture: its buttons click but no Python runs. For
 the docs site, a stepper is therefore turned into a *manifest* (every stop's
 label, position and scheduler text, exactly as ``stepper.stepper_view`` gives
 them to the live widget) and *frames* (every stop's strip and Gantt, drawn by
-``stepper_figures`` as the widget draws them, stored as 256-colour PNGs: 64
+``stepper_figures`` as the widget draws them, and the projector view's one-stage strip, stored as 256-colour PNGs: 64
 colours shifted the legend's colours). A small script on the site
 (``docs/_static/minispec-stepper.js``) moves through the manifest with the
 widget's rules: next / prev go one stop, the slider and the stage toggle go to
@@ -76,7 +76,8 @@ def _stop(manifest: dict, preset: str, step: int, stage: int) -> list:
     return next(s for s in manifest["presets"][preset] if s[:2] == [step, stage])
 
 
-_WORK: tuple[StepperFigures, dict, Path] | None = None  # set before the pool forks, read by its workers
+# set before the pool forks, read by its workers: the laptop's figures, the projector's, the manifest, the folder
+_WORK: tuple[StepperFigures, StepperFigures, dict, Path] | None = None
 
 
 def _quantized(png: bytes) -> bytes:
@@ -89,13 +90,15 @@ def _quantized(png: bytes) -> bytes:
 
 def _render(job: tuple[str, int, int]) -> tuple[int, int]:
     """Draw one stop's frames into the output folder; their sizes in bytes."""
-    figures, manifest, out = _WORK
+    figures, projector, manifest, out = _WORK
     preset, step, stage = job
     row = _stop(manifest, preset, step, stage)
     view = stepper_view(figures.runs, preset, step, stage, figures.decode, [])  # figures need no violations
     assert view.label == row[2], "the frames must be drawn for the stops the manifest lists"
     sizes = []
-    for figure, png in zip(("strip", "gantt"), figures.pngs(view)):
+    # the projector view's strip: the stop's stage alone, larger, no legend (as the live widget's projector mode)
+    frames = (*figures.pngs(view), projector.pngs(view)[0])
+    for figure, png in zip(("strip", "gantt", "projector"), frames):
         if png is not None:
             path = out / frame_name(preset, step, stage, figure)
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,15 +109,15 @@ def _render(job: tuple[str, int, int]) -> tuple[int, int]:
 
 def render_frames(runs: dict[str, Run], decode, manifest: dict, out: Path, jobs: int = 2) -> dict:
     """Every stop's frames under ``out``; returns the manifest with the frames'
-    pixel sizes added (``strip``, ``gantt``), as the page lays them out."""
+    pixel sizes added (``strip``, ``gantt``, ``projector``), as the page lays them out."""
     global _WORK
-    figures = StepperFigures(runs, decode)
+    figures, projector = StepperFigures(runs, decode), StepperFigures(runs, decode, projector=True)
     start = manifest["start"]
     view = stepper_view(runs, start["preset"], start["step"], start["stage"], decode, [])  # for the sizes only
     gantt = figures.gantt(view)
     sized = {**manifest, "strip": figures.size(figures.strip(view)),
-             "gantt": None if gantt is None else figures.size(gantt)}
-    _WORK = figures, manifest, Path(out)
+             "gantt": None if gantt is None else figures.size(gantt), "projector": projector.size(projector.strip(view))}
+    _WORK = figures, projector, manifest, Path(out)
     todo = [(name, s[0], s[1]) for name, rows in manifest["presets"].items() for s in rows]
     try:
         if jobs > 1:  # fork: the workers inherit the runs instead of pickling them

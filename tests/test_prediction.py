@@ -1,0 +1,87 @@
+"""Predict, then reveal (``minispec.lab.prediction``): nothing before a guess, then the answer, its
+explanation and evidence recomputed; the declared answers are what the evidence prints."""
+
+import re
+import sys
+import types
+
+import pytest
+
+import minispec.lab.prediction as rv
+from minispec.lab.predictions import PREDICTIONS
+
+CALLS = []
+
+
+def _evidence():
+    CALLS.append(1)
+    yield "the slots hold 'xyz'"
+
+
+QUIZ = rv.Prediction("t-quiz", "quiz", "guess_quiz", "`xyz`", "because the row kept it",
+                     answers=(r"\bxyz\b",), evidence=_evidence)
+
+
+@pytest.fixture
+def notebook(monkeypatch):
+    """A stand-in for the notebook's namespace (``__main__``), with MINISPEC_REVEAL unset."""
+    main = types.ModuleType("__main__")
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    monkeypatch.delenv(rv.REVEAL_ENV, raising=False)
+    return main
+
+
+def _screen_text(items) -> str:
+    return "\n".join(str(i) for i in items)
+
+
+@pytest.mark.parametrize("guess", [..., None, {"a": ..., "b": 1}, [1, ...]])
+def test_nothing_but_make_your_guess_until_a_guess_is_made(notebook, guess):
+    CALLS.clear()
+    notebook.guess_quiz = guess
+    text = _screen_text(QUIZ.screen())
+    assert text.startswith(rv.MAKE_YOUR_GUESS) and "xyz" not in text and "because" not in text
+    assert not CALLS  # the evidence is not even computed
+
+
+def test_a_guess_cell_that_never_ran_is_said_so_not_a_name_error(notebook):
+    text = _screen_text(QUIZ.screen())
+    assert text.startswith(rv.MAKE_YOUR_GUESS) and "guess_quiz is not set in this kernel" in text
+
+
+def test_after_a_guess_the_answer_its_evidence_recomputed_and_why(notebook):
+    CALLS.clear()
+    notebook.guess_quiz = "abc"
+    first = _screen_text(QUIZ.screen())
+    second = _screen_text(QUIZ.screen())
+    assert first == second and len(CALLS) == 2  # recomputed each time: nothing kept from earlier cells
+    assert "your guess: 'abc'" in first and "the answer: `xyz`" in first and "why: because the row kept it" in first
+    assert first.index("the answer") < first.index("why")
+
+
+def test_the_authors_run_reveals_without_a_guess(notebook, monkeypatch):
+    monkeypatch.setenv(rv.REVEAL_ENV, "1")
+    assert "the answer: `xyz`" in _screen_text(QUIZ.screen())
+
+
+def test_bad_declarations_and_unknown_ids_are_refused():
+    with pytest.raises(ValueError, match="guess_name must be a Python name, not 'my guess'"):
+        rv.Prediction("x", "x", "my guess", "a", "b")
+    with pytest.raises(ValueError, match=r"reveal\('nope'\): expected one of"):
+        rv.reveal("nope")
+
+
+def test_every_prediction_declares_an_answer_and_one_guess_per_question_in_a_notebook():
+    names = {}
+    for p in PREDICTIONS.values():
+        assert p.answers, p.id
+        notebook = p.id.split("-")[0]  # two reveals of one question may share its guess, two questions may not
+        assert names.setdefault((notebook, p.guess_name), p.question) == p.question, f"{p.id} reuses {p.guess_name}"
+
+
+@pytest.mark.parametrize("pid", ["01-draft-slots", "01-relay", "01-add-request", "05-relay", "05-fault2"])
+def test_a_reveal_prints_what_its_declared_answers_match(notebook, pid):
+    """The declared answers catch the reveal's own text: a check on them can see this answer."""
+    notebook.__dict__[PREDICTIONS[pid].guess_name] = "my guess"
+    text = " ".join(_screen_text(i for i in PREDICTIONS[pid].screen() if isinstance(i, str)).split())
+    assert any(re.search(p, text) for p in PREDICTIONS[pid].answers), text[:400]

@@ -1,0 +1,110 @@
+"""The spoiler check that looks at the screen (``tools/spoiler_screen.py``): one planted spoiler
+of each kind (an output, a figure, a prose line, a handout line, a site paragraph) is caught, and
+the same text where it is allowed (folded, after the reveal's section) is not."""
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import spoiler_screen as screen  # noqa: E402
+
+ANSWERS = {"q": screen.Answer("q", (re.compile(r"\btem\b"),), ("plot_step_rows",))}
+
+
+def asks(source):
+    cell = new_markdown_cell(source)
+    cell.metadata["workshop"] = {"asks": "q"}
+    return cell
+
+
+def reveal_cell():
+    cell = new_code_cell('reveal_it()')
+    cell.metadata["tags"] = ["reveal"]
+    cell.metadata["workshop"] = {"reveals": ["q"]}
+    return cell
+
+
+def items(nb, slot=1):
+    return [item for i, cell in enumerate(nb.cells) for item in screen.cell_items("nb", i, cell, slot)]
+
+
+def test_a_planted_output_is_caught_when_run_all_prints_it(tmp_path):
+    nb = new_notebook(cells=[asks("## 1. Which three characters?"), new_code_cell('print("the slots hold tem")'),
+                             new_code_cell("def reveal_it():\n    print('make your guess first')"), reveal_cell()])
+    found = screen.scan(items(screen.execute(nb, tmp_path)), ANSWERS)
+    assert [(f.kind, f.where) for f in found] == [("source", "nb cell 1"), ("output", "nb cell 1")]
+    assert "tem" in found[1].excerpt
+    nb.cells[1].source = 'print("the slots hold abc")'
+    assert screen.scan(items(screen.execute(nb, tmp_path)), ANSWERS) == []
+
+
+def test_a_planted_figure_is_caught_by_the_function_that_drew_it():
+    cell = new_code_cell("plot_step_rows(step)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": "AAAA", "text/plain": "<Figure>"})]
+    nb = new_notebook(cells=[asks("## 1. Which?"), cell, reveal_cell()])
+    assert [(f.kind, f.excerpt) for f in screen.scan(items(nb), ANSWERS)] == [("figure", "a figure drawn by plot_step_rows")]
+
+
+def test_a_planted_prose_line_is_caught_before_the_next_section_and_not_in_a_closed_fold():
+    prose = new_markdown_cell("**Reveal.** `tem`, C's leftovers")
+    nb = new_notebook(cells=[asks("## 1. Which?"), reveal_cell(), prose])
+    assert [(f.kind, f.where) for f in screen.scan(items(nb), ANSWERS)] == [("prose", "nb cell 2")]
+    prose.source = "<details>\n<summary>Why, once you have guessed</summary>\n\n`tem`, C's leftovers\n</details>"
+    assert screen.scan(items(nb), ANSWERS) == []
+    prose.source = "## Summary\n\n- A verifies `tem`"  # a later section: after the reveal
+    assert screen.scan(items(nb), ANSWERS) == []
+
+
+def test_a_planted_handout_line_is_caught_in_the_half_handed_out(tmp_path):
+    handout = tmp_path / "handout.md"
+    handout.write_text("# Handout\n\n## The four buffers\n\nthe slots hold tem\n\n## The two faults\n\nfix 2: tem\n")
+    top = screen.Item("handout at 08 §3", "page", screen.workshop.page_prose(handout, ("", "The four buffers")), slot=1)
+    nb = new_notebook(cells=[asks("## 1. Which?"), reveal_cell()])
+    assert [f.where for f in screen.scan([top, *items(nb, slot=2)], ANSWERS)] == ["handout at 08 §3"]
+    handout.write_text("# Handout\n\n## The four buffers\n\nrows\n\n## The two faults\n\nfix 2: tem\n")
+    top = screen.Item("handout at 08 §3", "page", screen.workshop.page_prose(handout, ("", "The four buffers")), slot=1)
+    assert screen.scan([top, *items(nb, slot=2)], ANSWERS) == []  # the half folded under is not read
+
+
+def test_a_planted_site_paragraph_is_caught_and_a_folded_one_is_not():
+    import site_notebook
+
+    paragraph = new_markdown_cell("The slots hold `tem`.")
+    nb = new_notebook(cells=[asks("## 1. Which?"), reveal_cell(), paragraph])
+
+    def site(nb):
+        for cell in nb.cells:
+            site_notebook.fold(cell)
+        return [item for i, c in enumerate(nb.cells) for item in screen.site_cell_items(f"site cell {i}", c, 1)]
+
+    found = screen.scan(site(nb), ANSWERS)
+    assert [(f.kind, f.where) for f in found] == [("site", "site cell 2")]
+    paragraph.metadata["tags"] = ["answer"]  # the site folds it
+    assert screen.scan(site(nb), ANSWERS) == []
+
+
+def test_site_folds_say_what_is_behind_them_and_fold_going_deeper():
+    import site_notebook
+
+    cell = new_code_cell('reveal("01-draft-slots")')
+    cell.metadata["tags"] = ["reveal"]
+    site_notebook.fold(cell)
+    assert cell.metadata["mystnb"]["code_prompt_show"] == site_notebook.PREDICTION_FOLD
+    deeper = new_markdown_cell("## Going deeper\n\n### What the stale slots cost\n\nlong notes")
+    deeper.metadata["tags"] = ["deeper"]
+    site_notebook.fold(deeper)
+    assert deeper.source.startswith("## Going deeper\n")  # the anchor stays outside the fold
+    assert "<summary>Going deeper: What the stale slots cost</summary>" in deeper.source
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ["core", "full"])
+def test_no_answer_on_the_room_screen_or_the_site(path):
+    found, asked = screen.check(path)
+    assert asked and not found, "\n".join(map(str, found))
