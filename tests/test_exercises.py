@@ -907,14 +907,9 @@ def broadcast_marks_rows_done(states, slots, sampled_tokens, num_sampled, num_re
 
 
 def broadcast_adds_rejected(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
-    for i, slot in enumerate(slots):
-        if slot >= 0:
-            n, end = num_sampled[i], states.total_len[slot]
-            states.all_token_ids[slot, end : end + n] = sampled_tokens[i, :n]
-            states.total_len[slot] = end + n
-            states.last_sampled_tokens[slot] = sampled_tokens[i, n - 1]
-            states.num_computed_tokens[slot] += num_rejected[i]  # the sign
-            states.draft_tokens[slot] = draft_tokens[i]
+    solutions.apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
+    keep = slots >= 0  # the count of a `+= num_rejected[i]` written for `-=`: the sign
+    states.num_computed_tokens[slots[keep]] += 2 * num_rejected[keep]
 
 
 def broadcast_counts_the_history(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
