@@ -327,9 +327,11 @@ def test_what_learners_see_has_no_internal_references(path):
 
 
 def test_the_guide_and_the_handout_agree_on_when_it_is_handed_out():
-    guide, handout = ((ROOT / "docs" / name).read_text() for name in ("workshop.md", "handout.md"))
-    assert "handed out at `08_exercises` §3" in handout and "until you have done §5" in handout
-    assert "**`08` §3, write fix 1.** Hand out `docs/handout.md` now" in guide and "is for after §5" in guide
+    guide, handout, slip = ((ROOT / "docs" / name).read_text() for name in ("workshop.md", "handout.md",
+                                                                          "answers_slip.md"))
+    assert "Handed out at `08_exercises` §3" in handout and "answers come on a separate slip" in handout
+    assert "For the wrap-up, after `08_exercises` §5" in slip
+    assert "**`08` §3, write fix 1.** Hand out `docs/handout.md` now" in guide
 
 
 @pytest.mark.browser
@@ -341,10 +343,37 @@ def test_the_handout_prints_on_one_a4_page():
         pytest.skip(why)
     assert handout.pages(handout.pdf(handout.HANDOUT.read_text())) == 1
     assert handout.pages(handout.pdf(handout.HANDOUT.read_text() * 2)) == 2  # the count can fail
+    assert handout.pages(handout.pdf(handout.SLIP.read_text())) == 1
 
 
-def test_the_handout_is_in_the_spoiler_walk_top_half_at_fix_1_and_faults_at_the_wrap_up():
-    seen = [s for s in spoilers.walk("core") if s.where == "handout.md (page)"]
-    assert len(seen) == 2
+def test_the_handout_is_in_the_spoiler_walk_at_fix_1_and_the_slip_at_the_wrap_up():
+    seen = [s for s in spoilers.walk("core") if s.where in ("handout.md (page)", "answers_slip.md (page)")]
+    assert [s.where for s in seen] == ["handout.md (page)", "answers_slip.md (page)"]
     assert "num_tokens_no_spec" in seen[0].text and "Fault 2" not in seen[0].text
     assert "Fault 2" in seen[1].text
+
+
+def test_the_handout_gives_no_answer_and_the_slip_gives_both_fixes():
+    """Every answer the notebooks declare (their cells' "answers" and reference solutions' lines)
+    and the fixes' answers declared once in minispec.lab.exercises.answers: none on the handout;
+    the slip states fix 1's and fix 2's."""
+    from minispec.lab.exercises.answers import gives_away
+
+    handout, slip = ((ROOT / "docs" / name).read_text() for name in ("handout.md", "answers_slip.md"))
+    assert gives_away(handout) == []
+    assert {qid for qid, _ in gives_away(slip)} == {"fix1", "fix2"}
+    tracked = spoilers.questions(sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")))
+    squeezed = " ".join(handout.split())
+    assert not [(q.id, p.pattern) for q in tracked.values() for p in q.patterns if p.search(squeezed)]
+
+
+@pytest.mark.parametrize("planted", [
+    "Fix 1 writes the drafts at `num_tokens_no_spec` on re-add too.",  # the old handout's line
+    "The accepted drafts are a prefix of `state.spec_token_ids`.",
+    "    batch.num_tokens[row] = start + len(spec_token_ids)",
+    "take `state.spec_token_ids[:accepted]`, then `new_token_ids`",
+])
+def test_an_answer_planted_in_the_handout_is_found(planted):
+    from minispec.lab.exercises.answers import gives_away
+
+    assert gives_away((ROOT / "docs" / "handout.md").read_text() + "\n" + planted)

@@ -1,11 +1,15 @@
-"""Print the handout (docs/handout.md) to a one-page A4 PDF, as the room gets it.
+"""Print the handout (docs/handout.md), or the answers slip (docs/answers_slip.md), to a one-page
+A4 PDF, as the room gets it.
 
-    python tools/handout.py [--out handout.pdf]
+    python tools/handout.py [--slip] [--out handout.pdf]
+
+The handout goes round at ``08_exercises`` §3 and holds no answer to fix 1 or fix 2; the slip,
+with the answers, at the wrap-up (``minispec.lab.exercises.answers`` declares what gives them away).
 
 The markdown is rendered with markdown-it (CommonMark and tables, what the docs site's MyST
 parser builds on) under a plain print style, 10.5-pt type and 12-mm margins, and printed by
 Debian's Chromium through playwright (``tools/lab_screenshots.py`` says how to install both).
-It prints the page count; ``tests/test_workshop.py`` holds the handout to one page. No vLLM twin.
+It prints the page count; ``tests/test_workshop.py`` holds each to one page. No vLLM twin.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import lab_screenshots  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HANDOUT = ROOT / "docs" / "handout.md"
+SLIP = ROOT / "docs" / "answers_slip.md"
 STYLE = ("@page { size: A4; margin: 12mm } body { font: 10.5pt/1.35 sans-serif }"
          " table { border-collapse: collapse } td, th { border: 1px solid gray; padding: 1px 4px }"
          " h1 { font-size: 15pt } h2 { font-size: 12pt; margin: .6em 0 .3em } hr { margin: .5em 0 }"
@@ -45,11 +50,14 @@ def pages(document: bytes) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=Path("handout.pdf"))
+    parser.add_argument("--slip", action="store_true", help="the answers slip, for the wrap-up")
+    parser.add_argument("--out", type=Path, help="default: handout.pdf, or answers_slip.pdf with --slip")
     args = parser.parse_args(argv)
+    source = SLIP if args.slip else HANDOUT
+    args.out = args.out or Path(f"{source.stem}.pdf")
     if why := lab_screenshots.missing_requirements():
         sys.exit(why)
-    document = pdf(HANDOUT.read_text())
+    document = pdf(source.read_text())
     args.out.write_bytes(document)
     print(f"{args.out}: {pages(document)} A4 page(s)")
     return 0 if pages(document) == 1 else 1

@@ -157,8 +157,8 @@ def room_items(path_name: str, root: Path = ROOT, runs: int = 2) -> Iterator[Ite
         if slot.page:
             yield Item(slot.page, "page", workshop.page_prose(root / slot.page), slot=number)
         if slot.label in spoilers.HANDOUT_AT:
-            yield Item(f"{spoilers.HANDOUT} at {slot.label}", "page",
-                       workshop.page_prose(root / spoilers.HANDOUT, spoilers.HANDOUT_AT[slot.label]), slot=number)
+            page, sections = spoilers.HANDOUT_AT[slot.label]
+            yield Item(f"{page} at {slot.label}", "page", workshop.page_prose(root / page, sections), slot=number)
         if slot.notebook is None:
             continue
         nb, indices = slot_notebook(slot, root)

@@ -131,12 +131,12 @@ def page_text(path: Path, sections: tuple[str, ...] | None = None) -> Seen:
     return Seen(f"{path.name} (page)", workshop.page_prose(path, sections))
 
 
-# The handout (docs/workshop.md, section 1): handed out as 08 §3 starts with its bottom half (the
-# answers, "The two faults") folded under, which the wrap-up hands round as the answers slip.
+# The handout (docs/workshop.md, section 1) goes round as 08 §3 starts and holds no answer; the
+# answers slip is read at the wrap-up (minispec.lab.exercises.answers: what gives them away).
+# Each slot that hands a page round: (the page, its sections shown; None: all of it).
 HANDOUT = agenda.HANDOUT
-HANDOUT_TOP = agenda.HANDOUT_BUFFERS + agenda.HANDOUT_INVARIANTS
-HANDOUT_AT = {next(s.label for s in agenda.CORE if s.handout == agenda.HANDOUT_BUFFERS): HANDOUT_TOP,
-              agenda.CORE[-1].label: None}
+HANDOUT_AT = {next(s.label for s in agenda.CORE if s.handout == agenda.HANDOUT_BUFFERS): (HANDOUT, None),
+              agenda.CORE[-1].label: ("docs/answers_slip.md", None)}
 
 
 def walk(path_name: str, root: Path = ROOT) -> Iterator[Seen]:
@@ -147,7 +147,8 @@ def walk(path_name: str, root: Path = ROOT) -> Iterator[Seen]:
         if slot.page:
             yield page_text(root / slot.page)
         if slot.label in HANDOUT_AT:
-            yield page_text(root / HANDOUT, HANDOUT_AT[slot.label])
+            page, sections = HANDOUT_AT[slot.label]
+            yield page_text(root / page, sections)
         if slot.notebook is None:
             continue
         source = agenda.notebook_path(slot.notebook, root)

@@ -8,11 +8,17 @@ moment, runs the engine to the end or to the first broken invariant, and compare
 the outputs with plain one-stage greedy decoding without drafts. ``Attempt``
 turns what it saw into sentences, most precise first: the learner's exception,
 the first wrong call, the first broken invariant, the first diverging token.
+
+A contract works out what a call should do before the call, on copies, so that a learner's
+function cannot change the checker's own yardstick; an input the learner's function changed
+(other than the buffer it is asked to write into) is a wrong call of its own, named as such
+(``Inputs``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import re
 import signal
@@ -22,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from minispec.instruments.invariants import InvariantViolation, Violation
 from minispec.lab.experiments import scenarios
@@ -43,6 +50,12 @@ def decoder(visible_spaces: bool = False):
 
 def text(ids) -> str:
     return "".join(decoder()(int(t)) for t in ids)
+
+
+def shown(ids) -> str:
+    """Token ids as the characters they decode to, or as numbers where one is padding (-1) or 0."""
+    ids = [int(t) for t in np.atleast_1d(ids)]
+    return f"`{text(ids)}`" if ids and all(t > 0 for t in ids) else str(ids)
 
 
 # -- what the learner's code did ----------------------------------------------------
@@ -98,26 +111,70 @@ def stopped_line(how: type, fn, where: str | None, check: str) -> str:
     return f"not yet: you interrupted {check} before it finished; nothing was judged, run the cell again when ready"
 
 
-def learner_error(exc: BaseException, fn) -> list[str] | None:
-    """The exception, with only the frames of the file the learner's function lives in."""
+def learner_error(exc: BaseException, fn, slice_example: str | None = None) -> list[str] | None:
+    """The exception, with only the frames of the file the learner's function lives in.
+    ``slice_example``: a slice in the exercise's own buffers, for numpy's shape error."""
     filename = getattr(getattr(fn, "__code__", None), "co_filename", None)
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
     if not frames:
         return None
-    lines = [f"your {fn.__name__} raised {type(exc).__name__}: {exc}{_shape_hint(exc)}"]
+    lines = [f"your {fn.__name__} raised {type(exc).__name__}: {exc}{_shape_hint(exc, slice_example)}"]
     return lines + [f"  line {f.lineno}: {(f.line or '').strip()}" for f in frames]
 
 
 _NUMPY_SHAPES = re.compile(r"could not broadcast input array from shape (\(.*?\)) into shape (\(.*?\))")
 
 
-def _shape_hint(exc: BaseException) -> str:
-    """numpy's broadcasting error in the buffers' terms: a whole array given where a slice was meant."""
+def _shape_hint(exc: BaseException, slice_example: str | None) -> str:
+    """numpy's broadcasting error in the buffers' terms: a whole array given where a slice was meant,
+    with an example in the names of the exercise's own design (V1's batch or V2's slots)."""
     shapes = _NUMPY_SHAPES.search(str(exc)) if isinstance(exc, ValueError) else None
     if shapes is None:
         return ""
+    example = f", e.g. {slice_example}" if slice_example else ""
     return (f" — you assigned {shapes[1]} values to a place that holds {shapes[2]}: a whole row or array where "
-            "a slice was meant; write only the new entries, e.g. all_token_ids[slot, start : start + n]")
+            f"a slice was meant; write only the new entries{example}")
+
+
+# -- what the learner's function may not change ---------------------------------------
+def same_value(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape and np.array_equal(a, b)
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and torch.equal(a, b)
+    return a == b
+
+
+def _value(v, tokens: bool = False) -> str:
+    """An input's value in a sentence: token ids as characters (``tokens``), numbers rounded,
+    long ones cut."""
+    if isinstance(v, torch.Tensor):
+        v = v.numpy()
+    if isinstance(v, np.ndarray):
+        v = v.round(3).tolist() if v.dtype.kind == "f" else v.tolist()
+    said = shown(v) if tokens and isinstance(v, list) and np.ndim(v) == 1 else repr(v)
+    return said if len(said) <= 48 else said[:45] + "…"
+
+
+class Inputs:
+    """Copies of what a learner's function is given and must leave as it is, taken before the
+    call; ``changed`` then names the first one the call changed. ``tokens``: the names whose
+    values are token ids (shown as characters)."""
+
+    def __init__(self, values: dict, tokens: tuple[str, ...] = ()):
+        self.now, self.tokens = values, tokens
+        self.before = {name: copy.deepcopy(v) for name, v in values.items()}
+
+    def changed(self, why: str, now: dict | None = None) -> str | None:
+        """One sentence for the first input whose value differs from its copy, ``why`` it must not;
+        ``now`` gives an input's value after the call where it is not the object itself (a field)."""
+        now = {**self.now, **(now or {})}
+        for name, was in self.before.items():
+            if not same_value(was, now[name]):
+                tokens = name in self.tokens
+                return (f"your function changed its input `{name}` ({_value(was, tokens)} → "
+                        f"{_value(now[name], tokens)}): {why}")
+        return None
 
 
 @dataclass
@@ -132,6 +189,7 @@ class Attempt:
     diverged: tuple | None = None  # (request, position, got, expected)
     stopped: type | None = None  # LearnerTimeout or KeyboardInterrupt
     stopped_at: str | None = None  # the call of the learner's function that was stopped, if it was one
+    slice_example: str | None = None  # the contract's: a slice in the exercise's own buffers
 
     @property
     def trace(self):
@@ -169,7 +227,7 @@ class Attempt:
     def _problem_lines(self, text) -> list[str]:
         prefix = "step {}, stage {}, request {}: ".format
         if self.error is not None:
-            lines = learner_error(self.error, self.fn)
+            lines = learner_error(self.error, self.fn, self.slice_example)
             if lines is None and self.bad_call:  # a wrong call came first; the failure followed from it
                 return [prefix(*self.bad_call[:3]) + self.bad_call[3],
                         f"the engine then failed: {type(self.error).__name__}: {self.error}"]
@@ -294,8 +352,15 @@ def fix1_problem(row: int, before: _RowState, after: _RowState, drafts: list[int
         if at is not None:
             return said + f"the drafts were written at {at}–{at + k - 1}; they belong at num_tokens_no_spec = {s}"
         if not len(changed):
-            return said + "your function wrote nothing into this row" + (
+            counted = f" (you set num_tokens[{row}] to {after.num_tokens} but wrote no token)" \
+                if after.num_tokens != before.num_tokens else ""
+            return said + "your function wrote nothing into this row" + counted + (
                 "" if is_last else "; every stage needs the drafts: stage 0 embeds them, the last stage verifies them")
+        written = next((j for j in range(k - 1, 0, -1) if slots[:j] == drafts[:j]), 0)
+        if written:
+            return said + f"you wrote the first {written} of the {k} drafts; write all of spec_token_ids"
+        if slots == drafts[::-1]:
+            return said + "you wrote them in reverse order; slot num_tokens_no_spec + i holds spec_token_ids[i]"
         return said + "they are the scheduler's drafts in another order or mixed with other tokens"
     if after.num_tokens != s + k:
         if after.num_tokens == s:
@@ -303,11 +368,22 @@ def fix1_problem(row: int, before: _RowState, after: _RowState, drafts: list[int
                     "not own its drafts (condense moves only num_tokens slots, as vLLM's does); advance it by "
                     "len(spec_token_ids)")
         said = f"num_tokens[{row}] is {after.num_tokens} after your call; expected {s + k} (num_tokens_no_spec + drafts)"
+        if k == 0 and after.num_tokens > s and before.num_computed >= s - 1:
+            said += " — this row got no drafts (spec_token_ids is empty): count len(spec_token_ids), not k"
         if k == 0 and before.num_computed < s - 1:
             said += (f" — this row got no drafts: it is recomputing after a preemption (num_computed_tokens "
                      f"{before.num_computed}, history up to {s}); count from num_tokens_no_spec, not num_computed_tokens")
         return said
     return None
+
+
+def returned_problem(result, row: int, before: _RowState, after: _RowState, drafts: list[int]) -> str | None:
+    """A function that returns the drafts (or anything) instead of writing them: the runner ignores it."""
+    untouched = after.num_tokens == before.num_tokens and (after.tokens == before.tokens).all()
+    if result is None or not drafts or not untouched:
+        return None
+    return (f"your function returned {_value(result, tokens=True)} and wrote nothing into row {row}: the runner ignores what "
+            "it returns; write the drafts into runner.input_batch.token_ids_cpu and count them in num_tokens")
 
 
 def other_row_problem(batch, row: int, tokens_before, num_tokens_before) -> str | None:
@@ -323,15 +399,25 @@ def other_row_problem(batch, row: int, tokens_before, num_tokens_before) -> str 
             f"{batch._req_ids[row]}: index token_ids_cpu and num_tokens with row")
 
 
+FIX1_INPUTS = ("it is the scheduler's list of the drafts it sent; read it and write the drafts into "
+               "runner.input_batch, leaving the list as it is")
+
+
 def fix1_contract(attempt: Attempt, fn):
+    attempt.slice_example = "token_ids_cpu[row, start : start + len(spec_token_ids)]"
+
     def write_spec_tokens(runner, row, spec_token_ids):
         batch = runner.input_batch
         attempt.context = attempt.where(runner, batch._req_ids[row])
         before, whole = _RowState.of(batch, row), (batch.token_ids_cpu.copy(), batch.num_tokens.copy())
-        call_learner(attempt, fn, runner, row, spec_token_ids)
+        given = Inputs({"spec_token_ids": spec_token_ids}, tokens=("spec_token_ids",))
+        drafts = list(given.before["spec_token_ids"])
+        result = call_learner(attempt, fn, runner, row, spec_token_ids)
         if attempt.bad_call is None:
-            problem = other_row_problem(batch, row, *whole) or fix1_problem(
-                row, before, _RowState.of(batch, row), list(spec_token_ids), runner.is_last_rank, text)
+            after = _RowState.of(batch, row)
+            problem = given.changed(FIX1_INPUTS) or other_row_problem(batch, row, *whole) or returned_problem(
+                result, row, before, after, drafts) or fix1_problem(row, before, after, drafts,
+                                                                   runner.is_last_rank, text)
             if problem:
                 attempt.bad_call = attempt.context + (problem,)
 
@@ -382,20 +468,31 @@ def _tokens(n: int) -> str:
     return plural(n, "token")
 
 
+# The fields of a stage's CachedRequestState that fix 2 reads and the runner alone updates.
+STATE_FIELDS = ("prompt_token_ids", "output_token_ids", "spec_token_ids", "num_computed_tokens", "block_ids")
+
+
 def fix2_contract(attempt: Attempt, fn):
     def take_relayed_tokens(state, num_computed_tokens, new_token_ids):
         # the trace names the stage: the exercise never looks inside the executor (issue 16 §2)
         attempt.context = attempt.where_sent(state.req_id, num_computed_tokens)
         held, spec, n_out = state.num_tokens, list(state.spec_token_ids), len(state.output_token_ids)
-        result = call_learner(attempt, fn, state, num_computed_tokens, list(new_token_ids))
+        expected = attempt.llm.scheduler.requests[state.req_id].all_token_ids[
+            held : num_computed_tokens + len(new_token_ids)]
+        relayed = list(new_token_ids)
+        given = Inputs({"new_token_ids": relayed, **{f"state.{f}": getattr(state, f) for f in STATE_FIELDS}},
+                       tokens=("new_token_ids", "state.prompt_token_ids", "state.output_token_ids",
+                               "state.spec_token_ids"))
+        result = call_learner(attempt, fn, state, num_computed_tokens, relayed)
         if attempt.bad_call is None:
-            expected = attempt.llm.scheduler.requests[state.req_id].all_token_ids[
-                held : num_computed_tokens + len(new_token_ids)]
             if len(state.output_token_ids) != n_out:
                 problem = ("you changed state.output_token_ids yourself: return the tokens instead; "
                            "the runner appends them")
             else:
-                problem = fix2_problem(held, num_computed_tokens, list(new_token_ids), spec, result, expected, text)
+                problem = given.changed(
+                    "read the state and the relayed tokens, return a new list; the runner updates the state",
+                    {f"state.{f}": getattr(state, f) for f in STATE_FIELDS}) or fix2_problem(
+                    held, num_computed_tokens, list(given.before["new_token_ids"]), spec, result, expected, text)
             if problem:
                 attempt.bad_call = attempt.context + (problem,)
         return result if isinstance(result, (list, tuple)) else []

@@ -22,18 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minispec.lab.exercises.attempts import Attempt, call_learner, text
+from minispec.lab.exercises.attempts import Attempt, Inputs, call_learner, shown
 from minispec.lab.experiments.schedule import plural
 
 # The fields the broadcast updates, in the order the checker looks at them, and the arrays they are.
 FIELDS = ("last_sampled_tokens", "history", "num_computed_tokens", "draft_tokens")
 SLOT_ARRAYS = ("last_sampled_tokens", "num_computed_tokens", "draft_tokens", "total_len", "all_token_ids")
-
-
-def shown(ids) -> str:
-    """Token ids as the characters they decode to, or as numbers where one is padding (-1) or 0."""
-    ids = [int(t) for t in np.atleast_1d(ids)]
-    return f"`{text(ids)}`" if all(t > 0 for t in ids) else str(ids)
+BROADCAST_ARGS = ("slots", "sampled_tokens", "num_sampled", "num_rejected", "draft_tokens")
 
 
 def history(states, slot: int) -> list[int]:
@@ -56,6 +51,10 @@ class Broadcast:
         drafts = None if self.draft_tokens is None else self.draft_tokens.copy()
         return (self.slots.copy(), self.sampled_tokens.copy(), self.num_sampled.copy(), self.num_rejected.copy(),
                 drafts)
+
+    def inputs(self) -> Inputs:
+        """The arrays the learner's call is given (fresh copies), which it may read, not write."""
+        return Inputs(dict(zip(BROADCAST_ARGS, self.args())), tokens=("sampled_tokens", "draft_tokens"))
 
     def tokens(self, i: int) -> list[int]:
         return self.sampled_tokens[i, : self.num_sampled[i]].tolist()
@@ -212,6 +211,8 @@ class Diagnosis:
         forward = "this stage counted the whole query, drafts included, at its own forward"
         if g == b:
             return head + f": the {plural(r, 'rejected draft')} {'was' if r == 1 else 'were'} not taken back ({forward})"
+        if r and g == b + r:
+            return head + f": you added num_rejected[{i}] = {r}; {forward} ({b}), so take the rejected drafts off"
         if g > b:
             rest = f"only the {plural(r, 'rejected draft')} {'is' if r == 1 else 'are'} left to take back" if r else \
                 "nothing was rejected, so nothing is left to change"
@@ -261,6 +262,7 @@ def running_step(trace, stage: int) -> int | None:
 
 
 def broadcast_contract(attempt: Attempt, fn):
+    attempt.slice_example = "all_token_ids[slot, start : start + n]"
     owners: dict[int, dict[int, str]] = {}  # per stage: slot -> whose token its last_sampled_tokens holds
 
     def apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens):
@@ -272,10 +274,13 @@ def broadcast_contract(attempt: Attempt, fn):
         attempt.context = (running_step(attempt.trace, runner.pp_rank), runner.pp_rank, first)
         before, expected = copy.deepcopy(states), copy.deepcopy(states)
         runner._apply_broadcast(expected, *call.args())  # the runner's own, no fault preset in these runs
-        call_learner(attempt, fn, states, *call.args())
+        given = call.inputs()
+        call_learner(attempt, fn, states, *given.now.values())
         mine = owners.setdefault(runner.pp_rank, {})
         if attempt.bad_call is None:
-            found = broadcast_problem(call, before, states, expected, LastStage(runners[-1].req_states), mine)
+            changed = given.changed("the broadcast is read, not written: update only states")
+            found = (first, changed) if changed else broadcast_problem(
+                call, before, states, expected, LastStage(runners[-1].req_states), mine)
             if found is not None:
                 req, problem = found
                 attempt.bad_call = attempt.context[:2] + (req or first, problem)

@@ -29,9 +29,12 @@ import os
 import textwrap
 from dataclasses import dataclass
 
+import numpy as np
+
 from minispec.instruments.invariants import Invariant, check_trace
 from minispec.lab.exercises.attempts import (
     THREAD,
+    Inputs,
     LearnerTimeout,
     call_learner,
     decoder,
@@ -40,6 +43,7 @@ from minispec.lab.exercises.attempts import (
     fix2_contract,
     learner_error,
     run_attempt,
+    same_value,
     stopped_line,
     text,
     time_limit,
@@ -47,7 +51,7 @@ from minispec.lab.exercises.attempts import (
 from minispec.lab.exercises.broadcast_checker import broadcast_contract
 from minispec.lab.experiments import scenarios
 from minispec.lab.experiments.scenarios import FIRST_DECODE, exercise_schedule
-from minispec.lab.experiments.schedule import intra_op_threads
+from minispec.lab.experiments.schedule import intra_op_threads, plural
 from minispec.lab.viz.text import render_stage
 from minispec.v1.worker.gpu.runner_fixes import RunnerFixes as RunnerFixesV2
 from minispec.v1.worker.runner_fixes import Preset, RunnerFixes
@@ -412,8 +416,10 @@ CONDENSE_SCHEDULE = exercise_schedule(0, 1, "draft_model")  # one stage: rows st
 
 def move_row_contract(attempt, fn):
     """Each call of the learner's move_row, timed, placed, and compared with the move the exercise
-    asks for (condense's, copying only the history) on a copy of the batch."""
+    asks for (condense's, copying only the history), made first on a copy of the batch."""
     from minispec.lab.exercises.solutions import move_row_dropping_drafts
+
+    attempt.slice_example = "token_ids_cpu[tgt, :n]"
 
     def move_row(batch, src, tgt):
         attempt.context = attempt.where(attempt.llm.stage_runners()[0], batch._req_ids[src])
@@ -430,26 +436,89 @@ def move_row_contract(attempt, fn):
     return move_row
 
 
+# What condense's move writes, besides the rows' tokens: the books, the counters, the block table.
+BOOKS = ("_req_ids", "req_id_to_index")
+COUNTERS = ("num_tokens", "num_tokens_no_spec", "num_prompt_tokens", "num_computed_tokens_cpu")
+
+
 def move_row_problem(batch, asked, src: int, tgt: int, drafts) -> str | None:
-    """How the learner's move differs from the one asked for (history copied, drafts left behind)."""
+    """How the learner's move differs from the one asked for (history copied, drafts left behind),
+    anywhere in the batch: every slot it should copy, and no other."""
     req = asked._req_ids[tgt]
+    return (_books_problem(batch, asked, src, tgt, req) or _counters_problem(batch, asked, src, tgt)
+            or _tokens_problem(batch, asked, src, tgt, req, drafts) or _block_table_problem(batch, asked, src, tgt, req)
+            or next((f"you changed batch.{name}: the move writes only the row's books, tokens, counters and block "
+                     "table" for name, want in vars(asked).items()
+                     if name not in (*BOOKS, *COUNTERS, "token_ids_cpu", "block_table")
+                     and not same_value(getattr(batch, name), want)), None))
+
+
+def _books_problem(batch, asked, src: int, tgt: int, req: str) -> str | None:
     if batch._req_ids[tgt] != req or batch.req_id_to_index.get(req) != tgt:
         return (f"after your move_row, row {tgt} is not {req}'s in the batch's books (_req_ids[{tgt}] is "
                 f"{batch._req_ids[tgt]!r}, req_id_to_index[{req!r}] is {batch.req_id_to_index.get(req)!r}): "
                 "move the request's id and index as condense does")
-    for name in ("num_tokens", "num_tokens_no_spec", "num_prompt_tokens", "num_computed_tokens_cpu"):
-        got, want = getattr(batch, name)[tgt], getattr(asked, name)[tgt]
-        if got != want:
-            return f"after your move_row, {name}[{tgt}] is {got}, not {want} (row {src}'s): move the counters too"
+    if batch._req_ids[src] is not None:
+        return (f"after your move_row, _req_ids[{src}] is still {batch._req_ids[src]!r}: row {src} is free once its "
+                "request has moved; set it to None as condense does")
+    if batch._req_ids != asked._req_ids or batch.req_id_to_index != asked.req_id_to_index:
+        return (f"you changed the batch's books beyond rows {src} and {tgt} (_req_ids {batch._req_ids}, "
+                f"expected {asked._req_ids}): the move concerns {req}'s row only")
+    return None
+
+
+def _counters_problem(batch, asked, src: int, tgt: int) -> str | None:
+    for name in COUNTERS:
+        got, want = getattr(batch, name), getattr(asked, name)
+        wrong = np.flatnonzero(got != want)
+        if not len(wrong):
+            continue
+        r = int(wrong[0])
+        if r != tgt:
+            return (f"after your move_row, {name}[{r}] is {got[r]}, not {want[r]}: the move writes the counters of "
+                    f"row {tgt} only")
+        if name == "num_tokens" and got[tgt] == asked.num_tokens_no_spec[tgt]:
+            return (f"after your move_row, num_tokens[{tgt}] is {got[tgt]}, row {src}'s num_tokens_no_spec, not its "
+                    f"num_tokens, {want[tgt]}: the counters move as condense moves them; the exercise leaves only "
+                    "the draft slots behind")
+        return f"after your move_row, {name}[{tgt}] is {got[tgt]}, not {want[tgt]} (row {src}'s): move the counters too"
+    return None
+
+
+def _tokens_problem(batch, asked, src: int, tgt: int, req: str, drafts) -> str | None:
     n = int(asked.num_tokens_no_spec[tgt])
     if (batch.token_ids_cpu[tgt, :n] != asked.token_ids_cpu[tgt, :n]).any():
         return (f"after your move_row, row {tgt} does not hold {req}'s history: copy token_ids_cpu[{src}, :{n}] "
                 f"(num_tokens_no_spec = {n}) into row {tgt}")
     k = n + len(drafts)
-    if len(drafts) and (batch.token_ids_cpu[tgt, n:k] == drafts).all() and (asked.token_ids_cpu[tgt, n:k] != drafts).any():
-        return (f"your move_row copied {req}'s drafts too (positions {n}–{k - 1}): the exercise breaks condense by "
-                "leaving them behind, copying only the first num_tokens_no_spec slots")
+    mine, left = batch.token_ids_cpu[tgt, n:k], asked.token_ids_cpu[tgt, n:k]
+    copied = [n + i for i in np.flatnonzero((mine != left) & (mine == drafts))]
+    if copied:
+        which = (f"{req}'s drafts too (positions {n}–{k - 1})" if len(copied) == len(drafts) else
+                 f"{len(copied)} of {req}'s {plural(len(drafts), 'draft')} too ({_positions(copied)}, of {n}–{k - 1})")
+        return (f"your move_row copied {which}: the exercise breaks condense by leaving them behind, copying only "
+                "the first num_tokens_no_spec slots")
+    wrong = np.argwhere(batch.token_ids_cpu != asked.token_ids_cpu)
+    if len(wrong):
+        r, p = (int(x) for x in wrong[0])
+        return (f"you changed token_ids_cpu[{r}, {p}] (`{text([asked.token_ids_cpu[r, p]])}` → "
+                f"`{text([batch.token_ids_cpu[r, p]])}`): the move copies row {src}'s first {n} slots into row "
+                f"{tgt} and leaves every other slot as it was")
     return None
+
+
+def _positions(ps: list[int]) -> str:
+    return f"position {ps[0]}" if len(ps) == 1 else f"positions {', '.join(map(str, ps))}"
+
+
+def _block_table_problem(batch, asked, src: int, tgt: int, req: str) -> str | None:
+    mine, want = batch.block_table, asked.block_table
+    same = (mine.num_blocks_per_row == want.num_blocks_per_row).all() and all(
+        (mine.block_table_np[r, :b] == want.block_table_np[r, :b]).all() for r, b in enumerate(want.num_blocks_per_row))
+    if same:
+        return None
+    return (f"after your move_row, row {tgt}'s block table does not hold {req}'s KV cache blocks: move it with the "
+            f"row, batch.block_table.move_row({src}, {tgt})")
 
 
 def _run_with_move_row(move_row):
@@ -563,6 +632,28 @@ def recovered_problem(p, q, r, hint: bool = True) -> str | None:
     return None
 
 
+def as_distribution(result):
+    """The learner's result as a float64 tensor, or None where it is no sequence of numbers."""
+    import torch
+
+    if result is None or isinstance(result, (str, bytes, numbers.Number)):
+        return None
+    try:
+        return torch.as_tensor(result, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+
+
+def returned_no_distribution(result, size: int) -> str:
+    """What the learner returned instead of a distribution, in words."""
+    if result is None:
+        return f"your function returned None: return a tensor of {size} probabilities (is a `return` missing?)"
+    if isinstance(result, numbers.Number):
+        return (f"your function returned one number, {result!r}: return a tensor of {size} probabilities, one per "
+                "token; the checker draws the token from it")
+    return f"your function returned a {type(result).__name__}: return a tensor of {size} probabilities"
+
+
 # Wrong answers so far in this kernel, per learner function: the first miss names the symptom, later
 # ones also the formula, so that one wrong try does not give the exercise away.
 _MISSES: dict[str, int] = {}
@@ -572,7 +663,6 @@ _MISSES: dict[str, int] = {}
 def check_recovered(recovered_distribution) -> Report:
     """Rejection sampling: ``recovered_distribution(p, q) -> probabilities`` for the token drawn
     after a rejection. Checked exactly, then by a chi-square test of 20,000 draws against p."""
-    import torch
 
     from minispec.lab.experiments.metrics import chi_square
 
@@ -580,9 +670,10 @@ def check_recovered(recovered_distribution) -> Report:
     if is_stub(fn):
         return _not_yet("your function", "recovered_distribution")
     for i, (p, q) in enumerate(recovered_cases()):
+        given = Inputs({"p": p.clone(), "q": q.clone()})
         try:
             with time_limit():
-                r = torch.as_tensor(fn(p.clone(), q.clone()), dtype=torch.float64)
+                result = fn(*given.now.values())
         except (LearnerTimeout, KeyboardInterrupt) as exc:
             return _finish(Report(False, [stopped_line(type(exc), fn, f"case {i + 1} of 3", "check_recovered")]),
                            plugged)
@@ -590,6 +681,14 @@ def check_recovered(recovered_distribution) -> Report:
             lines = learner_error(exc, fn) or [f"your function raised {type(exc).__name__}: {exc}"]
             lines[0] = "not quite: " + lines[0]
             return _finish(Report(False, lines), plugged)
+        problem = given.changed("the sampler reads p and q again for its acceptance test; compute the result "
+                                "into a new tensor (p - q, not p -= q)")
+        r = as_distribution(result)
+        if problem is None and r is None:
+            problem = returned_no_distribution(result, len(p))
+        if problem is not None:
+            _MISSES[_name(fn)] = _MISSES.get(_name(fn), 0) + 1
+            return _finish(Report(False, [f"not quite: case {i + 1} of 3: {problem}"]), plugged)
         problem = recovered_problem(p, q, r, hint=_MISSES.get(_name(fn), 0) > 0)
         counts = simulate(p, q, r.clamp_min(0), RECOVERED_TRIALS, seed=1000 + i)
         pvalue = chi_square(counts.numpy(), p.numpy(), min_expected=0)[2]  # over the tokens p allows
