@@ -291,6 +291,8 @@ class InvariantChecker:
             if req_id not in step.num_computed_after:
                 continue  # aborted while this batch was in flight: the scheduler dropped it
             rejected = len(s.scheduled_spec_decode_tokens.get(req_id, [])) - step.num_accepted.get(req_id, 0)
+            if req_id in step.stale:  # preempted meanwhile: the reset count is not rolled back
+                rejected = 0
             # "old + scheduled" is the value before the update: scheduling already added it
             expected = step.num_computed_before_update[req_id] - rejected
             if step.num_computed_after[req_id] != expected:

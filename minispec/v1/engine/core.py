@@ -152,12 +152,13 @@ class EngineCore:
         # held here: a request that finishes in this update leaves scheduler.requests
         requests = {r: self.scheduler.requests[r] for r in out.num_scheduled_tokens if r in self.scheduler.requests}
         before = {r: request.num_computed_tokens for r, request in requests.items()}
+        stale = {r for r, request in requests.items() if request.num_stale_output_tokens > 0}  # preempted in flight
         self.finished.extend(self.scheduler.update_from_output(out, output))
         self.num_batches += 1
         if self.recorder:
             drafts = {r: output.spec_token_ids[i] for r, i in output.req_id_to_index.items()
                       if output.spec_token_ids and output.sampled_token_ids[i]}
-            self.recorder.on_update(out, requests, num_accepted, before, drafts)
+            self.recorder.on_update(out, requests, num_accepted, before, drafts, stale)
 
     def step_with_batch_queue(self) -> list[Event]:
         """One engine step; returns the events it ran."""
