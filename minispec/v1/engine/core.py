@@ -42,6 +42,7 @@ from minispec.instruments.events import Event, EventKind
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 from minispec.v1.core.sched.async_scheduler import AsyncScheduler
 from minispec.v1.core.sched.scheduler import Scheduler
+from minispec.v1.core.sched.switches import STALE_OUTPUT, deliver_stale_output
 from minispec.v1.executor.abstract import Executor, PendingBatch
 from minispec.v1.request import Request, RequestStatus
 
@@ -49,11 +50,13 @@ from minispec.v1.request import Request, RequestStatus
 def make_scheduler(vllm_config: VllmConfig, kv_cache_manager: KVCacheManager) -> Scheduler:
     """The scheduler ``scheduler_config`` asks for (vLLM: ``SchedulerConfig.get_scheduler_cls``)."""
     pp, sched = vllm_config.pipeline_parallel_size, vllm_config.scheduler_config
+    switch = STALE_OUTPUT.get(vllm_config.model_runner)
+    stale_output = vllm_config.switches.pick(switch, deliver_stale_output) if switch else deliver_stale_output
     if not sched.async_scheduling:
-        return Scheduler(sched, kv_cache_manager, use_pp=pp > 1)
+        return Scheduler(sched, kv_cache_manager, use_pp=pp > 1, stale_output=stale_output)
     spec = vllm_config.speculative_config
     return AsyncScheduler(sched, kv_cache_manager, use_pp=pp > 1, num_spec_tokens=spec.num_speculative_tokens,
-                          pp_size=pp, use_v2_model_runner=vllm_config.model_runner == "v2")
+                          pp_size=pp, use_v2_model_runner=vllm_config.model_runner == "v2", stale_output=stale_output)
 
 
 class EngineCore:

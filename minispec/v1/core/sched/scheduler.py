@@ -71,6 +71,7 @@ from dataclasses import dataclass, fields
 from minispec.config import SchedulerConfig
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 from minispec.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
+from minispec.v1.core.sched.switches import deliver_stale_output
 from minispec.v1.outputs import ModelRunnerOutput
 from minispec.v1.request import Request, RequestStatus
 
@@ -90,8 +91,11 @@ class RequestTotals:
 
 
 class Scheduler:
-    def __init__(self, config: SchedulerConfig, kv_cache_manager: KVCacheManager, use_pp: bool):
+    def __init__(self, config: SchedulerConfig, kv_cache_manager: KVCacheManager, use_pp: bool,
+                 stale_output=deliver_stale_output):
+        """``stale_output``: the ``STALE_OUTPUT`` switch's function (``switches.py``)."""
         self.config = config
+        self.stale_output = stale_output
         self.kv_cache_manager = kv_cache_manager
         self.use_pp = use_pp
         self.requests: dict[str, Request] = {}
@@ -338,6 +342,8 @@ class Scheduler:
                 request.num_draft_tokens += len(drafts)
                 request.num_accepted_tokens += len(generated) - 1
             request.num_sampling_steps += bool(generated)
+            if stale:
+                generated = self.stale_output(generated)
             if self._update_request_with_output(request, generated, stale):
                 self._finish(request)
                 finished.append(request)
