@@ -56,6 +56,16 @@ by preset:
   every pipeline depth (``tests/test_inflight_family.py``). The rest of the in-flight family, and why each
   is or is not a preset: ``minispec.lab.faults.in_flight``.
 
+The scheduler's one fault (``model_runner="v1"`` or ``"v2"``; switch and preset in
+``minispec/v1/core/sched/switches.py``), not in this catalogue's tables:
+``stale-output-dropped`` (vllm-gaudi #1794, merged, and its cherry-pick #1803) discards the
+output of a batch in flight when its request was preempted, where vLLM 0.30.0 delivers it
+(PR #48245). On a random schedule whose KV pool preempts requests in flight
+(``exercise_schedule(3, 2, "ngram")``) the first break is invariant 8 (each position sampled
+once) at step 30, stage 1, request B under V2, and invariant 3 (token history) at the same
+place under V1, whose last stage keeps the token it sampled; the fixed runs are clean
+(``tests/test_stale_output.py``).
+
 The relay design's two faults (``model_runner="relay"``, ``RELAY_FAULTS``; switches in
 ``minispec/v1/worker/relay/runner_fixes.py``), from SGLang's 2026 reports:
 
