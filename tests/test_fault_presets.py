@@ -60,7 +60,7 @@ def test_model_runner_selects_the_design_and_the_variable_sets_its_default(monke
     (dict(model_runner=2), r"model_runner=2: expected one of \['v1', 'v2', 'relay', 'replicated'\]"),
     (dict(faults="v2-stale-drafts"), r"^faults='v2-stale-drafts' applies to model_runner='v2'; got model_runner='v1'$"),
     (dict(faults="stale"), r"faults='stale': expected None or one of \['relay-no-seq-lens', 'relay-pairing', "
-                           r"'v1-pp-async-column-0'"),
+                           r"'stale-output-dropped', 'v1-pp-async-column-0'"),
     (dict(faults=["v2-slot-reuse"]), r"faults=\['v2-slot-reuse'\]: expected None or one of \['relay-no-seq-lens'"),
     (dict(faults="relay-pairing"), r"^faults='relay-pairing' applies to model_runner='relay'; got model_runner='v1'$"),
     (dict(model_runner="replicated", speculative_config={"method": "draft_model", "num_speculative_tokens": 2}),

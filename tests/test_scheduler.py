@@ -191,7 +191,8 @@ def test_preempt_during_execution():
 
 def test_a_preempted_request_resumes_once_its_stale_output_is_in():
     """Resuming while the output is in flight could sample a position that output brings (vLLM
-    0.30.0 ``scheduler.py`` 886-895): the request waits for it, later waiting requests do not."""
+    0.30.0 ``vllm/v1/core/sched/scheduler.py`` 886-895): the request waits for it, later waiting
+    requests do not."""
     sched = Scheduler(SchedulerConfig(8, 100, 128), KVCacheManager(10, 16), use_pp=True)
     first, second, third = req("A", 80), req("B", 80), req("C", 8)
     sched.add_request(first)

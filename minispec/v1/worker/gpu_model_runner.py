@@ -62,6 +62,7 @@ from minispec.v1.spec_decode import make_drafter
 from minispec.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
 from minispec.v1.worker.pp_prev_sampled import PrevSampled, PrevSampledBroadcast, full_layout
 from minispec.v1.worker.runner_fixes import (
+    COMMIT_ROW,
     MOVE_ROW,
     NUM_TOKENS_NO_SPEC,
     PREV_SAMPLED_LAYOUT,
@@ -69,6 +70,7 @@ from minispec.v1.worker.runner_fixes import (
     SYNC_ACCEPTED_TOKENS,
     TRIM_OPTIMISTIC,
     end_of_history,
+    row_now,
     take_accepted_drafts,
     take_back_rejected,
 )
@@ -101,6 +103,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         self.prev_sampled_layout = switches.pick(PREV_SAMPLED_LAYOUT, full_layout)
         self.trim_optimistic = switches.pick(TRIM_OPTIMISTIC, take_back_rejected)
         self.num_tokens_no_spec_end = switches.pick(NUM_TOKENS_NO_SPEC, end_of_history)
+        self.commit_row = switches.pick(COMMIT_ROW, row_now)
         self.input_batch = self._make_input_batch()
         self.requests: dict[str, CachedRequestState] = {}
         self.row_paths: dict[str, RowPath] = {}  # trace bookkeeping, per scheduled request
@@ -346,7 +349,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
             if state is None:  # finished since
                 continue
             state.output_token_ids.extend(tokens)
-            row = batch.req_id_to_index.get(req_id)
+            row = self.commit_row(batch, req_id, entry.rows[req_id])
             if row is not None:
                 start = batch.num_tokens_no_spec[row]
                 batch.token_ids_cpu[row, start : start + len(tokens)] = tokens

@@ -4,7 +4,7 @@ each fix and never a switch back to the fault; what a switch and a preset are:
 
 * ``STALE_OUTPUT``: what ``Scheduler.update_from_output`` does with the output of a batch that
   was in flight when its request was preempted. The fix, ``deliver_stale_output``, delivers it as
-  vLLM 0.30.0 does (PR #48245; ``scheduler.py`` 1946-1969, from reading the code). The fault,
+  vLLM 0.30.0 does (PR #48245; ``vllm/v1/core/sched/scheduler.py`` 1946-1969, from reading the code). The fault,
   ``drop_stale_output``, discards it, as vllm-gaudi's ``HPUAsyncScheduler`` override did once
   #48245 zeroed the placeholders of a preempted request (vllm-gaudi #1794, merged, and its
   cherry-pick #1803: "the override swallows output that upstream delivers on purpose"). The
