@@ -1,4 +1,4 @@
-"""The scheduler's ``stale-output-dropped`` preset (vllm-gaudi #1794 / #1803): the output of a
+"""The scheduler's ``stale-output-dropped`` preset (vllm-project/vllm-gaudi#1794, vllm-project/vllm-gaudi#1803): the output of a
 batch in flight when its request was preempted is discarded instead of delivered (vLLM 0.30.0,
 PR #48245). The schedule is a random one whose KV pool preempts requests in flight (PP 2, n-gram
 drafts, k = 3): with Model Runner V2, which rebuilds a resumed request from the scheduler's

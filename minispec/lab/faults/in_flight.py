@@ -122,6 +122,15 @@ FAMILY: tuple[Candidate, ...] = (
         Outcome.HANDLED,
     ),
     Candidate(
+        "tenstorrent/vllm-tt-plugin#131 (open; title, state and an excerpt of its description read)",
+        "a commit that runs a step after its submission resolves a request's row by the step's row; condense "
+        "has moved the request since, and the row it left keeps a stale length (there, the drafter's context)",
+        (V1,), True,
+        "see V1_FAULTS[V1FaultPreset.V1_PP_ASYNC_STALE_ROW].source: minispec's deferred commit is a non-last "
+        "stage's application of the last stage's broadcast",
+        Outcome.PRESET, V1FaultPreset.V1_PP_ASYNC_STALE_ROW,
+    ),
+    Candidate(
         "vllm-ascend PR #14184 (merged, 2026-08-13)",
         "in vllm-ascend's V2, the sampled tokens are broadcast before the last stage has drafted, so non-last "
         "stages never receive the next drafts; the fix defers the broadcast and carries the drafts in the same "

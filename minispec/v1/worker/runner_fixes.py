@@ -148,7 +148,7 @@ def row_now(batch, req_id: str, received_row: int) -> int | None:
 
 
 def row_at_receive(batch, req_id: str, received_row: int) -> int | None:
-    """v1-pp-async-stale-row (tenstorrent vllm-tt-plugin #131's shape): the row the request had
+    """v1-pp-async-stale-row (tenstorrent/vllm-tt-plugin#131, its shape): the row the request had
     when the receive was posted. Since then ``condense`` may have moved the request, or it left
     the batch and another request took the row: that row's history and length take the tokens."""
     return received_row

@@ -6,10 +6,10 @@ each fix and never a switch back to the fault; what a switch and a preset are:
   was in flight when its request was preempted. The fix, ``deliver_stale_output``, delivers it as
   vLLM 0.30.0 does (PR #48245; ``vllm/v1/core/sched/scheduler.py`` 1946-1969, from reading the code). The fault,
   ``drop_stale_output``, discards it, as vllm-gaudi's ``HPUAsyncScheduler`` override did once
-  #48245 zeroed the placeholders of a preempted request (vllm-gaudi #1794, merged, and its
-  cherry-pick #1803: "the override swallows output that upstream delivers on purpose"). The
-  token is sampled again after the recompute: upstream's output is not corrupted, the work is
-  done twice (invariant 8 names it). It is preset ``stale-output-dropped``.
+  PR #48245 zeroed the placeholders of a preempted request (vllm-project/vllm-gaudi#1794, merged,
+  and its cherry-pick vllm-project/vllm-gaudi#1803, which keep the output again). The token is
+  sampled again after the recompute: upstream's output is not corrupted, the work is done twice
+  (invariant 8 names it). It is preset ``stale-output-dropped``.
 
 The scheduler serves every runner design, so the switch is declared once for each design whose
 greedy runs the preset was checked on (V1 and Model Runner V2) and the preset turns both.
@@ -26,7 +26,7 @@ def deliver_stale_output(generated: list[int]) -> list[int]:
 
 
 def drop_stale_output(generated: list[int]) -> list[int]:
-    """stale-output-dropped (vllm-gaudi #1803): nothing of it is kept."""
+    """stale-output-dropped (vllm-project/vllm-gaudi#1803): nothing of it is kept."""
     return []
 
 
