@@ -34,6 +34,11 @@ def test_preempting_in_flight_is_clean_over_the_whole_scope(runner):
     assert result.counterexample is None and result.exhausted and result.schedules_run == 368
 
 
+def test_the_async_scope_is_clean_under_the_fix():
+    result = explore({"model_runner": "v1"}, ASYNC)
+    assert result.counterexample is None and result.exhausted and result.schedules_run == 184
+
+
 def test_the_stale_row_is_found():
     """A finishes; B takes its row 0 on stage 0 before A's last broadcast entry is applied there."""
     result = explore({"model_runner": "v1", "faults": "v1-pp-async-stale-row"}, ASYNC)

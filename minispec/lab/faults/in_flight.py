@@ -131,6 +131,16 @@ FAMILY: tuple[Candidate, ...] = (
         Outcome.PRESET, V1FaultPreset.V1_PP_ASYNC_STALE_ROW,
     ),
     Candidate(
+        "tenstorrent/vllm-tt-plugin#131 (its other fix, in the same excerpt)",
+        "a late commit writes the state of a request that was preempted after its step was submitted, reviving "
+        "a slot the request no longer holds",
+        (V2,), False,
+        "vLLM 0.30.0's slot generation counter drops such an entry: vllm/v1/worker/gpu/pp_utils.py 79-82, 130-134 "
+        "(from reading the code); tests/test_preempted_slot.py shows minispec's V2 dropping late entries for "
+        "slots freed by preemption, and invariant 4 breaking when they land",
+        Outcome.SAME_AS, FaultPreset.V2_SLOT_REUSE,
+    ),
+    Candidate(
         "vllm-ascend PR #14184 (merged, 2026-08-13)",
         "in vllm-ascend's V2, the sampled tokens are broadcast before the last stage has drafted, so non-last "
         "stages never receive the next drafts; the fix defers the broadcast and carries the drafts in the same "
