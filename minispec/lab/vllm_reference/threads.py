@@ -31,7 +31,8 @@ CHECKED = date(2026, 12, 2)  # when every state below was read, and every post f
 VLLM = "vllm-project/vllm"
 SGLANG = "sgl-project/sglang"
 _PROJECTS = {VLLM: "vLLM", SGLANG: "SGLang", "vllm-project/vllm-ascend": "vllm-ascend",
-             "jupyterlab/jupyterlab": "JupyterLab"}
+             "jupyterlab/jupyterlab": "JupyterLab", "vllm-project/vllm-gaudi": "vllm-gaudi",
+             "tenstorrent/vllm-tt-plugin": "vllm-tt-plugin"}
 
 
 class ThreadKind(StrEnum):
@@ -350,11 +351,12 @@ THREADS: tuple[Thread, ...] = (
 # A reference in prose: "owner/name#N", "sglang #N" / "vllm-ascend PR #N" / "JupyterLab issue #N", a
 # bare "#N" (vLLM's), or a thread's URL. Colours ("#999999") are quoted or run on into letters.
 _NAMED = {"sglang": SGLANG, "vllm-ascend": "vllm-project/vllm-ascend",
-          "jupyterlab": "jupyterlab/jupyterlab"}
+          "jupyterlab": "jupyterlab/jupyterlab", "vllm-gaudi": "vllm-project/vllm-gaudi",
+          "vllm-tt-plugin": "tenstorrent/vllm-tt-plugin"}
 REFERENCE = re.compile(
     r"github\.com/(?P<url_repo>[\w.-]+/[\w.-]+)/(?:pull|issues)/(?P<url_num>\d+)"
     r"|(?P<repo>[\w.-]+/[\w.-]+)#(?P<repo_num>\d+)"
-    r"|(?:(?P<name>sglang|vllm-ascend|jupyterlab)\s+(?:(?:pr|issue|rfc)\s+)?)?(?<![\"'\w&])#(?P<num>[1-9]\d{2,5})(?!\w)",
+    r"|(?:(?P<name>sglang|vllm-ascend|jupyterlab|vllm-gaudi|vllm-tt-plugin)\s+(?:(?:pr|issue|rfc)\s+)?)?(?<![\"'\w&])#(?P<num>[1-9]\d{2,5})(?!\w)",
     re.IGNORECASE,
 )
 
