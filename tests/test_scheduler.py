@@ -252,3 +252,21 @@ def test_a_stale_output_that_stops_the_request_finishes_it_from_waiting():
     finished = finish_batch(sched, out1, {"B": [42]})
     assert finished == [second] and second.status == RequestStatus.FINISHED_LENGTH_CAPPED
     assert second not in sched.waiting and "B" not in sched.requests
+
+
+def test_a_preempted_request_that_finishes_before_the_word_goes_out_is_only_finished():
+    """An empty schedule's preemptions are handed back for the next one (``EngineCore``); if the
+    request is aborted meanwhile, the stages hear only that it finished (Model Runner V2 would
+    otherwise keep a preempted request it has already dropped)."""
+    sched = Scheduler(SchedulerConfig(8, 100, 128), KVCacheManager(10, 16), use_pp=True)
+    first, second = req("A", 80), req("B", 80)
+    sched.add_request(first)
+    out0 = sched.schedule()
+    sched.add_request(second)
+    sched.schedule()
+    finish_batch(sched, out0, {"A": [0]})
+    out2 = sched.schedule()
+    sched.preempted_req_ids |= out2.preempted_req_ids  # as if it had not gone out
+    sched.finish_requests("B", RequestStatus.FINISHED_ABORTED)
+    out3 = sched.schedule()
+    assert out3.preempted_req_ids == set() and out3.finished_req_ids == {"B"}

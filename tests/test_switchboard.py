@@ -57,6 +57,8 @@ CASES = [
      "faults='v1-pp-async-trim-last-rank' applies to model_runner='v1'; got model_runner='relay'"),
     ("faults", "v1-pp-async-num-tokens-no-spec", {v1.NUM_TOKENS_NO_SPEC: v1.end_from_num_computed},
      "faults='v1-pp-async-num-tokens-no-spec' applies to model_runner='v1'; got model_runner='v2'"),
+    ("faults", "v1-pp-async-stale-row", {v1.COMMIT_ROW: v1.row_at_receive},
+     "faults='v1-pp-async-stale-row' applies to model_runner='v1'; got model_runner='v2'"),
     ("fixes", v1.RunnerFixes(readd_spec_tokens=mine), {v1.READD_SPEC_TOKENS: mine},
      "fixes=RunnerFixes(readd_spec_tokens=mine) applies to model_runner='v1'; got model_runner='v2'"),
     ("fixes", v1.RunnerFixes(readd_spec_tokens=False), {v1.READD_SPEC_TOKENS: v1.skip_spec_tokens},

@@ -150,6 +150,9 @@ class Scheduler:
         self.kv_cache_manager.free(request)
         request.spec_token_ids.clear()
         self.finished_req_ids.add(request.request_id)
+        # Preempted since the last schedule went out and finished now (aborted, or stopped by its
+        # stale output): the stages are told it finished, and need no word of the preemption.
+        self.preempted_req_ids.discard(request.request_id)
         self.finished_totals.add(request)
         del self.requests[request.request_id]
 
