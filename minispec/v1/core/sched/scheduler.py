@@ -33,13 +33,16 @@ any others (they were sampled from the right KV, and dropping them would make th
 request sample those positions again, PR #48245), but it no longer moves the counters
 preemption reset (no rollback of rejected drafts, no placeholders taken back). A preempted
 request is not resumed while such output is in flight: resuming first could sample a position
-that output later brings. minispec keeps a preempted request draft-free: drafts a stale
-output brings are not taken (0.30.0's ``update_draft_token_ids`` takes them).
+that output later brings. One difference from 0.30.0: minispec keeps a preempted request
+draft-free, so drafts a stale output brings are not taken (0.30.0's ``update_draft_token_ids``
+takes them).
 
 Deliberate differences from v0.9.2:
 
-* Preemption never picks one already scheduled in this step (v0.9.2's did not either,
-  but it resumed a preempted request while its output was in flight).
+* A preempted request's output in flight is stale, as above. v0.9.2 preempted a request in
+  flight too (``make vllm-check`` showed it by running), but the stale-output fields came
+  with PR #48245 (2026), so it had no such rule (from the PR's date; 0.9.2's code was not
+  read for this).
 * Drafts that do not fit the budget are dropped even when none fit. v0.9.2 kept
   all of them in that case, so they could be scheduled in the *other* batch
   while this one was in flight; later vLLM drops them too.
