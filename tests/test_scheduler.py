@@ -161,3 +161,112 @@ def test_finish_requests_takes_one_id_or_several():
     assert "10" not in sched.requests and set(sched.requests) == {"1", "0"}
     sched.finish_requests(["1", "0"], RequestStatus.FINISHED_ABORTED)
     assert not sched.waiting and sched.finished_req_ids == {"1", "0", "10"}
+
+
+def test_preempt_during_execution():
+    """vLLM's own test, re-expressed (vLLM 0.30.0 sdist, ``tests/v1/core/test_scheduler.py``
+    1194-1250, from reading it): a request whose batch is still running is preempted, and the
+    output of that batch still reaches it. 10 blocks of 16 slots (vLLM asks for 11: its block
+    0 is the null block), two 80-token prompts of 5 blocks each, a budget of 100."""
+    sched = Scheduler(SchedulerConfig(8, 100, 128), KVCacheManager(10, 16), use_pp=False)
+    first, second = req("0", 80), req("1", 80)
+    sched.add_request(first)
+    out0 = sched.schedule()
+    assert list(out0.num_scheduled_tokens) == ["0"] and len(out0.scheduled_new_reqs[0].block_ids) == 5
+    # While out0 is in flight (max_concurrent_batches > 1: pipeline parallelism), the second
+    # request takes the other 5 blocks.
+    sched.add_request(second)
+    out1 = sched.schedule()
+    assert list(out1.num_scheduled_tokens) == ["1"] and len(out1.scheduled_new_reqs[0].block_ids) == 5
+    finish_batch(sched, out0, {"0": [0]})
+    # The first request's 81st token needs a sixth block; the only victim is the second
+    # request, whose batch out1 is still running.
+    sched.schedule()
+    assert sched.running == [first]
+    assert second.status == RequestStatus.PREEMPTED
+    finish_batch(sched, out1, {"1": [42]})
+    # The preempted request keeps what its batch in flight sampled.
+    assert second.output_token_ids == [42]
+
+
+def test_a_preempted_request_resumes_once_its_stale_output_is_in():
+    """Resuming while the output is in flight could sample a position that output brings (vLLM
+    0.30.0 ``vllm/v1/core/sched/scheduler.py`` 886-895): the request waits for it, later waiting
+    requests do not."""
+    sched = Scheduler(SchedulerConfig(8, 100, 128), KVCacheManager(10, 16), use_pp=True)
+    first, second, third = req("A", 80), req("B", 80), req("C", 8)
+    sched.add_request(first)
+    out0 = sched.schedule()
+    sched.add_request(second)
+    out1 = sched.schedule()
+    finish_batch(sched, out0, {"A": [0]})
+    sched.add_request(third)
+    out2 = sched.schedule()  # preempts B (in flight); waiting requests wait for the next step
+    assert second.status == RequestStatus.PREEMPTED and out2.preempted_req_ids == {"B"}
+    assert second.num_stale_output_tokens == 80
+    finish_batch(sched, out2, {"A": [1]})
+    out3 = sched.schedule()  # B's output is still in flight: C goes first
+    assert "B" not in out3.num_scheduled_tokens and "C" in out3.num_scheduled_tokens
+    finish_batch(sched, out1, {"B": [42]})  # delivered stale: the counts stay reset
+    assert (second.output_token_ids, second.num_computed_tokens, second.num_stale_output_tokens) == ([42], 0, 0)
+    assert second.spec_token_ids == []
+    first.sampling_params.max_tokens = 2
+    finish_batch(sched, out3, {"A": [2], "C": [7]})  # A finishes, its blocks are free
+    out4 = sched.schedule()
+    cached = out4.scheduled_cached_reqs
+    i = cached.req_ids.index("B")
+    assert cached.resumed_from_preemption[i] and out4.num_scheduled_tokens["B"] == 81  # its 42 recomputed
+    assert cached.new_token_ids[i] == list(range(2, 82)) + [42]
+
+
+def test_a_stale_output_takes_back_nothing_under_async_scheduling():
+    """PR #48245's case: the async scheduler's placeholders were zeroed by the preemption, so the
+    stale output (two of three drafts accepted) must not take them, nor the rejected draft, back."""
+    from minispec.v1.core.sched.async_scheduler import AsyncScheduler
+
+    sched = AsyncScheduler(SchedulerConfig(8, 100, 128, async_scheduling=True), KVCacheManager(6, 16),
+                           use_pp=False, num_spec_tokens=3)
+    first, second = req("A", 48), req("B", 48)
+    for r in (first, second):
+        sched.add_request(r)
+    out0 = sched.schedule()  # both prefill (3 + 3 blocks): the cache is full
+    out1 = sched.schedule()  # on placeholders: A needs a fourth block, B goes with two batches in flight
+    assert second.status == RequestStatus.PREEMPTED and second.num_output_placeholders == 0
+    assert second.num_stale_output_tokens == 48
+    finish_batch(sched, out0, {"A": [5], "B": [6]})
+    assert (second.output_token_ids, second.num_computed_tokens, second.num_output_placeholders) == ([6], 0, 0)
+    finish_batch(sched, out1, {"A": [7, 8, 9, 1]})
+    assert first.num_output_placeholders == 0 and first.output_token_ids == [5, 7, 8, 9, 1]
+
+
+def test_a_stale_output_that_stops_the_request_finishes_it_from_waiting():
+    sched = Scheduler(SchedulerConfig(8, 100, 128), KVCacheManager(10, 16), use_pp=True)
+    first, second = req("A", 80), req("B", 80, max_tokens=1)
+    sched.add_request(first)
+    out0 = sched.schedule()
+    sched.add_request(second)
+    out1 = sched.schedule()
+    finish_batch(sched, out0, {"A": [0]})
+    sched.schedule()
+    assert second in sched.waiting
+    finished = finish_batch(sched, out1, {"B": [42]})
+    assert finished == [second] and second.status == RequestStatus.FINISHED_LENGTH_CAPPED
+    assert second not in sched.waiting and "B" not in sched.requests
+
+
+def test_a_preempted_request_that_finishes_before_the_word_goes_out_is_only_finished():
+    """An empty schedule's preemptions are handed back for the next one (``EngineCore``); if the
+    request is aborted meanwhile, the stages hear only that it finished (Model Runner V2 would
+    otherwise keep a preempted request it has already dropped)."""
+    sched = Scheduler(SchedulerConfig(8, 100, 128), KVCacheManager(10, 16), use_pp=True)
+    first, second = req("A", 80), req("B", 80)
+    sched.add_request(first)
+    out0 = sched.schedule()
+    sched.add_request(second)
+    sched.schedule()
+    finish_batch(sched, out0, {"A": [0]})
+    out2 = sched.schedule()
+    sched.preempted_req_ids |= out2.preempted_req_ids  # as if it had not gone out
+    sched.finish_requests("B", RequestStatus.FINISHED_ABORTED)
+    out3 = sched.schedule()
+    assert out3.preempted_req_ids == set() and out3.finished_req_ids == {"B"}

@@ -11,6 +11,7 @@ import pytest
 
 from minispec import LLM
 from minispec.engine.arg_utils import EngineArgs
+from minispec.v1.core.sched import switches as sched
 from minispec.v1.worker import runner_fixes as v1
 from minispec.v1.worker.designs import DESIGNS
 from minispec.v1.worker.gpu import runner_fixes as v2
@@ -19,7 +20,7 @@ from minispec.v1.worker.switchboard import arguments
 from minispec.v1.worker.switches import ModelRunner, Switch, Switches
 
 V1, V2, RELAY = ModelRunner.V1, ModelRunner.V2, ModelRunner.RELAY
-MODULES = (v1, v2, relay)  # each design's switches; replicated drafting has none
+MODULES = (v1, v2, relay, sched)  # each design's switches, and the scheduler's; replicated drafting has none
 
 
 def mine(*args):
@@ -57,6 +58,8 @@ CASES = [
      "faults='v1-pp-async-trim-last-rank' applies to model_runner='v1'; got model_runner='relay'"),
     ("faults", "v1-pp-async-num-tokens-no-spec", {v1.NUM_TOKENS_NO_SPEC: v1.end_from_num_computed},
      "faults='v1-pp-async-num-tokens-no-spec' applies to model_runner='v1'; got model_runner='v2'"),
+    ("faults", "v1-pp-async-stale-row", {v1.COMMIT_ROW: v1.row_at_receive},
+     "faults='v1-pp-async-stale-row' applies to model_runner='v1'; got model_runner='v2'"),
     ("fixes", v1.RunnerFixes(readd_spec_tokens=mine), {v1.READD_SPEC_TOKENS: mine},
      "fixes=RunnerFixes(readd_spec_tokens=mine) applies to model_runner='v1'; got model_runner='v2'"),
     ("fixes", v1.RunnerFixes(readd_spec_tokens=False), {v1.READD_SPEC_TOKENS: v1.skip_spec_tokens},
@@ -71,6 +74,9 @@ CASES = [
     ("fixes", v2.RunnerFixes(apply_broadcast=mine), {v2.APPLY_BROADCAST: mine},
      "fixes=RunnerFixes(apply_broadcast=mine) applies to model_runner='v2'; got model_runner='v1'"),
     ("fixes", v2.RunnerFixes(), {}, "fixes=RunnerFixes() applies to model_runner='v2'; got model_runner='v1'"),
+    ("faults", "stale-output-dropped", {sched.STALE_OUTPUT_V1: sched.drop_stale_output,
+                                        sched.STALE_OUTPUT_V2: sched.drop_stale_output},
+     "faults='stale-output-dropped' applies to model_runner='v1' or 'v2'; got model_runner='relay'"),
 ]
 
 
@@ -84,7 +90,7 @@ def test_each_switch_preset_and_plug_on_each_design(argument, value, chosen, ref
     """Accepted where it applies, resolved to the functions its runner will call; refused with
     the exact message where it does not (each case's refusal is written for one other design;
     on ``design`` it names ``design``). Only "all" (no fault) applies to every design."""
-    applies = refusal is None or f"applies to model_runner={str(design)!r};" in refusal
+    applies = refusal is None or re.search(f"applies to model_runner=[^;]*{str(design)!r}[^;]*;", refusal)
     if applies:
         assert config(model_runner=design, **{argument: value}).switches == Switches(chosen)
     else:
@@ -111,7 +117,7 @@ def test_a_preset_or_plug_given_to_the_other_argument_is_refused():
                                          r"'vllm-0.9.2'\] or a RunnerFixes$"):
         config(model_runner="v2", fixes=v2.FaultPreset.V2_STALE_DRAFTS)
     with pytest.raises(ValueError, match=r"^faults=RunnerFixes\(apply_broadcast=mine\): expected None or one of "
-                                         r"\['relay-no-seq-lens', 'relay-pairing', 'v1-pp-async-column-0', "):
+                                         r"\['relay-no-seq-lens', 'relay-pairing', 'stale-output-dropped', "):
         config(model_runner="v2", faults=v2.RunnerFixes(apply_broadcast=mine))
     with pytest.raises(ValueError, match=r"^faults='vllm-0.9.2': expected None or one of"):
         config(faults="vllm-0.9.2")
@@ -169,6 +175,7 @@ def test_each_design_s_settings_name_its_switches_and_every_switch_can_be_set():
     assert {s.design for s in vars(v1).values() if isinstance(s, Switch)} == {V1}
     assert {s.design for s in vars(v2).values() if isinstance(s, Switch)} == {V2}
     assert {s.design for s in vars(relay).values() if isinstance(s, Switch)} == {RELAY}
+    assert {s.design for s in vars(sched).values() if isinstance(s, Switch)} == {V1, V2}
 
 
 @pytest.mark.parametrize("design", list(DESIGNS))

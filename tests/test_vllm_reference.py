@@ -247,9 +247,10 @@ def test_freed_blocks_return_tail_first_as_in_vllm():
 
 
 def test_no_recorded_run_resumes_a_request_that_still_holds_a_row():
-    """vLLM 0.14.0 evicts such a request first (gpu_model_runner.py line 878) and
-    minispec does not (gpu_model_runner.py docstring): a departure no run of
-    minispec's scheduler can reach, checked here on runs that do resume."""
+    """vLLM 0.14.0 evicts such a request first (gpu_model_runner.py line 878), and so does
+    minispec under every preset, where 0.9.2 did not (gpu_model_runner.py docstring). Only a
+    request preempted by a schedule that holds nothing reaches the path; these runs, which do
+    resume requests, do not, so vLLM 0.9.2's runner agrees with minispec's on them."""
     from minispec.lab.experiments.schedule import run_schedule
 
     seeds = [s for s in range(60) if reference_schedule(s).num_gpu_blocks][:8]
@@ -296,11 +297,11 @@ def test_thread_schedules_equal_in_vllm_092s_own_scheduler(thread_check):
 
 @pytest.mark.vllm
 def test_0140_evicts_a_resumed_request_that_still_holds_a_row(thread_check):
-    """The departure no recorded run reaches, reached by hand: request R is
-    scheduled, then resumed in the next step while it still holds its row.
-    vLLM 0.14.0 evicts and re-adds it (gpu_model_runner.py line 878), so its
-    block-table row is the new blocks alone; minispec and vLLM 0.9.2 keep the
-    row and append the new blocks to it."""
+    """The path, reached by hand: request R is scheduled, then resumed in the next step while
+    it still holds its row. vLLM 0.14.0 evicts and re-adds it (gpu_model_runner.py line 878),
+    so its block-table row is the new blocks alone, and so does minispec (its scheduler reaches
+    the path since it preempts requests in flight); vLLM 0.9.2 keeps the row and appends the
+    new blocks to it."""
     from types import SimpleNamespace
 
     from minispec.entrypoints.llm import LLM
@@ -324,7 +325,7 @@ def test_0140_evicts_a_resumed_request_that_still_holds_a_row(thread_check):
         runner._update_states(out)
         capture.schedules[out.step] = scheduler_output_data(out, scheduler)
         capture.stage_steps.append(StageStep(0, out.step, stage_buffers(runner)))
-    assert capture.stage_steps[1].buffers["block_table"] == [[0, 1, 6, 7]]
+    assert capture.stage_steps[1].buffers["block_table"] == [[6, 7]]
     run = ScenarioRun("by hand", "vllm-0.14", {"resumed in place": capture})
     for release, expected in (("0.9.2", [0, 1, 6, 7]), ("0.14.0", [6, 7])):
         _, results = run_vllm(release, [run])

@@ -42,8 +42,8 @@ INTRO = """\
 <!-- Written by tools/invariants_doc.py from minispec/instruments/invariants.py and
 minispec/instruments/trace.py: edit those, then run the tool. -->
 
-minispec states seven rules that speculative decoding under pipeline parallelism must keep.
-The numbers are the ones the notebooks and the tests cite. Rules 2-5 are checked on the
+minispec states eight rules that speculative decoding under pipeline parallelism must keep.
+The numbers are the ones the notebooks and the tests cite. Rules 2-5 and 8 are checked on the
 records of every step: live, `LLM(..., check_invariants=True)` raises `InvariantViolation` at
 the first break; offline, `check_trace(trace)` lists every break of a recorded run. Rules 1
 and 6 compare whole runs with references, so the tests check them; rule 7 is checked by the

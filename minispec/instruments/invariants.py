@@ -1,10 +1,10 @@
 """minispec's invariants, stated here and checked on trace records.
 
-``Invariant`` numbers them 1-7, as the notebooks, the tests and
+``Invariant`` numbers them 1-8, as the notebooks, the tests and
 ``docs/invariants.md`` cite them (``tools/invariants_doc.py`` writes that page
 from this module). Each member carries a short ``title``, its ``rule`` and what it
 ``reads``; ``on_trace`` says whether the checker here can see it. 2-5 are checked
-on every schedule, stage and update: live (``check_invariants=True``) the first
+on every schedule, stage and update, and 8 on every update: live (``check_invariants=True``) the first
 violation raises ``InvariantViolation``; offline ``check_trace(trace)`` lists
 them all. Under async scheduling (``AsyncScheduler``) the scheduler schedules a step
 before the outputs it needs are back, on placeholders: 2-4 then hold a stage to what
@@ -77,15 +77,15 @@ class Invariant(IntEnum):
         4, "shared accounting",
         "Every stage's num_computed_tokens for a request is the scheduler's, and so is its block table row (a "
         "stage that reads or writes KV through other blocks computes other tokens while every token id is right); "
-        "after update_from_output the scheduler's num_computed_tokens is old + scheduled - rejected. Under "
-        "async scheduling the scheduler's count assumes every draft of the batches in flight accepted: a step "
+        "after update_from_output the scheduler's num_computed_tokens is old + scheduled - rejected (unchanged "
+        "for a request preempted while the batch was in flight: preemption reset it). Under async scheduling the scheduler's count assumes every draft of the batches in flight accepted: a step "
         "scheduled while batches that sample the request were in flight holds that count less the drafts they "
         "rejected.",
         "InvariantChecker.check_stage (counts and block tables; under async scheduling, a count that waits "
         "for batches in flight once they are back) and check_update (the rollback)",
         ("ScheduleRecord.num_computed_tokens", "ScheduleRecord.block_ids", "RowRecord.num_computed_tokens",
          "RowRecord.block_ids", "StepRecord.num_accepted", "StepRecord.num_computed_before_update",
-         "StepRecord.num_computed_after"))
+         "StepRecord.num_computed_after", "StepRecord.stale"))
     ONE_IN_FLIGHT_BATCH = (
         5, "one in-flight batch per decode request",
         "A request is in at most one in-flight batch that samples it (one whose chunk reaches the request's last "
@@ -108,9 +108,18 @@ class Invariant(IntEnum):
         "the channel, shape and dtype.",
         "the checked transport, on every receive: CheckedReceive.take (minispec/distributed/parallel_state.py) "
         "raises MessageMismatch, whose violation names the channel (as req_id), the step and both headers")
+    SAMPLED_ONCE = (
+        8, "each position sampled once",
+        "The last stage samples each position of a request at most once over the whole run, across "
+        "preemptions: what a batch sampled is kept, even when the request was preempted while the batch was in "
+        "flight, so the resumed request samples from the first position no batch has sampled (a batch emits its "
+        "tokens from position num_computed_tokens + num_scheduled_tokens - num_drafts on).",
+        "InvariantChecker.check_update, on the last stage's record of each batch",
+        ("StageRecord.sampled", "StageRecord.is_last", "RowRecord.num_computed_tokens",
+         "RowRecord.num_scheduled_tokens", "RowRecord.num_drafts", "StepRecord.finished"))
 
 
-CHECKED = tuple(i for i in Invariant if i.on_trace)  # 2-5, what check_trace can see
+CHECKED = tuple(i for i in Invariant if i.on_trace)  # 2-5 and 8, what check_trace can see
 
 
 def samples(s: ScheduleRecord, req_id: str) -> bool:
@@ -147,8 +156,9 @@ class InvariantViolation(AssertionError):
 
 
 # short names for the checks below
-DRAFTS, HISTORY, ACCOUNTING, IN_FLIGHT = (Invariant.DRAFT_AGREEMENT, Invariant.TOKEN_HISTORY,
-                                          Invariant.SHARED_ACCOUNTING, Invariant.ONE_IN_FLIGHT_BATCH)
+DRAFTS, HISTORY, ACCOUNTING, IN_FLIGHT, SAMPLED_ONCE = (
+    Invariant.DRAFT_AGREEMENT, Invariant.TOKEN_HISTORY, Invariant.SHARED_ACCOUNTING, Invariant.ONE_IN_FLIGHT_BATCH,
+    Invariant.SAMPLED_ONCE)
 
 
 @dataclass(frozen=True)
@@ -220,6 +230,7 @@ class InvariantChecker:
         self.came_back: dict[int, StepRecord] = {}  # the awaited batches whose outputs are in
         self.pending: dict[int, list[tuple[ScheduleRecord, StageRecord, RowRecord]]] = {}  # awaited step -> rows
         self.proposed: dict[str, list[int]] = {}  # request -> the drafts its last output brought
+        self.sampled_at: dict[str, dict[int, int]] = {}  # request -> position -> the step that sampled it
 
     def _fail(self, invariant: Invariant, *args) -> None:
         violation = Violation(invariant, *args)
@@ -291,13 +302,30 @@ class InvariantChecker:
             if req_id not in step.num_computed_after:
                 continue  # aborted while this batch was in flight: the scheduler dropped it
             rejected = len(s.scheduled_spec_decode_tokens.get(req_id, [])) - step.num_accepted.get(req_id, 0)
+            if req_id in step.stale:  # preempted meanwhile: the reset count is not rolled back
+                rejected = 0
             # "old + scheduled" is the value before the update: scheduling already added it
             expected = step.num_computed_before_update[req_id] - rejected
             if step.num_computed_after[req_id] != expected:
                 self._fail(ACCOUNTING, s.step, None, req_id,
                            f"num_computed_tokens={expected} (old + scheduled - rejected)", step.num_computed_after[req_id])
         self.proposed.update(step.spec_token_ids)
+        self._check_sampled_once(step)
         self._resolve(step)
+
+    def _check_sampled_once(self, step: StepRecord) -> None:
+        last = next((st for st in step.stages if st.is_last), None)
+        for req_id, tokens in (last.sampled if last else {}).items():
+            row = last.row_of(req_id)
+            first = row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts
+            seen = self.sampled_at.setdefault(req_id, {})
+            again = [p for p in range(first, first + len(tokens)) if p in seen]
+            if again:
+                self._fail(SAMPLED_ONCE, step.step, last.stage, req_id,
+                           f"position {again[0]} sampled once (at step {seen[again[0]]})", "sampled again")
+            seen.update(dict.fromkeys(range(first, first + len(tokens)), step.step))
+        for req_id in step.finished:
+            self.sampled_at.pop(req_id, None)
 
     def _resolve(self, step: StepRecord) -> None:
         """Async scheduling: check the rows that waited for this output, and forget what no

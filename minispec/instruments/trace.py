@@ -142,6 +142,10 @@ class StepRecord:
     spec_token_ids: dict[str, list[int]] = field(default_factory=dict)
     # requests this update finished: a later batch still in flight for one is dropped unread
     finished: list[str] = field(default_factory=list)
+    # requests preempted while this batch was in flight: its output was delivered stale, their
+    # counts (reset by preemption) untouched (Scheduler's docstring); its drafts are recorded
+    # all the same: the batches scheduled on its placeholders ran with them
+    stale: list[str] = field(default_factory=list)
 
     @property
     def step(self) -> int:
@@ -275,10 +279,11 @@ class TraceRecorder:
         self._sampled.add(step)
 
     def on_update(self, out, requests: dict, num_accepted: dict[str, int], num_computed_before: dict[str, int],
-                  spec_token_ids: dict[str, list[int]]) -> None:
+                  spec_token_ids: dict[str, list[int]], stale: set[str] = frozenset()) -> None:
         """``requests``: the batch's requests still in the scheduler before the update
         (one that finishes in it leaves the scheduler's dict; an aborted one is absent);
-        ``spec_token_ids``: the drafts the output brought, per request."""
+        ``spec_token_ids``: the drafts the output brought, per request; ``stale``: the
+        requests preempted while the batch was in flight."""
         step = self._by_step[out.step]
         self._check_recorded(step)
         step.num_accepted = num_accepted
@@ -287,6 +292,7 @@ class TraceRecorder:
         step.all_token_ids_after = {r: list(request.all_token_ids) for r, request in requests.items()}
         step.spec_token_ids = {r: list(d) for r, d in spec_token_ids.items()}
         step.finished = [r for r, request in requests.items() if request.is_finished()]
+        step.stale = sorted(stale)
         self.trace.events.append(Event(EventKind.UPDATE, out.step))
         if self.checker:
             self.checker.check_update(step)

@@ -43,6 +43,11 @@ class Request:
         # Async scheduling (vLLM 0.30.0 ``v1/request.py``): tokens its batches in flight will emit,
         # counted in num_computed_tokens before they exist (bonus and drafts, all assumed accepted).
         self.num_output_placeholders = 0
+        # Tokens scheduled in batches whose output is not back yet (vLLM 0.30.0 ``v1/request.py``
+        # 168-171), and, once the request is preempted, those of its output still to come: it is
+        # delivered when it returns, but no longer moves the counters preemption reset (158-163).
+        self.num_in_flight_tokens = 0
+        self.num_stale_output_tokens = 0
         # Model Runner V2 under pipeline parallelism and async scheduling: the first step at which a
         # decoding request may be scheduled again (vLLM's ``next_decode_eligible_step``; minispec
         # counts batches, see Scheduler._wait_for_output).

@@ -56,6 +56,16 @@ by preset:
   every pipeline depth (``tests/test_inflight_family.py``). The rest of the in-flight family, and why each
   is or is not a preset: ``minispec.lab.faults.in_flight``.
 
+The scheduler's one fault (``model_runner="v1"`` or ``"v2"``; switch and preset in
+``minispec/v1/core/sched/switches.py``), not in this catalogue's tables:
+``stale-output-dropped`` (vllm-project/vllm-gaudi#1794, merged, and vllm-project/vllm-gaudi#1803) discards the
+output of a batch in flight when its request was preempted, where vLLM 0.30.0 delivers it
+(PR #48245). On a random schedule whose KV pool preempts requests in flight
+(``exercise_schedule(3, 2, "ngram")``) the first break is invariant 8 (each position sampled
+once) at step 30, stage 1, request B under V2, and invariant 3 (token history) at the same
+place under V1, whose last stage keeps the token it sampled; the fixed runs are clean
+(``tests/test_stale_output.py``).
+
 The relay design's two faults (``model_runner="relay"``, ``RELAY_FAULTS``; switches in
 ``minispec/v1/worker/relay/runner_fixes.py``), from SGLang's 2026 reports:
 
@@ -93,11 +103,18 @@ broke:
 * ``v1-pp-async-num-tokens-no-spec`` (PR #41133): a non-last stage's row ends at the scheduler's
   ``num_computed_tokens``, 0.17.0's offset: under async scheduling nothing is relayed, so the row
   ends before the last sampled token, which the next broadcast (and the drafts) then overwrite.
+* ``v1-pp-async-stale-row`` (tenstorrent/vllm-tt-plugin#131's shape): a non-last stage applies a
+  broadcast entry to the rows the batch had when the receive was posted, not to the rows its
+  requests hold now; a request that left the batch since, or that condense moved, leaves its old
+  row to another request, whose history takes the tokens and whose length goes stale. The thread
+  scenario never reuses a row that way, so its scenario is a random schedule
+  (``exercise_schedule(1, 2, "ngram")`` under async scheduling); the step it bites at depends on the
+  depth (27 at PP 2, 30 at PP 3).
 
 Two of them need drafts: without speculative decoding the column-0 layout is the full one and
 nothing is optimistic, so both run clean at ``k = 0``, while the third bites there too (its
-token loss is not about drafts). None is masked at PP = 2: all three bite alike at PP = 2 and 3
-(``tests/test_fault_presets.py``).
+token loss is not about drafts). None is masked at PP = 2: the first three bite alike at PP = 2
+and 3, the stale row at another step (``tests/test_fault_presets.py``).
 
 They are kept apart from ``FAULTS`` (Model Runner V2's) so that what iterates ``FAULTS``
 (notebook 09) is unchanged; ``EVERY_FAULT`` holds all three dicts.
@@ -118,7 +135,7 @@ from dataclasses import dataclass, replace
 from datetime import date
 
 from minispec.instruments.invariants import Invariant
-from minispec.lab.experiments.scenarios import PROMPTS, thread_schedule
+from minispec.lab.experiments.scenarios import PROMPTS, exercise_schedule, thread_schedule
 from minispec.lab.experiments.schedule import Request, Schedule
 from minispec.lab.records.threads import SGLANG, VLLM, Citation, thread
 from minispec.v1.worker.gpu.runner_fixes import FaultPreset
@@ -347,6 +364,24 @@ V1_FAULTS: dict[V1FaultPreset, Fault] = {
         THREAD_ASYNC,
         FirstViolation(Invariant.TOKEN_HISTORY, 1, 0, "A",
                        "stage 0's row ends before the last sampled token, which the next broadcast or a draft overwrites"),
+    ),
+    V1FaultPreset.V1_PP_ASYNC_STALE_ROW: Fault(
+        V1FaultPreset.V1_PP_ASYNC_STALE_ROW,
+        (Citation(thread("tenstorrent/vllm-tt-plugin", 131),
+                  role="its shape: a commit a step after its submission resolves a request's row by the step's row "
+                       "(there, the drafter's context length), where condense has since moved the request"),),
+        "vLLM 0.30.0 maps each received row to its request by id (prev_req_id_to_index, "
+        "vllm/v1/worker/gpu_model_runner.py 4880-4896, from reading the code); minispec's fix: "
+        "minispec/v1/worker/runner_fixes.py (row_now)",
+        "a non-last stage applies a broadcast entry to the row each request had when the receive was posted; since "
+        "then the request left the batch or condense moved it, and another request's row takes the tokens and a "
+        "stale length",
+        "the entry's tokens go to the row the request holds now, looked up by its id (req_id_to_index), or to its "
+        "history alone if it holds none",
+        replace(exercise_schedule(1, 2, "ngram"), name="random schedule 1 under async scheduling",
+                async_scheduling=True),
+        FirstViolation(Invariant.TOKEN_HISTORY, 27, 0, "C",
+                       "stage 0's row of C holds a token another request's broadcast entry wrote there"),
     ),
 }
 

@@ -15,7 +15,8 @@ the project), whether it needs async scheduling, and its outcome:
   ``V1_FAULTS``, were waiting for V1's broadcast of the previous sampled tokens, the code they
   break, until ``minispec/v1/worker/pp_prev_sampled.py``);
 * ``SAME_AS``: it leaves the stages in the state an existing preset already reproduces;
-* ``NOT_HERE``: the code it breaks is not in minispec.
+* ``NOT_HERE``: the code it breaks is not in minispec;
+* ``HANDLED``: the code is here and does what upstream's fix does, and a test says so.
 
 Every thread cited is in ``minispec.lab.records.threads`` with the date and the
 sentence it rests on; the release lines are from reading the code. vLLM twin: none.
@@ -37,6 +38,7 @@ class Outcome(StrEnum):
     PRESET = "a fault preset"
     SAME_AS = "the state an existing preset reproduces"
     NOT_HERE = "the code it breaks is not in minispec"
+    HANDLED = "the code is here and does what upstream's fix does"
 
 
 @dataclass(frozen=True)
@@ -111,12 +113,32 @@ FAMILY: tuple[Candidate, ...] = (
         "under async scheduling a request preempted after its speculative step was dispatched but before the output "
         "returned gets that late output applied to its reset state",
         (V1, V2), True,
-        "vLLM 0.30.0 handles the case in its own way: in vllm/v1/core/sched/scheduler.py lines 1500-1510, "
-        "_preempt_request marks the in-flight output stale, and in lines 1946-1953 update_from_output drains it "
-        "(from reading the code). minispec's scheduler never preempts a request with a batch in flight "
-        "(Scheduler._allocate_or_preempt picks its victim among requests with num_inflight_batches == 0), so "
-        "no late output can meet a reset request, with or without async scheduling",
-        Outcome.NOT_HERE,
+        "vLLM 0.30.0 handles the case as PR #48245 does, not by #49620's discard: in "
+        "vllm/v1/core/sched/scheduler.py lines 1497-1511, _preempt_request marks the in-flight output stale and "
+        "zeroes the placeholders, in lines 1946-1969 update_from_output delivers it without moving the reset "
+        "counters, and lines 886-895 hold the request back until it is in (from reading the code). minispec's "
+        "scheduler preempts a request with a batch in flight and does the same (Scheduler._preempt, "
+        "_drain_in_flight; tests/test_scheduler.py::test_a_stale_output_takes_back_nothing_under_async_scheduling)",
+        Outcome.HANDLED,
+    ),
+    Candidate(
+        "tenstorrent/vllm-tt-plugin#131 (open; title, state and an excerpt of its description read)",
+        "a commit that runs a step after its submission resolves a request's row by the step's row; condense "
+        "has moved the request since, and the row it left keeps a stale length (there, the drafter's context)",
+        (V1,), True,
+        "see V1_FAULTS[V1FaultPreset.V1_PP_ASYNC_STALE_ROW].source: minispec's deferred commit is a non-last "
+        "stage's application of the last stage's broadcast",
+        Outcome.PRESET, V1FaultPreset.V1_PP_ASYNC_STALE_ROW,
+    ),
+    Candidate(
+        "tenstorrent/vllm-tt-plugin#131 (its other fix, in the same excerpt)",
+        "a late commit writes the state of a request that was preempted after its step was submitted, reviving "
+        "a slot the request no longer holds",
+        (V2,), False,
+        "vLLM 0.30.0's slot generation counter drops such an entry: vllm/v1/worker/gpu/pp_utils.py 79-82, 130-134 "
+        "(from reading the code); tests/test_preempted_slot.py shows minispec's V2 dropping late entries for "
+        "slots freed by preemption, and invariant 4 breaking when they land",
+        Outcome.SAME_AS, FaultPreset.V2_SLOT_REUSE,
     ),
     Candidate(
         "vllm-ascend PR #14184 (merged, 2026-08-13)",

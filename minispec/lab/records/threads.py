@@ -32,7 +32,8 @@ CHECKED = date(2026, 12, 2)  # when every state below was read, and every post f
 VLLM = "vllm-project/vllm"
 SGLANG = "sgl-project/sglang"
 _PROJECTS = {VLLM: "vLLM", SGLANG: "SGLang", "vllm-project/vllm-ascend": "vllm-ascend",
-             "jupyterlab/jupyterlab": "JupyterLab"}
+             "jupyterlab/jupyterlab": "JupyterLab", "vllm-project/vllm-gaudi": "vllm-gaudi",
+             "tenstorrent/vllm-tt-plugin": "vllm-tt-plugin"}
 
 
 class ThreadKind(StrEnum):
@@ -347,16 +348,40 @@ THREADS: tuple[Thread, ...] = (
            "with MTP", OPEN, Verified.SEARCHED,
            (Post(DESCRIPTION, date(2026, 8, 28), ("a length that was never reverted after a rejected draft token",)),)),
     Thread("jupyterlab/jupyterlab", 15207, I, "", ThreadState.NOT_READ, Verified.NOT_READ),
+    _vllm(48245, P, "[BugFix] Fix `num_output_placeholders` preemption underflow", MERGED,
+          (Post(DESCRIPTION, date(2026, 7, 10), (
+              "chose to **discard** the request's in-flight output — an approach that was incomplete and not lossless",
+              "the stale in-flight output still returns and drains against the reset counters")),)),
+    _vllm(47900, P, "[Bugfix][Core] Discard in-flight async output frames on preemption to fix "
+          "num_output_placeholders underflow", ThreadState.CLOSED,
+          (Post(DESCRIPTION, date(2026, 7, 7), (
+              "the same assert still fires on the common **KV-pressure preemption** path under load",)),)),
+    Thread("vllm-project/vllm-gaudi", 1794, P, "fix: keep stale in-flight output after async-scheduling preemption",
+           MERGED, Verified.SEARCHED,
+           (Post(DESCRIPTION, date(2026, 9, 14), (
+               "So those frames now match our discard condition, and the override swallows output that upstream "
+               "delivers on purpose.",
+               "On an 8-card TP=8 serving run this more than tripled the preemption count for the same delivered "
+               "output.")),)),
+    Thread("vllm-project/vllm-gaudi", 1803, P, "fix: keep stale in-flight output after async-scheduling preemption",
+           OPEN, Verified.SEARCHED, (Post(DESCRIPTION, date(2026, 9, 18), (
+               "The swallowed token is legitimately resampled after recompute, so output is not corrupted",)),)),
+    Thread("tenstorrent/vllm-tt-plugin", 131, P, "[feat] Speculative decoding: the model's own drafter proposes on "
+           "device", OPEN, Verified.TITLE,
+           note="the search tool's excerpt of its description (no date shown) lists, among fixes reachable only "
+                "when a commit runs a step after its submission, a drafter that sized a row's context by the step's "
+                "row after condense moved the request, and a late commit that revived a preempted request's state"),
 )
 
 # A reference in prose: "owner/name#N", "sglang #N" / "vllm-ascend PR #N" / "JupyterLab issue #N", a
 # bare "#N" (vLLM's), or a thread's URL. Colours ("#999999") are quoted or run on into letters.
 _NAMED = {"sglang": SGLANG, "vllm-ascend": "vllm-project/vllm-ascend",
-          "jupyterlab": "jupyterlab/jupyterlab"}
+          "jupyterlab": "jupyterlab/jupyterlab", "vllm-gaudi": "vllm-project/vllm-gaudi",
+          "vllm-tt-plugin": "tenstorrent/vllm-tt-plugin"}
 REFERENCE = re.compile(
     r"github\.com/(?P<url_repo>[\w.-]+/[\w.-]+)/(?:pull|issues)/(?P<url_num>\d+)"
     r"|(?P<repo>[\w.-]+/[\w.-]+)#(?P<repo_num>\d+)"
-    r"|(?:(?P<name>sglang|vllm-ascend|jupyterlab)\s+(?:(?:pr|issue|rfc)\s+)?)?(?<![\"'\w&])#(?P<num>[1-9]\d{2,5})(?!\w)",
+    r"|(?:(?P<name>sglang|vllm-ascend|jupyterlab|vllm-gaudi|vllm-tt-plugin)\s+(?:(?:pr|issue|rfc)\s+)?)?(?<![\"'\w&])#(?P<num>[1-9]\d{2,5})(?!\w)",
     re.IGNORECASE,
 )
 

@@ -43,6 +43,7 @@ from minispec.instruments.trace import EngineListener
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 from minispec.v1.core.sched.async_scheduler import AsyncScheduler
 from minispec.v1.core.sched.scheduler import Scheduler
+from minispec.v1.core.sched.switches import STALE_OUTPUT, deliver_stale_output
 from minispec.v1.executor.abstract import Executor, PendingBatch
 from minispec.v1.request import Request, RequestStatus
 
@@ -51,11 +52,13 @@ def make_scheduler(vllm_config: VllmConfig, kv_cache_manager: KVCacheManager) ->
     """The scheduler ``scheduler_config`` asks for (vLLM: ``SchedulerConfig.get_scheduler_cls``), with
     the design's cadence under async scheduling (its record, ``vllm_config.design``)."""
     pp, sched = vllm_config.pipeline_parallel_size, vllm_config.scheduler_config
+    switch = STALE_OUTPUT.get(vllm_config.design.name)  # a design the preset was checked on
+    stale_output = vllm_config.switches.pick(switch, deliver_stale_output) if switch else deliver_stale_output
     if not sched.async_scheduling:
-        return Scheduler(sched, kv_cache_manager, use_pp=pp > 1)
+        return Scheduler(sched, kv_cache_manager, use_pp=pp > 1, stale_output=stale_output)
     spec = vllm_config.speculative_config
     return AsyncScheduler(sched, kv_cache_manager, use_pp=pp > 1, num_spec_tokens=spec.num_speculative_tokens,
-                          decode_wait_batches=vllm_config.design.decode_wait_batches(pp))
+                          decode_wait_batches=vllm_config.design.decode_wait_batches(pp), stale_output=stale_output)
 
 
 class EngineCore:
@@ -159,13 +162,14 @@ class EngineCore:
         # held here: a request that finishes in this update leaves scheduler.requests
         requests = {r: self.scheduler.requests[r] for r in out.num_scheduled_tokens if r in self.scheduler.requests}
         before = {r: request.num_computed_tokens for r, request in requests.items()}
+        stale = {r for r, request in requests.items() if request.num_stale_output_tokens > 0}  # preempted in flight
         self.finished.extend(self.scheduler.update_from_output(out, output))
         self.num_batches += 1
         if self.recorder:
             self.recorder.tell(EngineListener.on_update, self.scheduler, out, output)
             drafts = {r: output.spec_token_ids[i] for r, i in output.req_id_to_index.items()
                       if output.spec_token_ids and output.sampled_token_ids[i]}
-            self.recorder.on_update(out, requests, num_accepted, before, drafts)
+            self.recorder.on_update(out, requests, num_accepted, before, drafts, stale)
 
     def step_with_batch_queue(self) -> list[Event]:
         """One engine step; returns the events it ran."""

@@ -31,14 +31,15 @@ broadcasts each batch's sampled tokens, and a non-last stage applies them before
 next inputs (``_pp_broadcast_prev_sampled_token_ids`` and its receive, vLLM 0.30.0's names;
 ``pp_prev_sampled.py`` says what minispec sends beyond vLLM's one column, and why).
 Left out: CUDA graphs, the Worker class, structured output, LoRA, multimodal.
-One departure from 0.14.0 under ``"vllm-0.14"``: 0.14.0 first evicts a resumed
-request that still holds a row (``cached - (scheduled - resumed)``,
-``gpu_model_runner.py`` line 878); minispec removes ``cached - scheduled``. The two
-agree whenever a resumed request was not scheduled the step before, which is
-always so with minispec's scheduler: it never resumes a request in the step that
-preempted it (vLLM does only in ``reset_prefix_cache``'s forced preemption).
-``tests/test_vllm_reference.py`` checks that no recorded run reaches the path,
-and runs a hand-built schedule that does through both vLLM releases.
+Under every preset a resumed request that still holds a row is evicted first, as 0.14.0
+does (``cached - (scheduled - resumed)``, ``gpu_model_runner.py`` line 878; 0.30.0 1263-1276),
+so it is re-added with its new blocks alone. One departure from 0.9.2 under
+``"vllm-0.9.2"``, which removed ``cached - scheduled`` and appended the new blocks to the
+old row. minispec's scheduler reaches the path since it preempts a request with a batch in
+flight: a request preempted by a schedule that holds nothing is never executed, so no stage
+drops its row before the request resumes (vLLM 0.30.0 executes empty schedules; its own
+path is ``reset_prefix_cache``'s forced preemption). ``tests/test_vllm_reference.py`` runs a
+hand-built schedule that reaches it through both vLLM releases.
 Checked by running vLLM's own ``_update_states`` on minispec's schedules:
 ``reference/`` (beside the package, ``make vllm-check``).
 """
@@ -61,6 +62,7 @@ from minispec.v1.spec_decode import make_drafter
 from minispec.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
 from minispec.v1.worker.pp_prev_sampled import PrevSampled, PrevSampledBroadcast, full_layout
 from minispec.v1.worker.runner_fixes import (
+    COMMIT_ROW,
     MOVE_ROW,
     NUM_TOKENS_NO_SPEC,
     PREV_SAMPLED_LAYOUT,
@@ -68,6 +70,7 @@ from minispec.v1.worker.runner_fixes import (
     SYNC_ACCEPTED_TOKENS,
     TRIM_OPTIMISTIC,
     end_of_history,
+    row_now,
     take_accepted_drafts,
     take_back_rejected,
 )
@@ -100,6 +103,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         self.prev_sampled_layout = switches.pick(PREV_SAMPLED_LAYOUT, full_layout)
         self.trim_optimistic = switches.pick(TRIM_OPTIMISTIC, take_back_rejected)
         self.num_tokens_no_spec_end = switches.pick(NUM_TOKENS_NO_SPEC, end_of_history)
+        self.commit_row = switches.pick(COMMIT_ROW, row_now)
         self.input_batch = self._make_input_batch()
         self.requests: dict[str, CachedRequestState] = {}
         self.row_paths: dict[str, RowPath] = {}  # trace bookkeeping, per scheduled request
@@ -195,8 +199,11 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
                 self.drafter.remove(req_id)
         # Requests in the batch but not scheduled now lose their row (their
         # state is kept). Under PP with two batches in flight this is "the
-        # other batch", every step.
-        for req_id in set(self.input_batch.req_id_to_index) - set(out.num_scheduled_tokens):
+        # other batch", every step. A resumed request loses a row it still holds
+        # (vLLM 0.14.0 line 878, 0.30.0 1263-1276): see the module docstring.
+        cached = out.scheduled_cached_reqs
+        resumed = {r for r, flag in zip(cached.req_ids, cached.resumed_from_preemption) if flag}
+        for req_id in set(self.input_batch.req_id_to_index) - (set(out.num_scheduled_tokens) - resumed):
             self.input_batch.remove_request(req_id)
 
     def _cache_new_requests(self, out: SchedulerOutput) -> list[str]:
@@ -342,7 +349,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
             if state is None:  # finished since
                 continue
             state.output_token_ids.extend(tokens)
-            row = batch.req_id_to_index.get(req_id)
+            row = self.commit_row(batch, req_id, entry.rows[req_id])
             if row is not None:
                 start = batch.num_tokens_no_spec[row]
                 batch.token_ids_cpu[row, start : start + len(tokens)] = tokens

@@ -103,6 +103,7 @@ class PrevSampled:
 
     tokens: dict[str, list[int]]
     drafts: dict[str, list[int]] | None
+    rows: dict[str, int] = field(default_factory=dict)  # each request's row when the receive was posted
 
 
 class PrevSampledBroadcast:
@@ -157,11 +158,12 @@ class PrevSampledBroadcast:
     def _unpack(self, entry: PendingPrevSampled) -> PrevSampled:
         tokens_np = entry.tensors[0]
         counts = entry.tensors[1] if self.layout.counts else None
-        tokens, drafts = {}, {} if self.layout.num_drafts else None
+        tokens, drafts, rows = {}, {} if self.layout.num_drafts else None, {}
         for row in np.flatnonzero(entry.samples):
             req_id = entry.req_ids[row]
+            rows[req_id] = int(row)
             num_sampled = int(counts[0, row]) if counts is not None else 1
             tokens[req_id] = tokens_np[row, :num_sampled].tolist()
             if drafts is not None:
                 drafts[req_id] = entry.tensors[2][row, : int(counts[1, row])].tolist()
-        return PrevSampled(tokens, drafts)
+        return PrevSampled(tokens, drafts, rows)

@@ -141,12 +141,26 @@ def end_from_num_computed(start: int, num_computed_tokens: int, num_new: int) ->
     return num_computed_tokens + num_new
 
 
+def row_now(batch, req_id: str, received_row: int) -> int | None:
+    """Where a broadcast entry's tokens go on a non-last stage: the request's row now, looked up by
+    its id (``req_id_to_index``), or None if it has none (the tokens stay in its history only)."""
+    return batch.req_id_to_index.get(req_id)
+
+
+def row_at_receive(batch, req_id: str, received_row: int) -> int | None:
+    """v1-pp-async-stale-row (tenstorrent/vllm-tt-plugin#131, its shape): the row the request had
+    when the receive was posted. Since then ``condense`` may have moved the request, or it left
+    the batch and another request took the row: that row's history and length take the tokens."""
+    return received_row
+
+
 READD_SPEC_TOKENS = Switch("readd_spec_tokens", ModelRunner.V1, skip_spec_tokens)
 SYNC_ACCEPTED_TOKENS = Switch("sync_accepted_tokens", ModelRunner.V1, slice_relayed_tokens)
 MOVE_ROW = Switch("move_row", ModelRunner.V1)
 PREV_SAMPLED_LAYOUT = Switch("prev_sampled_layout", ModelRunner.V1, column_zero_layout)
 TRIM_OPTIMISTIC = Switch("trim_optimistic", ModelRunner.V1, trim_on_last_rank_only)
 NUM_TOKENS_NO_SPEC = Switch("num_tokens_no_spec", ModelRunner.V1, end_from_num_computed)
+COMMIT_ROW = Switch("commit_row", ModelRunner.V1, row_at_receive)
 
 
 class Preset(SwitchPreset):
@@ -164,6 +178,7 @@ class V1FaultPreset(SwitchPreset):
     V1_PP_ASYNC_COLUMN_0 = "v1-pp-async-column-0", (PREV_SAMPLED_LAYOUT,)
     V1_PP_ASYNC_TRIM_LAST_RANK = "v1-pp-async-trim-last-rank", (TRIM_OPTIMISTIC,)
     V1_PP_ASYNC_NUM_TOKENS_NO_SPEC = "v1-pp-async-num-tokens-no-spec", (NUM_TOKENS_NO_SPEC,)
+    V1_PP_ASYNC_STALE_ROW = "v1-pp-async-stale-row", (COMMIT_ROW,)
 
 
 @dataclass(frozen=True, repr=False)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from minispec.v1.core.sched.switches import SchedulerFaultPreset
 from minispec.v1.worker.designs import DESIGNS
 from minispec.v1.worker.runner_fixes import LEFT_OUT
 from minispec.v1.worker.switches import Switch, Switches, SwitchPreset, SwitchSettings
@@ -43,7 +44,8 @@ def arguments() -> dict[str, Argument]:
     designs = DESIGNS.values()
     return {
         "fixes": Argument(_unique(d.fixes_presets for d in designs), _unique(d.settings for d in designs)),
-        "faults": Argument(_unique(d.fault_presets for d in designs), optional=True),
+        # the scheduler's preset serves the designs it was checked on, beside each design's own
+        "faults": Argument(_unique(d.fault_presets for d in designs) + (SchedulerFaultPreset,), optional=True),
     }
 
 

@@ -28,9 +28,11 @@ in ``_update_after_schedule`` and taken back in ``_update_request_with_output`` 
 rejected drafts, in ``Scheduler.update_from_output``; ``_wait_for_output`` decides which
 requests wait for an output. Override those.
 
+A preempted request's placeholders are zeroed and its stale output (``Scheduler``'s module
+docstring) takes none back (vLLM 0.30.0 ``async_scheduler.py`` 60-64).
+
 Left out: structured output, the diffusion-model variant (no bonus token), prefix caching's
-``cache_blocks``, stale outputs of a preempted request (minispec's scheduler never preempts a
-request with a batch in flight).
+``cache_blocks``.
 """
 
 from __future__ import annotations
@@ -60,9 +62,11 @@ class AsyncScheduler(Scheduler):
             if self.decode_wait_batches:
                 request.next_decode_eligible_step = self.num_scheduled_batches + self.decode_wait_batches
 
-    def _update_request_with_output(self, request: Request, generated: list[int]) -> bool:
+    def _update_request_with_output(self, request: Request, generated: list[int], is_stale: bool = False) -> bool:
         before = request.num_output_tokens
         stopped = super()._update_request_with_output(request, generated)
+        if is_stale:  # preemption zeroed the placeholders (vLLM 0.30.0 async_scheduler.py 60-64)
+            return stopped
         request.num_output_placeholders -= request.num_output_tokens - before
         if request.num_output_placeholders < 0:
             raise RuntimeError(f"request {request.request_id}: more tokens came back than were scheduled "

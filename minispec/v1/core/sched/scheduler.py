@@ -23,11 +23,26 @@ time, as v0.9.2 does (``_update_after_schedule``, line 609): a finished id goes
 out with the next ``SchedulerOutput`` and is forgotten, and the engine hands back
 the ids of a schedule it does not execute, for the one after (``EngineCore``).
 
+Preemption, as vLLM 0.30.0 does it (from reading ``scheduler.py`` 733-795, 1477-1518,
+886-895 and 1943-1969): the victim is the last of ``running``, which is never one already
+scheduled in this step and may have batches in flight (under PP the other batch, under async
+scheduling its own). Its blocks are freed at once: every stage runs batches in order, so the
+batch in flight reads them before a later batch writes them. Its output still to come is
+*stale* (``num_stale_output_tokens``): it is delivered when it returns, its tokens appended as
+any others (they were sampled from the right KV, and dropping them would make the resumed
+request sample those positions again, PR #48245), but it no longer moves the counters
+preemption reset (no rollback of rejected drafts, no placeholders taken back). A preempted
+request is not resumed while such output is in flight: resuming first could sample a position
+that output later brings. One difference from 0.30.0: minispec keeps a preempted request
+draft-free, so drafts a stale output brings are not taken (0.30.0's ``update_draft_token_ids``
+takes them).
+
 Deliberate differences from v0.9.2:
 
-* Preemption only picks requests with nothing in flight (v0.9.2 could free the
-  blocks of a batch that was still running) and never one already scheduled in
-  this step.
+* A preempted request's output in flight is stale, as above. v0.9.2 preempted a request in
+  flight too (``make vllm-check`` showed it by running), but the stale-output fields came
+  with PR #48245 (2026), so it had no such rule (from the PR's date; 0.9.2's code was not
+  read for this).
 * Drafts that do not fit the budget are dropped even when none fit. v0.9.2 kept
   all of them in that case, so they could be scheduled in the *other* batch
   while this one was in flight; later vLLM drops them too.
@@ -59,6 +74,7 @@ from dataclasses import dataclass, fields
 from minispec.config import SchedulerConfig
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 from minispec.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
+from minispec.v1.core.sched.switches import deliver_stale_output
 from minispec.v1.outputs import ModelRunnerOutput
 from minispec.v1.request import Request, RequestStatus
 
@@ -78,8 +94,11 @@ class RequestTotals:
 
 
 class Scheduler:
-    def __init__(self, config: SchedulerConfig, kv_cache_manager: KVCacheManager, use_pp: bool):
+    def __init__(self, config: SchedulerConfig, kv_cache_manager: KVCacheManager, use_pp: bool,
+                 stale_output=deliver_stale_output):
+        """``stale_output``: the ``STALE_OUTPUT`` switch's function (``switches.py``)."""
         self.config = config
+        self.stale_output = stale_output
         self.kv_cache_manager = kv_cache_manager
         self.use_pp = use_pp
         self.requests: dict[str, Request] = {}
@@ -134,6 +153,9 @@ class Scheduler:
         self.kv_cache_manager.free(request)
         request.spec_token_ids.clear()
         self.finished_req_ids.add(request.request_id)
+        # Preempted since the last schedule went out and finished now (aborted, or stopped by its
+        # stale output): the stages are told it finished, and need no word of the preemption.
+        self.preempted_req_ids.discard(request.request_id)
         self.finished_totals.add(request)
         del self.requests[request.request_id]
 
@@ -171,7 +193,7 @@ class Scheduler:
             if n <= 0:  # its batch is in flight: nothing to compute yet
                 i += 1
                 continue
-            blocks = self._allocate_or_preempt(request, n, preempted, num_scheduled)
+            blocks = self._allocate_or_preempt(request, n, preempted)
             if blocks is None:
                 break
             running_reqs.append(request)
@@ -185,15 +207,19 @@ class Scheduler:
             if request.spec_token_ids:
                 spec_tokens[request.request_id] = list(request.spec_token_ids)
 
-        while self.waiting and budget > 0 and not preempted:
+        j = 0
+        while j < len(self.waiting) and budget > 0 and not preempted:
             if len(self.running) >= self.config.max_num_seqs:
                 break
-            request = self.waiting[0]
+            request = self.waiting[j]
+            if request.num_stale_output_tokens > 0:  # its stale output is still to come
+                j += 1
+                continue
             n = min(request.num_tokens - request.num_computed_tokens, budget)
             blocks = self.kv_cache_manager.allocate_slots(request, n)
             if blocks is None:
                 break
-            self.waiting.popleft()
+            del self.waiting[j]
             self.running.append(request)
             if request.status == RequestStatus.PREEMPTED:
                 resumed_reqs.append(request)
@@ -247,19 +273,16 @@ class Scheduler:
         for req_id, n in output.num_scheduled_tokens.items():
             request = self.requests[req_id]
             request.num_computed_tokens += n
+            request.num_in_flight_tokens += n
             request.num_inflight_batches += 1
 
-    def _allocate_or_preempt(self, request, n, preempted, num_scheduled) -> list[int] | None:
-        """Allocate, preempting from the back of ``running`` until it fits. The
-        victim is never in flight nor already scheduled in this step."""
+    def _allocate_or_preempt(self, request, n, preempted) -> list[int] | None:
+        """Allocate, preempting from the back of ``running`` until it fits (vLLM 0.30.0
+        ``scheduler.py`` 733-795). ``request`` is the first of ``running`` not yet looked at,
+        so the victim, the last, is never one already scheduled in this step; it may be in
+        flight (see the module docstring)."""
         while (blocks := self.kv_cache_manager.allocate_slots(request, n)) is None:
-            victim = next(
-                (r for r in reversed(self.running)
-                 if r.num_inflight_batches == 0 and r.request_id not in num_scheduled),
-                None,
-            )
-            if victim is None:
-                return None
+            victim = self.running[-1]
             self._preempt(victim)
             preempted.append(victim)
             if victim is request:
@@ -272,6 +295,10 @@ class Scheduler:
         request.status = RequestStatus.PREEMPTED
         request.num_computed_tokens = 0
         request.spec_token_ids.clear()
+        # Whatever is in flight comes back stale (vLLM 0.30.0 _preempt_request, 1497-1511;
+        # in flight already counts a stale share not yet drained, so it is assigned).
+        request.num_stale_output_tokens = request.num_in_flight_tokens
+        request.num_output_placeholders = 0
         request.num_preemptions += 1
         self.num_preemptions += 1
         self.preempted_req_ids.add(request.request_id)
@@ -308,27 +335,43 @@ class Scheduler:
             request = self.requests.get(req_id)
             if request is None:  # aborted while its batch was in flight: already gone
                 continue
-            request.num_inflight_batches -= 1
+            stale = self._drain_in_flight(request, scheduler_output.num_scheduled_tokens[req_id])
             index = output.req_id_to_index[req_id]
             generated = list(output.sampled_token_ids[index])
             drafts = scheduler_output.scheduled_spec_decode_tokens.get(req_id)
             if drafts:
                 rejected = len(drafts) + 1 - len(generated)
-                request.num_computed_tokens -= rejected
-                if request.num_output_placeholders > 0:  # async: they counted the drafts too
-                    request.num_output_placeholders -= rejected
+                if not stale:  # preemption already reset what the rejection would take back
+                    request.num_computed_tokens -= rejected
+                    if request.num_output_placeholders > 0:  # async: they counted the drafts too
+                        request.num_output_placeholders -= rejected
                 request.num_draft_tokens += len(drafts)
                 request.num_accepted_tokens += len(generated) - 1
             request.num_sampling_steps += bool(generated)
-            if self._update_request_with_output(request, generated):
+            if stale:
+                generated = self.stale_output(generated)
+            if self._update_request_with_output(request, generated, stale):
                 self._finish(request)
                 finished.append(request)
-            elif generated and output.spec_token_ids:
+            elif generated and output.spec_token_ids and not stale:
                 self._take_drafts(request, output.spec_token_ids[index])
         return finished
 
-    def _update_request_with_output(self, request: Request, generated: list[int]) -> bool:
-        """Append what was sampled up to a stop; return whether it stopped (vLLM's name)."""
+    @staticmethod
+    def _drain_in_flight(request: Request, num_scheduled: int) -> bool:
+        """One batch of the request is back; return whether its output is stale (the request was
+        preempted while it was in flight; vLLM 0.30.0 ``scheduler.py`` 1946-1954)."""
+        request.num_inflight_batches -= 1
+        request.num_in_flight_tokens -= num_scheduled
+        if request.num_stale_output_tokens == 0:
+            return False
+        request.num_stale_output_tokens -= num_scheduled
+        assert request.num_stale_output_tokens >= 0, request
+        return True
+
+    def _update_request_with_output(self, request: Request, generated: list[int], is_stale: bool = False) -> bool:
+        """Append what was sampled up to a stop; return whether it stopped (vLLM's name; ``is_stale``
+        matters only to the async scheduler's placeholders)."""
         for token in generated:
             request.output_token_ids.append(token)
             if self._check_stop(request):
@@ -351,5 +394,6 @@ class Scheduler:
         return False
 
     def _finish(self, request: Request) -> None:
-        self.running.remove(request)
+        # A preempted request that its stale output stops is in waiting (vLLM 0.30.0 2184-2187).
+        (self.running if request in self.running else self.waiting).remove(request)
         self._free_request(request)

@@ -1,0 +1,41 @@
+"""The scheduler's switch and its fault preset (minispec's own, as every switch is: vLLM ships
+each fix and never a switch back to the fault; what a switch and a preset are:
+``minispec.v1.worker.switches``).
+
+* ``STALE_OUTPUT``: what ``Scheduler.update_from_output`` does with the output of a batch that
+  was in flight when its request was preempted. The fix, ``deliver_stale_output``, delivers it as
+  vLLM 0.30.0 does (PR #48245; ``vllm/v1/core/sched/scheduler.py`` 1946-1969, from reading the code). The fault,
+  ``drop_stale_output``, discards it, as vllm-gaudi's ``HPUAsyncScheduler`` override did once
+  PR #48245 zeroed the placeholders of a preempted request (vllm-project/vllm-gaudi#1794, merged,
+  and its cherry-pick vllm-project/vllm-gaudi#1803, which keep the output again). The token is
+  sampled again after the recompute: upstream's output is not corrupted, the work is done twice
+  (invariant 8 names it). It is preset ``stale-output-dropped``.
+
+The scheduler serves every runner design, so the switch is declared once for each design whose
+greedy runs the preset was checked on (V1 and Model Runner V2) and the preset turns both.
+"""
+
+from __future__ import annotations
+
+from minispec.v1.worker.switches import ModelRunner, Switch, SwitchPreset
+
+
+def deliver_stale_output(generated: list[int]) -> list[int]:
+    """The fix: a preempted request keeps what its batch in flight sampled."""
+    return generated
+
+
+def drop_stale_output(generated: list[int]) -> list[int]:
+    """stale-output-dropped (vllm-project/vllm-gaudi#1803): nothing of it is kept."""
+    return []
+
+
+STALE_OUTPUT_V1 = Switch("stale_output", ModelRunner.V1, drop_stale_output)
+STALE_OUTPUT_V2 = Switch("stale_output", ModelRunner.V2, drop_stale_output)
+STALE_OUTPUT = {ModelRunner.V1: STALE_OUTPUT_V1, ModelRunner.V2: STALE_OUTPUT_V2}
+
+
+class SchedulerFaultPreset(SwitchPreset):
+    """The ``faults=`` preset of the scheduler, for V1 and Model Runner V2."""
+
+    STALE_OUTPUT_DROPPED = "stale-output-dropped", (STALE_OUTPUT_V1, STALE_OUTPUT_V2)
