@@ -9,8 +9,9 @@ The drafts come out the same on every stage because the n-gram proposer is a fun
 the history alone, so the payload leaves them out: ``{accept_lens, new_seq_lens,
 bonus_token}`` travels, no draft tensor. A proposer that reads anything else -- a draft
 model's KV cache and hidden states, a random generator -- cannot be replicated so, and
-the engine refuses ``method="draft_model"`` with this design
-(``EngineArgs.create_engine_config``). SGLang PR #27620 builds a suffix tree from the prompt and
+the engine refuses ``method="draft_model"`` with this design: its record
+(``minispec/v1/worker/designs.py``) accepts the n-gram proposer only, and
+``EngineArgs.create_engine_config`` asks the record. SGLang PR #27620 builds a suffix tree from the prompt and
 outputs every rank already has; minispec's n-gram lookup stands in for it.
 
 It reads no switch: the relay's fault presets belong to ``model_runner="relay"``, and
@@ -25,9 +26,6 @@ from __future__ import annotations
 from minispec.v1.spec_decode.ngram_proposer import NgramProposer
 from minispec.v1.worker.relay.pp_relay import RelayPayload
 from minispec.v1.worker.relay.stage import RelayStage
-
-# The proposers that depend on the history alone, so every stage can run them.
-REPLICABLE_METHODS = ("ngram",)
 
 
 class ReplicatedDraftRunner(RelayStage):
