@@ -2,9 +2,8 @@
 
 vLLM twin: none (vLLM's CI runs each runner on the workloads someone wrote). A design that
 deadlocks under async scheduling at three stages ships when nobody points the explorer there:
-``sweep()`` explores each cell (design x async off/on x PP 2 and 3) on a bounded scope, so the
-test suite does (``tests/test_explorer_sweep.py``). ``_designs()`` is the one place that lists the
-designs. A design that drafts on every stage from the history alone (``replicated``) refuses the
+``sweep()`` explores each cell (every registered design x async off/on x PP 2 and 3) on a bounded
+scope, so the test suite does (``tests/test_explorer_sweep.py``). A design that drafts on every stage from the history alone (``replicated``) refuses the
 scripted proposer, so its cells draft with n-gram (``drafting``). Left out: learner-written
 designs (``worker_cls``), which ``explore`` takes one at a time.
 """
@@ -15,7 +14,8 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from minispec.lab.experiments.coverage import Condition, Kind
-from minispec.lab.experiments.explorer import DEFAULT, STANDIN, ExploreResult, Scope, explore
+from minispec.lab.experiments.explorer import DEFAULT, ExploreResult, Scope, explore
+from minispec.v1.worker.designs import DESIGNS
 from minispec.v1.worker.switches import ModelRunner
 
 # Bounded: each cell a few CPU-seconds. Two requests (a row can change hands), none, one or every
@@ -33,21 +33,15 @@ CANNOT: dict[str, dict[Condition, str]] = {ModelRunner.V2: SLOTS, ModelRunner.RE
 
 
 def _designs() -> dict[str, dict]:
-    """Every runner design, as ``explore``'s ``engine_args``: today the four ``ModelRunner``
-    names (the design registry, ``minispec/v1/worker/designs.py``, replaces this list)."""
-    return {design.value: {"model_runner": design.value} for design in ModelRunner}
+    """Every registered runner design (``DESIGNS``), as ``explore``'s ``engine_args``."""
+    return {name: {"model_runner": name} for name in DESIGNS}
 
 
 def drafting(engine_args: dict) -> str:
-    """The proposer a design's cells draft with: scripted, unless the design refuses it."""
-    from minispec.engine.arg_utils import EngineArgs
-
-    spec = {"method": "scripted", "num_speculative_tokens": 1}
-    try:
-        EngineArgs(model=STANDIN, speculative_config=spec, **engine_args).create_engine_config()
-    except ValueError:
-        return "ngram"
-    return "scripted"
+    """The proposer a design's cells draft with: scripted, unless its record refuses it (a
+    ``worker_cls`` design has no record and drafts scripted)."""
+    design = DESIGNS.get(engine_args.get("model_runner") or "")
+    return "ngram" if design is not None and not design.accepts("scripted") else "scripted"
 
 
 class Cell(NamedTuple):
