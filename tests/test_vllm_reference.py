@@ -1,4 +1,4 @@
-"""The reference harness (minispec.lab.vllm_reference): vLLM's own code on minispec's schedules.
+"""The reference harness (reference, beside minispec): vLLM's own code on minispec's schedules.
 
 The first tests need only minispec: the capture, the comparison, the renderers
 and the stored artifact. The tests marked ``vllm`` run vLLM's code; they
