@@ -1115,12 +1115,16 @@ def test_right_answers_written_another_way_pass(check, right):
 
 def test_each_check_takes_at_most_two_seconds_of_cpu():
     """The room waits for each check: the slowest of the new wrong attempts, and the reference
-    solutions, in CPU time (wall time on a shared machine says more about the neighbours)."""
+    solutions, in CPU time, the better of two runs (wall time on a shared machine says more
+    about the neighbours)."""
     import time
+
+    def seconds(check, answer) -> float:
+        start = time.process_time()
+        _judge(check, answer)
+        return time.process_time() - start
 
     for check, answer in [(ex.check_fix1, solutions.write_spec_tokens), (ex.check_fix2, solutions.take_relayed_tokens),
                           (ex.check_broadcast, solutions.apply_broadcast), (ex.check_recovered, recovered_numpy),
                           (ex.check_condense, solutions.move_row_dropping_drafts), (ex.check_fix1, fix1_always_k)]:
-        start = time.process_time()
-        _judge(check, answer)
-        assert time.process_time() - start <= 2, (check.__name__, answer.__name__)
+        assert min(seconds(check, answer) for _ in range(2)) <= 2, (check.__name__, answer.__name__)
