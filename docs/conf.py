@@ -25,7 +25,7 @@ project = "minispec"
 author = "the minispec authors"
 copyright = "the minispec authors; Apache-2.0"
 
-extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.viewcode", "minispec_site"]
+extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.viewcode", "minispec_site", "site_source"]
 root_doc = "docs/index"
 include_patterns = ["README.md", "notebooks/*.ipynb", "docs/*.md", "docs/api/*.md"]
 exclude_patterns = ["build", ".venv", "**/.ipynb_checkpoints"]

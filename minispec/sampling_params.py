@@ -12,6 +12,10 @@ from minispec.config import is_int
 
 @dataclass
 class SamplingParams:
+    """How one request samples: ``temperature`` (0 is greedy), ``top_k``, ``top_p``, at most
+    ``max_tokens``, its stop tokens and ``seed``. Checked when made, so a bad value is refused
+    before the engine sees it."""
+
     temperature: float = 1.0
     top_k: int = 0  # 0 = off
     top_p: float = 1.0

@@ -502,3 +502,153 @@ def test_screens_in_light_and_dark(served, shots, mode):
                                        " && !c.textContent.includes(c.getAttribute('aria-label')))"
                                        ".map(c => c.outerHTML.slice(0, 80))")
             assert not mismatched, f"labels that do not say what the control shows: {mismatched}"
+
+
+# --- the reader's furniture (issue 34 §6): the classes, the source, copy buttons, print ------------
+
+def _ext(name: str):
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    return importlib.import_module(name)
+
+
+def test_the_api_page_links_the_engines_parts_and_every_class_a_notebook_imports(site):
+    site_api = _ext("site_api")
+    api = (site / "docs" / "api.html").read_text()
+    classes = [site_api._object(p) for p in site_api.CORE] + site_api.notebook_classes()
+    names = {c.__name__ for c in classes}
+    assert {"LLM", "Scheduler", "EngineCore", "InputBatch", "KVCacheManager"} <= names
+    assert {"SamplingParams", "CachedRequestState", "GPUModelRunner", "RunnerFixes"} <= names, "the notebooks' own"
+    for cls in classes:
+        full = f"{cls.__module__}.{cls.__qualname__}"
+        package = next(p for p, members in site_api.packages().items() if cls.__module__ in members)
+        link = re.search(rf'href="(api/{re.escape(package)}\.html#{re.escape(full)})"', api)
+        assert link, f"{full}: linked from the API page"
+        entry = (site / "docs" / "api" / f"{package}.html").read_text()
+        assert f'id="{full}"' in entry, f"{full}: an entry on its package's page"
+        assert site_api.first_sentence(cls).split()[0] in api, f"{full}: what it is, beside its name"
+
+
+def test_a_class_without_a_docstring_stops_the_api_index():
+    """autodoc leaves an undocumented class out of its page (how LLM and Scheduler went missing):
+    the index refuses one, a dataclass's made-up signature included."""
+    from dataclasses import dataclass
+
+    site_api = _ext("site_api")
+
+    class Bare:
+        pass
+
+    @dataclass
+    class Fields:
+        x: int = 0
+
+    for planted in (Bare, Fields):
+        with pytest.raises(ValueError, match="has no docstring"):
+            site_api.first_sentence(planted)
+
+
+def test_the_index_finds_classes_in_a_notebooks_imports(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    site_api = _ext("site_api")
+    nb = new_notebook(cells=[new_code_cell("%matplotlib inline\nfrom minispec.v1.core.kv_cache_manager import "
+                                           "KVCacheManager\nfrom minispec.lab import PROMPTS")])
+    nbformat.write(nb, tmp_path / "01_x.ipynb")
+    assert [c.__name__ for c in site_api.notebook_classes(tmp_path)] == ["KVCacheManager"]  # PROMPTS: no class
+
+
+def _git_repo(path: Path, remote: str | None) -> Path:
+    path.mkdir()
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    if remote is not None:
+        subprocess.run(["git", "-C", str(path), "remote", "add", "origin", remote], check=True)
+    return path
+
+
+@pytest.mark.parametrize("remote,shown", [
+    (None, None),  # no remote: nothing invented
+    ("/srv/git/minispec.git", None),  # a path on the building machine: nobody else can reach it
+    ("https://user:secret@git.example.org/team/minispec.git", "https://git.example.org/team/minispec.git"),
+    ("git@git.example.org:team/minispec.git", "git.example.org:team/minispec.git"),
+])
+def test_the_repository_address_is_origins_or_none(tmp_path, remote, shown):
+    site_source = _ext("site_source")
+    assert site_source.repository_address(_git_repo(tmp_path / "repo", remote)) == shown
+
+
+def test_the_site_says_where_the_source_lives(site):
+    import tarfile
+
+    site_source = _ext("site_source")
+    name = site_source.archive_name()
+    archive = site / "_downloads" / name
+    assert archive.exists(), "the built commit's source, downloadable from the site"
+    with tarfile.open(archive) as tar:
+        files = tar.getnames()
+    assert f"{name[:-7]}/pyproject.toml" in files and f"{name[:-7]}/minispec/v1/worker/gpu_input_batch.py" in files
+    for page, href in [("docs/index.html", f"../_downloads/{name}"),
+                       ("notebooks/01_the_thread.html", f"../_downloads/{name}"),
+                       ("docs/api/minispec.v1.worker.html", f"../../_downloads/{name}")]:
+        text = (site / page).read_text()
+        assert f'<a href="{href}" download>{name}</a>' in text, page
+        footer = re.search(r'<p class="minispec-source">(.*?)</p>', text).group(1)
+        address = site_source.repository_address()
+        assert ("repository:" in footer) == (address is not None), "an address only where git knows one"
+
+
+def test_copy_buttons_are_the_maintained_extension():
+    import tomllib
+
+    docs_extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["docs"]
+    assert any(re.fullmatch(r"sphinx-copybutton==[\d.]+", pin) for pin in docs_extra)
+
+
+@pytest.mark.browser
+def test_code_blocks_have_copy_buttons(served):
+    browser_or_skip()
+    with lab_tools.browser_page(*SIZES["projector"]) as page:
+        page.goto(served + "notebooks/08_exercises.html")
+        page.wait_for_load_state("networkidle")
+        blocks = page.locator("div.highlight pre").count()
+        buttons = page.locator("div.highlight button.copybtn").count()
+        assert blocks > 10 and buttons == blocks, (blocks, buttons)
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+        block = page.locator("div.cell_input div.highlight").first
+        block.hover()
+        block.locator("button.copybtn").click()
+        copied = page.evaluate("navigator.clipboard.readText()")
+        assert copied.strip() and copied.split()[0] in block.locator("pre").text_content()
+
+
+# For each closed fold of the page's text (the sidebar's are not printed): is its content shown?
+# checkVisibility, as a closed fold's content keeps its layout boxes but is not drawn.
+FOLDED_CONTENT = """() => [...document.querySelectorAll('article details:not([open])')].map(d =>
+    [...d.children].filter(c => c.tagName !== 'SUMMARY').some(c => c.checkVisibility()))"""
+# A stylesheet that keeps folds shut in print: the check must then fail.
+SHUT_IN_PRINT = ("@media print { details::details-content { content-visibility: hidden !important; "
+                 "display: block !important } }")
+
+
+@pytest.mark.browser
+def test_the_print_view_opens_every_fold(served):
+    """On screen a closed fold hides its content (the check can fail: it does there); printed,
+    every fold's content is laid out, by the stylesheet, and by the script on beforeprint."""
+    browser_or_skip()
+    with lab_tools.browser_page(*SIZES["desktop"]) as page:
+        for rel in ("notebooks/08_exercises.html", "notebooks/01_the_thread.html"):
+            page.goto(served + rel)
+            page.wait_for_load_state("networkidle")
+            on_screen = page.evaluate(FOLDED_CONTENT)
+            assert len(on_screen) > 3 and not any(on_screen), f"{rel}: closed folds hide their content on screen"
+            page.emulate_media(media="print")
+            assert all(page.evaluate(FOLDED_CONTENT)), f"{rel}: a fold's content is missing from the print view"
+            page.emulate_media(media="screen")
+            page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+            assert page.evaluate("document.querySelectorAll('article details:not([open])').length") == 0, rel
+            page.evaluate("window.dispatchEvent(new Event('afterprint'))")
+            assert page.evaluate("document.querySelectorAll('article details:not([open])').length") == \
+                len(on_screen), f"{rel}: the folds closed again after printing"
+        page.add_style_tag(content=SHUT_IN_PRINT)  # planted: the check catches folds that stay shut
+        page.emulate_media(media="print")
+        assert not any(page.evaluate(FOLDED_CONTENT))

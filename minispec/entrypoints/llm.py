@@ -44,6 +44,10 @@ from minispec.v1.request import Request, RequestStatus
 
 
 class LLM:
+    """The entry point a notebook or script uses: ``LLM(model, **engine_args).generate(prompts, params)``.
+    It builds the engine (``EngineCore``) from the checked arguments and hands back one
+    ``RequestOutput`` per prompt, so code written against vLLM's ``LLM`` reads the same here."""
+
     def __init__(self, model: str | Path = DEFAULT_TARGET, **kwargs):
         """``kwargs`` are ``EngineArgs`` fields (``minispec.engine.arg_utils``), as in vLLM:
         ``pipeline_parallel_size``, ``speculative_config``, ``fixes``, ``max_num_seqs``,

@@ -18,6 +18,9 @@ from enum import StrEnum
 
 
 class EventKind(StrEnum):
+    """What an engine ``Event`` is: a batch scheduled, one stage's forward pass, or the update
+    with its output; a field to compare, so code never matches an event's words."""
+
     SCHEDULE = "schedule"  # the scheduler made a batch and the executor took it
     STAGE = "stage"  # one stage ran its forward pass for a batch
     UPDATE = "update"  # the batch's output went back to the scheduler (update_from_output)
@@ -25,6 +28,9 @@ class EventKind(StrEnum):
 
 @dataclass(frozen=True)
 class Event:
+    """One thing the engine did, typed: its ``kind``, the scheduler ``step`` that made the batch,
+    and for a stage's forward pass the ``stage``. ``str(event)`` says it in words."""
+
     kind: EventKind
     step: int  # the scheduler step that made the batch
     stage: int | None = None  # which stage, for STAGE events only

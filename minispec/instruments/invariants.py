@@ -150,6 +150,10 @@ class Violation:
 
 
 class InvariantViolation(AssertionError):
+    """Raised by the live checker (``check_invariants=True``) at the first broken invariant; its
+    ``violation`` says which, where (step, stage, request) and what was expected. An
+    ``AssertionError``, so a test run with invariants on fails at the step that broke one."""
+
     def __init__(self, violation: Violation):
         super().__init__(str(violation))
         self.violation = violation

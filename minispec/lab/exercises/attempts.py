@@ -138,6 +138,7 @@ def _shape_hint(exc: BaseException, slice_example: str | None) -> str:
 
 # -- what the learner's function may not change ---------------------------------------
 def same_value(a, b) -> bool:
+    """Equal values: arrays and tensors by shape and contents, anything else by ==."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape and np.array_equal(a, b)
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):

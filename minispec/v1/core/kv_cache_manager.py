@@ -18,6 +18,10 @@ from minispec.v1.request import Request
 
 
 class KVCacheManager:
+    """Hands out and takes back KV-cache blocks: each request owns a list of block ids covering its
+    computed and scheduled tokens; ``allocate_slots`` returns None when the pool is short, the
+    scheduler's cue to preempt."""
+
     def __init__(self, num_blocks: int, block_size: int):
         self.num_blocks, self.block_size = num_blocks, block_size
         self.free_block_queue: deque[int] = deque(range(num_blocks))

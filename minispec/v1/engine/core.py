@@ -62,6 +62,10 @@ def make_scheduler(vllm_config: VllmConfig, kv_cache_manager: KVCacheManager) ->
 
 
 class EngineCore:
+    """The engine loop: builds the executor, the KV-cache manager and the scheduler, and keeps up
+    to ``max_concurrent_batches`` batches in flight (``step_with_batch_queue``), so that under
+    pipeline parallelism every stage has work; ``iter_events`` takes each step one event at a time."""
+
     def __init__(self, vllm_config: VllmConfig, executor_class: type[Executor], recorder=None):
         """``recorder``: a ``TraceRecorder`` the executor's stages and this loop report to, or None."""
         self.vllm_config, self.recorder = vllm_config, recorder

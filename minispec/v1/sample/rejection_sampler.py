@@ -34,7 +34,8 @@ from minispec.v1.sample.sampler import compute_probs, sample_from
 
 
 class RejectionSampler(nn.Module):
-    """No parameters: an ``nn.Module`` as vLLM's is, called as ``rejection_sampler(...)``."""
+    """Verifies one request's drafts against the target's logits and emits the accepted ones, then
+    one more token. No parameters: an ``nn.Module`` as vLLM's is, called as ``rejection_sampler(...)``."""
 
     def forward(
         self,

@@ -44,6 +44,9 @@ from minispec.v1.worker.utils import bind_kv_cache
 
 
 class DraftModelProposer:
+    """Proposes ``k`` drafts per request with the small draft model, on the last stage after
+    sampling; it keeps its own paged KV cache, so a draft step feeds only the tokens it has not seen."""
+
     def __init__(self, model_path, k: int, max_model_len: int, max_num_seqs: int, block_size: int,
                  device="cpu", dtype=torch.float32, arch=None):
         """``arch``: the draft's config.json, if the engine has read it already."""

@@ -13,6 +13,9 @@ import numpy as np
 
 
 class NgramProposer:
+    """Proposes ``k`` drafts by prompt lookup: what followed the earliest earlier occurrence of the
+    context's last ``n`` tokens. No model, so drafts cost nothing and come without probabilities."""
+
     def __init__(self, min_n: int, max_n: int, k: int):
         self.min_n, self.max_n, self.k = min_n, max_n, k
 

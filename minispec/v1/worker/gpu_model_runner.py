@@ -89,6 +89,10 @@ class PreparedInputs:
 
 
 class GPUModelRunner(WorkerBase[PreparedInputs]):
+    """One pipeline stage of Model Runner V1: keeps the stage's persistent ``InputBatch`` in line
+    with each ``SchedulerOutput`` and runs the stage's layers; the last stage also samples,
+    verifies drafts and proposes new ones. Where the two faults of July 2025 live (``_update_states``)."""
+
     def __init__(self, vllm_config: VllmConfig, rank: int, device: torch.device, recorder=None):
         """Stage ``rank`` of ``vllm_config``'s pipeline, on ``device``. vLLM's takes
         ``(vllm_config, device)`` and reads its rank from the pipeline group."""

@@ -94,6 +94,10 @@ class RequestTotals:
 
 
 class Scheduler:
+    """Decides each step which requests run and how many tokens each computes, drafts included,
+    within one token budget; allocates their KV blocks, preempts when the pool runs short, and
+    turns each batch's output into the requests' new tokens (``update_from_output``)."""
+
     def __init__(self, config: SchedulerConfig, kv_cache_manager: KVCacheManager, use_pp: bool,
                  stale_output=deliver_stale_output):
         """``stale_output``: the ``STALE_OUTPUT`` switch's function (``switches.py``)."""
