@@ -32,7 +32,8 @@ ANSWERS: dict[str, tuple[str, ...]] = {
         r"\bprefix of[^.\n]{0,30}(drafts|spec_token_ids)",
         r"takes? the accepted drafts from",
         r"spec_token_ids`?\[\s*:",
-        r"new_token_ids`?\[\s*[-−]",
+        # not ``new_token_ids[-...]`` alone: vLLM's own faulty line, quoted before the question, has it
+        r"new_token_ids`?\[\s*[-−]\s*behind",
         r"part of the recompute chunk past",
     ),
 }
