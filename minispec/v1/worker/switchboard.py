@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minispec.v1.worker.gpu.runner_fixes import FaultPreset
+from minispec.v1.worker.gpu.runner_fixes import BeyondTokensFaultPreset, FaultPreset
 from minispec.v1.worker.gpu.runner_fixes import RunnerFixes as RunnerFixesV2
 from minispec.v1.worker.relay.runner_fixes import RelayFaultPreset
 from minispec.v1.worker.relay.runner_fixes import RunnerFixes as RunnerFixesRelay
@@ -42,7 +42,7 @@ class Argument:
 
 ARGUMENTS = {
     "fixes": Argument((Preset,), (RunnerFixes, RunnerFixesV2, RunnerFixesRelay)),
-    "faults": Argument((V1FaultPreset, FaultPreset, RelayFaultPreset), optional=True),
+    "faults": Argument((V1FaultPreset, FaultPreset, RelayFaultPreset, BeyondTokensFaultPreset), optional=True),
 }
 
 
