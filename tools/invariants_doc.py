@@ -42,12 +42,15 @@ INTRO = """\
 <!-- Written by tools/invariants_doc.py from minispec/instruments/invariants.py and
 minispec/instruments/trace.py: edit those, then run the tool. -->
 
-minispec states seven rules that speculative decoding under pipeline parallelism must keep.
-The numbers are the ones the notebooks and the tests cite. Rules 2-5 are checked on the
+minispec states eight rules that speculative decoding under pipeline parallelism must keep.
+The numbers are the ones the notebooks and the tests cite. Rules 2-5 and 8 are checked on the
 records of every step: live, `LLM(..., check_invariants=True)` raises `InvariantViolation` at
 the first break; offline, `check_trace(trace)` lists every break of a recorded run. Rules 1
 and 6 compare whole runs with references, so the tests check them; rule 7 is checked by the
-transport on every message.
+transport on every message. Rule 8 is about state that is not tokens: it applies only when the
+drafter reads the target's hidden states from other stages (an EAGLE-3 head's taps), and a stage
+records each tap as a digest per position (`tap_digests`); its hand-worked case is
+`tests/test_eagle.py::test_invariant_8_by_hand`.
 
 Each of rules 2-5 has a sentence for async scheduling (`async_scheduling=True`). There the
 scheduler schedules a request again before the output of its batch in flight is back: it
