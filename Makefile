@@ -89,6 +89,7 @@ lab: $(LAB_OVERRIDES) $(if $(filter $(WORKSHOP),$(LAB_DIR)),workshop)
 
 bench: $(LAB_STAMP)
 	$(BIN)/python benchmarks/bench_spec_decode.py
+	$(BIN)/python benchmarks/bench_eagle.py
 	$(BIN)/python benchmarks/bench_messages.py
 	$(BIN)/python benchmarks/bench_pipeline.py
 

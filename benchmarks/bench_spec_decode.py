@@ -50,9 +50,9 @@ def implied_alpha(tokens_per_forward: float) -> float:
     return lo
 
 
-def run_minispec(prompt_ids, max_tokens, repeat):
+def run_minispec(prompt_ids, max_tokens, repeat, method="draft_model"):
     def build():
-        return LLM(pipeline_parallel_size=1, speculative_config={"method": "draft_model", "num_speculative_tokens": K},
+        return LLM(pipeline_parallel_size=1, speculative_config={"method": method, "num_speculative_tokens": K},
                    max_num_seqs=16, max_num_batched_tokens=1024)
 
     build().generate(prompt_ids[:2], SamplingParams(temperature=0, max_tokens=8))  # warm-up
