@@ -12,33 +12,15 @@ assisted and plain generation. Ratios, not timed tests: a shared CPU moves the w
 
 from __future__ import annotations
 
-import argparse
-
 import torch
-import transformers
-from bench_spec_decode import K, make_prompts, run_minispec, run_transformers
-from transformers import AutoModelForCausalLM, AutoTokenizer
-
-from minispec.config import DEFAULT_DRAFT, DEFAULT_TARGET
+from bench_spec_decode import K, load, parse_args, run_minispec, run_transformers
 
 METHODS = ("eagle3", "eagle", "draft_model")
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--requests", type=int, default=16)
-    ap.add_argument("--max-tokens", type=int, default=128)
-    ap.add_argument("--repeat", type=int, default=3, help="timed runs per side; the fastest is reported")
-    args = ap.parse_args()
-    transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
-    tok = AutoTokenizer.from_pretrained(DEFAULT_TARGET)
-    prompt_ids = [tok(p).input_ids for p in make_prompts(args.requests)]
-    target = AutoModelForCausalLM.from_pretrained(DEFAULT_TARGET, dtype=torch.float32).eval()
-    draft = AutoModelForCausalLM.from_pretrained(DEFAULT_DRAFT, dtype=torch.float32).eval()
-    draft.generation_config.num_assistant_tokens = K  # exactly k drafts per step, as minispec
-    draft.generation_config.num_assistant_tokens_schedule = "constant"
-    draft.generation_config.assistant_confidence_threshold = 0.0
+    args = parse_args(__doc__)
+    prompt_ids, target, draft = load(args.requests)
 
     runs = {m: run_minispec(prompt_ids, args.max_tokens, args.repeat, method=m) for m in METHODS}
     hf_out, hf_time, hf_fwd = run_transformers(target, prompt_ids, args.max_tokens, args.repeat, assistant_model=draft)

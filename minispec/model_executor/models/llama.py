@@ -76,14 +76,16 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 class LlamaAttention(nn.Module):
-    def __init__(self, arch: LlamaArchitecture):
+    def __init__(self, arch: LlamaArchitecture, in_size: int | None = None):
+        """``in_size``: the projections' input width, the hidden size unless given (EAGLE-3's head
+        reads twice that, ``llama_eagle3.py``)."""
         super().__init__()
-        h, d = arch.hidden_size, arch.head_dim
+        h, d = in_size or arch.hidden_size, arch.head_dim
         self.num_heads, self.num_kv_heads, self.head_dim = arch.num_attention_heads, arch.num_key_value_heads, d
         self.q_proj = nn.Linear(h, self.num_heads * d, bias=arch.attention_bias)
         self.k_proj = nn.Linear(h, self.num_kv_heads * d, bias=arch.attention_bias)
         self.v_proj = nn.Linear(h, self.num_kv_heads * d, bias=arch.attention_bias)
-        self.o_proj = nn.Linear(self.num_heads * d, h, bias=arch.attention_bias)
+        self.o_proj = nn.Linear(self.num_heads * d, arch.hidden_size, bias=arch.attention_bias)
         self.rotary_emb = RotaryEmbedding(d, arch.rope_theta)
         self.attn = Attention(self.num_heads, self.num_kv_heads, d)
 

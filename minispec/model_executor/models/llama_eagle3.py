@@ -32,37 +32,14 @@ from torch import nn
 
 from minispec.attention import Attention
 from minispec.config import LlamaArchitecture
-from minispec.model_executor.models.llama import LlamaMLP, RMSNorm, RotaryEmbedding
-
-
-class Eagle3Attention(nn.Module):
-    """Llama attention whose projections read ``in_size`` features (twice the hidden size)."""
-
-    def __init__(self, arch: LlamaArchitecture, in_size: int):
-        super().__init__()
-        d = arch.head_dim
-        self.num_heads, self.num_kv_heads, self.head_dim = arch.num_attention_heads, arch.num_key_value_heads, d
-        self.q_proj = nn.Linear(in_size, self.num_heads * d, bias=arch.attention_bias)
-        self.k_proj = nn.Linear(in_size, self.num_kv_heads * d, bias=arch.attention_bias)
-        self.v_proj = nn.Linear(in_size, self.num_kv_heads * d, bias=arch.attention_bias)
-        self.o_proj = nn.Linear(self.num_heads * d, arch.hidden_size, bias=arch.attention_bias)
-        self.rotary_emb = RotaryEmbedding(d, arch.rope_theta)
-        self.attn = Attention(self.num_heads, self.num_kv_heads, d)
-
-    def forward(self, positions, x, meta):
-        n = x.shape[0]
-        q = self.q_proj(x).view(n, self.num_heads, self.head_dim)
-        k = self.k_proj(x).view(n, self.num_kv_heads, self.head_dim)
-        v = self.v_proj(x).view(n, self.num_kv_heads, self.head_dim)
-        q, k = self.rotary_emb(positions, q, k)
-        return self.o_proj(self.attn(q, k, v, meta).reshape(n, -1))
+from minispec.model_executor.models.llama import LlamaAttention, LlamaMLP, RMSNorm
 
 
 class Eagle3DecoderLayer(nn.Module):
     def __init__(self, arch: LlamaArchitecture):
         super().__init__()
         h = arch.hidden_size
-        self.self_attn = Eagle3Attention(arch, 2 * h)
+        self.self_attn = LlamaAttention(arch, 2 * h)
         self.mlp = LlamaMLP(arch)
         self.input_layernorm = RMSNorm(h, arch.rms_norm_eps)
         self.hidden_norm = RMSNorm(h, arch.rms_norm_eps)
