@@ -157,7 +157,8 @@ def save_head(head, out: Path, target_dir: Path, taps, card: str) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(head_config(target_dir, taps), indent=2) + "\n")
-    save_file({k: v.contiguous() for k, v in head.state_dict().items()}, out / "model.safetensors")
+    # float16 on disk (half the bytes; loading casts to the engine's dtype): the head stays a few hundred KB
+    save_file({k: v.half().contiguous() for k, v in head.state_dict().items()}, out / "model.safetensors")
     (out / "README.md").write_text(card)
 
 
@@ -177,7 +178,8 @@ against the frozen target's own next-token distributions, unrolled {args.unroll}
 | parameters | {n:,} (embedding, frozen, copied from the target: {head.embed_tokens.weight.numel():,}) |
 | layers / hidden / heads / kv heads / mlp | 1 / {head.arch.hidden_size} / {head.arch.num_attention_heads} / {head.arch.num_key_value_heads} / {HEAD_MLP} |
 | training | {args.steps} steps, batch {args.batch_size}, windows of {args.seq_len}, AdamW peak lr {args.lr}, seed {args.seed} |
-| training time | {metrics['seconds']:.0f} s on {torch.get_num_threads()} CPU thread(s) |
+| stored as | float16, {metrics['bytes'] / 1024:.0f} KiB |
+| training time | {metrics['seconds']:.0f} s wall, {metrics['cpu_seconds']:.0f} s CPU, on {torch.get_num_threads()} CPU thread(s) |
 | first draft = target's greedy token | {metrics['step1_agreement']:.1%} of held-out positions |
 
 Reproduce: `python -m minispec.training.eagle --out minispec/checkpoints`
@@ -208,9 +210,11 @@ def main(argv=None) -> None:
     for name, taps in (("eagle3", TAPS), ("eagle", ())):
         if args.which not in (name, "both"):
             continue
-        t0 = time.time()
+        t0, c0 = time.time(), time.process_time()
         head = train_head(target, arch, taps, train_ids, args)
-        metrics = {"seconds": time.time() - t0, "step1_agreement": step1_agreement(head, target, heldout_ids, taps)}
+        metrics = {"seconds": time.time() - t0, "cpu_seconds": time.process_time() - c0,
+                   "step1_agreement": step1_agreement(head, target, heldout_ids, taps),
+                   "bytes": 2 * sum(v.numel() for v in head.state_dict().values())}
         print(name, json.dumps(metrics))
         save_head(head, args.out / name, DEFAULT_TARGET, taps, model_card(name, head, metrics, args))
 
