@@ -260,7 +260,7 @@ class MultiprocExecutor(Executor):
             if self.pp == 1:
                 batch.output = result
             else:
-                self.group.send(result["hidden_states"].contiguous().cpu(), 1, HIDDEN)
+                self.group.send(result.flatten().contiguous().cpu(), 1, HIDDEN)  # the taps travel too
                 batch.receives = [self.group.post_object(r, SPAN) for r in range(1, self.pp)]
                 batch.receives.append(self.group.post_object(self.pp - 1, OUTPUT))
         except WorkerError:
