@@ -12,8 +12,13 @@ assisted and plain generation. Ratios, not timed tests: a shared CPU moves the w
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import torch
-from bench_spec_decode import K, load, parse_args, run_minispec, run_transformers
+
+sys.path.insert(0, str(Path(__file__).parent))  # its sibling, however the script is started
+from bench_spec_decode import K, load, parse_args, run_minispec, run_transformers  # noqa: E402
 
 METHODS = ("eagle3", "eagle", "draft_model")
 
