@@ -370,7 +370,7 @@ BEYOND_TOKENS_FAULTS: dict[BeyondTokensFaultPreset, Fault] = {
                            "reading the code)")),
         "the carrying side in vLLM 0.30.0, from reading the code: vllm/model_executor/models/interfaces.py "
         "1569-1641 (EagleModelMixin: pack_local_aux_hidden_states, collect_remote_aux_hidden_states), used by "
-        "llama.py 410-457; no SGLang release read",
+        "llama.py 406-457; no SGLang release read",
         "only the last stage fills its EAGLE-3 taps' slots; the taps owned by earlier stages reach the drafter as "
         "zeros, and output stays right (the target verifies) while acceptance falls",
         "every stage fills the slots of the taps it owns in the IntermediateTensors it sends on",

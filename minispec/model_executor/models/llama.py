@@ -8,7 +8,7 @@ other slots; minispec simply does not build them). A non-last stage returns
 ``IntermediateTensors``; the last returns hidden states for ``compute_logits``.
 
 EAGLE-3 taps (vLLM 0.30.0: ``EagleModelMixin``, ``model_executor/models/interfaces.py``
-1569-1641, used by ``LlamaModel.forward``, ``llama.py`` 410-457; from reading the code): with
+1569-1641, used by ``LlamaModel.forward``, ``llama.py`` 406-457; from reading the code): with
 ``set_aux_hidden_state_layers``, tap ``i`` is the residual stream entering layer ``i`` (after
 layer ``i - 1``; tap 0 is the embedding's output, on the first stage). The stage that owns the
 layer before a tap captures it and appends it to the ``IntermediateTensors`` it sends on, and

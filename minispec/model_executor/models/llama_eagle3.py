@@ -7,7 +7,7 @@ embedding, ``hidden_norm`` on the feature), concatenates them, so its ``q/k/v_pr
 ``2 * hidden_size`` inputs, and keeps the un-normalised feature as the residual (vLLM's
 default ``_norm_after_residual``, lines 117-121). ``forward`` returns the final norm's output,
 for ``compute_logits``, and the stream before it, which the next draft step reads in place of
-the target's feature (lines 301-306).
+the target's feature (lines 283-288).
 
 The feature of a target position is ``combine_hidden_states``: with taps (EAGLE-3, config.json
 ``eagle_aux_hidden_state_layer_ids``) ``fc`` projects the taps, concatenated, back to

@@ -10,7 +10,7 @@ computed position's feature (``capture``); the drafter keeps them per request, b
 and then drafts as ``draft_model.py`` does, sharing its paged cache and loop: step 0 feeds the
 pairs it has not cached (``SHIFT = 1``: the token after each position), every later step the
 draft just made, paired with the head's own output stream at the step before (vLLM: the
-``hidden_states`` the head returns, ``llama_eagle3.py`` 301-306). Features at positions whose
+``hidden_states`` the head returns, ``llama_eagle3.py`` 283-288). Features at positions whose
 drafts were rejected are overwritten when the target computes those positions again, before
 they are read.
 
@@ -66,7 +66,7 @@ def refusal(method: str, model_runner: str, pp_size: int) -> str | None:
 
 def set_eagle3_aux_hidden_state_layers(model, aux_layers: tuple[int, ...], captures: bool) -> None:
     """Make a target stage capture (and carry on) the head's taps (vLLM 0.30.0 has the same name,
-    ``gpu/spec_decode/eagle/eagle3_utils.py`` 15-32). ``captures=False``: SGLang #39644's fault."""
+    ``gpu/spec_decode/eagle/eagle3_utils.py`` 15-33). ``captures=False``: SGLang #39644's fault."""
     model.model.set_aux_hidden_state_layers(aux_layers, captures)
 
 
