@@ -135,7 +135,7 @@ def test_acceptance_does_not_depend_on_where_the_taps_were_computed():
      r"stage never has"),
     (dict(model_runner="relay", pipeline_parallel_size=2, speculative_config=EAGLE3),
      r"^speculative_config\['method'\]='eagle3': model_runner='relay' is SGLang's design, and SGLang refuses "
-     r"EAGLE-3 hidden-state capture under pipeline parallelism \(PR #39644\)"),
+     r"EAGLE-3 hidden-state capture under pipeline parallelism \(SGLang PR #39644\)"),
     (dict(model=str(DEFAULT_TARGET.parent / "standin"), speculative_config=EAGLE3),
      r"^speculative_config\['method'\]='eagle3': the head reads the target's hidden states; expected a Llama "
      r"target, got StandInForCausalLM"),

@@ -60,7 +60,7 @@ def refusal(method: str, model_runner: str, pp_size: int) -> str | None:
                 "later layers' hidden states an EAGLE head reads; expected model_runner='v1' or 'v2'")
     if model_runner == "relay" and pp_size > 1:
         return ("model_runner='relay' is SGLang's design, and SGLang refuses EAGLE-3 hidden-state capture under "
-                "pipeline parallelism (PR #39644); expected model_runner='v1' or 'v2', or pipeline_parallel_size=1")
+                "pipeline parallelism (SGLang PR #39644); expected model_runner='v1' or 'v2', or pipeline_parallel_size=1")
     return None
 
 
