@@ -98,6 +98,7 @@ lab: $(LAB_OVERRIDES) $(LAB_CSS) $(if $(filter $(WORKSHOP),$(LAB_DIR)),workshop)
 
 bench: $(LAB_STAMP)
 	$(BIN)/python benchmarks/bench_spec_decode.py
+	$(BIN)/python benchmarks/bench_eagle.py
 	$(BIN)/python benchmarks/bench_messages.py
 	$(BIN)/python benchmarks/bench_pipeline.py
 

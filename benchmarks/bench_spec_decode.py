@@ -50,9 +50,9 @@ def implied_alpha(tokens_per_forward: float) -> float:
     return lo
 
 
-def run_minispec(prompt_ids, max_tokens, repeat):
+def run_minispec(prompt_ids, max_tokens, repeat, method="draft_model"):
     def build():
-        return LLM(pipeline_parallel_size=1, speculative_config={"method": "draft_model", "num_speculative_tokens": K},
+        return LLM(pipeline_parallel_size=1, speculative_config={"method": method, "num_speculative_tokens": K},
                    max_num_seqs=16, max_num_batched_tokens=1024)
 
     build().generate(prompt_ids[:2], SamplingParams(temperature=0, max_tokens=8))  # warm-up
@@ -87,19 +87,11 @@ def run_transformers(model, prompt_ids, max_tokens, repeat, **kwargs):
     return outs, best, len(calls)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--requests", type=int, default=16)
-    ap.add_argument("--max-tokens", type=int, default=128)
-    ap.add_argument("--repeat", type=int, default=3, help="timed runs per side; the fastest is reported")
-    args = ap.parse_args()
-    transformers.logging.set_verbosity_error()  # keep the table free of load bars and deprecation notes
-    transformers.logging.disable_progress_bar()
-
+def load(requests: int):
+    """The prompts' token ids, and transformers' target and draft, the draft pinned to k drafts a step."""
     tok = AutoTokenizer.from_pretrained(DEFAULT_TARGET)
     # One tokenisation fed to both sides, so any mismatch is in decoding, not in the prompts.
-    prompt_ids = [tok(p).input_ids for p in make_prompts(args.requests)]
-
+    prompt_ids = [tok(p).input_ids for p in make_prompts(requests)]
     target = AutoModelForCausalLM.from_pretrained(DEFAULT_TARGET, dtype=torch.float32).eval()
     draft = AutoModelForCausalLM.from_pretrained(DEFAULT_DRAFT, dtype=torch.float32).eval()
     # transformers' defaults draft up to 20 tokens and stop early below a confidence
@@ -107,6 +99,24 @@ def main():
     draft.generation_config.num_assistant_tokens = K
     draft.generation_config.num_assistant_tokens_schedule = "constant"
     draft.generation_config.assistant_confidence_threshold = 0.0
+    return prompt_ids, target, draft
+
+
+def parse_args(doc: str) -> argparse.Namespace:
+    """The options every speculative-decoding benchmark takes, with quiet transformers."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--requests", type=int, default=16)
+    ap.add_argument("--max-tokens", type=int, default=128)
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per side; the fastest is reported")
+    transformers.logging.set_verbosity_error()  # keep the table free of load bars and deprecation notes
+    transformers.logging.disable_progress_bar()
+    return ap.parse_args()
+
+
+def main():
+    args = parse_args(__doc__)
+
+    prompt_ids, target, draft = load(args.requests)
 
     ms_out, ms_time, stats = run_minispec(prompt_ids, args.max_tokens, args.repeat)
     hf_out, hf_time, hf_fwd = run_transformers(target, prompt_ids, args.max_tokens, args.repeat, assistant_model=draft)

@@ -18,6 +18,8 @@ from pathlib import Path
 CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"
 DEFAULT_TARGET = CHECKPOINT_DIR / "target"
 DEFAULT_DRAFT = CHECKPOINT_DIR / "draft"
+DEFAULT_EAGLE3 = CHECKPOINT_DIR / "eagle3"  # EAGLE heads trained on the target (minispec.training.eagle)
+DEFAULT_EAGLE = CHECKPOINT_DIR / "eagle"
 
 
 SCRIPT_REPEAT = -1  # a scripted proposal all wrong, proposed again next time (a proposer may repeat itself)
@@ -194,8 +196,11 @@ class SpeculativeConfig:
     # many of the k drafts of its 1st, 2nd, ... proposal are right; k once the list runs out.
     # SCRIPT_REPEAT in place of a count: all wrong, and the next proposal the same list.
     script: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    # Methods "eagle"/"eagle3": the target layers whose entering stream the head reads (its
+    # config.json's eagle_aux_hidden_state_layer_ids, as vLLM names it), read once with draft_arch
+    eagle_aux_hidden_state_layer_ids: tuple[int, ...] = ()
 
-    METHODS = ("draft_model", "ngram", "scripted")
+    METHODS = ("draft_model", "ngram", "scripted", "eagle", "eagle3")
 
     def __post_init__(self):
         require(self.method in self.METHODS, "speculative_config['method']", self.method, f"one of {self.METHODS}")
@@ -228,7 +233,10 @@ class SpeculativeConfig:
                 "a 'num_speculative_tokens' key (drafts per step)")
         script = d.get("script") or {}
         require(isinstance(script, dict), "speculative_config['script']", script, "a dict: request id -> counts")
-        return cls(**{**d, "script": tuple((str(r), tuple(c)) for r, c in sorted(script.items()))})
+        # vLLM needs the head's path; minispec ships a head of each kind for its target
+        heads = {"eagle": DEFAULT_EAGLE, "eagle3": DEFAULT_EAGLE3}
+        model = {"model": heads[d["method"]]} if d.get("method") in heads and "model" not in d else {}
+        return cls(**{**d, **model, "script": tuple((str(r), tuple(c)) for r, c in sorted(script.items()))})
 
     @property
     def enabled(self) -> bool:

@@ -15,8 +15,8 @@ def llm():
 @pytest.mark.parametrize("kwargs,match", [
     ({"speculative_config": {"method": "ngram", "num_speculative_tokens": -1}},
      r"num_speculative_tokens'\]=-1: expected an integer >= 0"),
-    ({"speculative_config": {"method": "eagle", "num_speculative_tokens": 2}},
-     r"method'\]='eagle': expected one of \('draft_model', 'ngram', 'scripted'\)"),
+    ({"speculative_config": {"method": "medusa", "num_speculative_tokens": 2}},
+     r"method'\]='medusa': expected one of \('draft_model', 'ngram', 'scripted', 'eagle', 'eagle3'\)"),
     ({"speculative_config": {"method": "ngram", "num_speculative_tokens": 2, "lookahead": 1}},
      r"speculative_config=\['lookahead'\]: expected keys among"),
     ({"pipeline_parallel_size": 0}, r"pipeline_parallel_size=0: expected an integer from 1 to the model's 4 layers"),

@@ -22,6 +22,7 @@ from minispec.distributed.parallel_state import InProcStageGroup, MessageMismatc
 from minispec.instruments.invariants import Invariant, InvariantViolation
 from minispec.lab.experiments.schedule import build_llm, greedy_reference, run_recorded, schedule_reference
 from minispec.lab.faults.catalogue import (
+    BEYOND_TOKENS_FAULTS,
     EVERY_FAULT,
     FAULTS,
     LEFT_OUT,
@@ -37,6 +38,7 @@ from minispec.lab.faults.reproduce import run_fault
 from minispec.v1.worker.gpu import ENV_VAR
 from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunnerV2
 from minispec.v1.worker.gpu.pp_utils import SAMPLED_TAG
+from minispec.v1.worker.gpu.runner_fixes import BeyondTokensFaultPreset
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner as GPUModelRunnerV1
 
 
@@ -78,12 +80,12 @@ def test_every_preset_is_described():
     assert set(FAULTS) == set(FaultPreset) and set(RELAY_FAULTS) == set(RelayFaultPreset)
     assert set(V1_FAULTS) == set(V1FaultPreset)
     for preset, fault in EVERY_FAULT.items():
-        design = "v2" if preset in FAULTS else "relay" if preset in RELAY_FAULTS else "v1"
+        design = "v2" if preset in FAULTS or preset in BEYOND_TOKENS_FAULTS else "relay" if preset in RELAY_FAULTS else "v1"
         assert fault.preset is preset and fault.design == design
         assert fault.scenario.check_invariants  # every preset is caught live, async scheduling or not
         assert "#" in fault.reference and fault.summary and fault.fix
         assert ("vllm/v1/worker/gpu/" in fault.source or "model_runner.py" in fault.source
-                or "minispec/v1/worker/relay/" in fault.source)
+                or "minispec/v1/worker/relay/" in fault.source or "EagleModelMixin" in fault.source)
     assert set(LEFT_OUT).isdisjoint(map(str, EVERY_FAULT))
 
 
@@ -158,6 +160,12 @@ def _foreign_token(v):
     assert len(v.actual) == len(want) + 1 and v.actual[:-2] == want[:-1] and v.actual[-1] == want[-1]
 
 
+def _tap_handed_as_zeros(v):
+    """Every position of a tap an earlier stage owns reached the drafter changed (as zeros)."""
+    n = int(v.expected.split(" at ")[1].split()[0])
+    assert v.expected.startswith("tap 1 as stage 0 computed it") and v.actual == f"{n} of them differ"
+
+
 REASONS = {
     FaultPreset.V2_STALE_DRAFTS: _zero_drafts,
     FaultPreset.V2_OPTIMISTIC_NUM_COMPUTED: _not_taken_back,
@@ -168,6 +176,7 @@ REASONS = {
     V1FaultPreset.V1_PP_ASYNC_TRIM_LAST_RANK: _not_taken_back,
     V1FaultPreset.V1_PP_ASYNC_NUM_TOKENS_NO_SPEC: _last_token_overwritten,
     V1FaultPreset.V1_PP_ASYNC_STALE_ROW: _foreign_token,
+    BeyondTokensFaultPreset.V2_EAGLE3_TAPS_DROPPED: _tap_handed_as_zeros,
 }
 
 

@@ -52,6 +52,8 @@ CASES = [
      "fixes=RunnerFixes(commit_seq_lens=False) applies to model_runner='relay'; got model_runner='v1'"),
     ("faults", "v2-drafts-posted-twice", {v2.POST_DRAFTS: v2.post_drafts_twice},
      "faults='v2-drafts-posted-twice' applies to model_runner='v2'; got model_runner='v1'"),
+    ("faults", "v2-eagle3-taps-dropped", {v2.CAPTURES_TAPS: v2.capture_on_last_rank_only},
+     "faults='v2-eagle3-taps-dropped' applies to model_runner='v2'; got model_runner='v1'"),
     ("faults", "v1-pp-async-column-0", {v1.PREV_SAMPLED_LAYOUT: v1.column_zero_layout},
      "faults='v1-pp-async-column-0' applies to model_runner='v1'; got model_runner='v2'"),
     ("faults", "v1-pp-async-trim-last-rank", {v1.TRIM_OPTIMISTIC: v1.trim_on_last_rank_only},

@@ -47,7 +47,10 @@ The numbers are the ones the notebooks and the tests cite. Rules 2-5 and 8 are c
 records of every step: live, `LLM(..., check_invariants=True)` raises `InvariantViolation` at
 the first break; offline, `check_trace(trace)` lists every break of a recorded run. Rules 1
 and 6 compare whole runs with references, so the tests check them; rule 7 is checked by the
-transport on every message.
+transport on every message. Rule 8 is about state that is not tokens: it applies only when the
+drafter reads the target's hidden states from other stages (an EAGLE-3 head's taps), and a stage
+records each tap as a digest per position (`tap_digests`); its hand-worked case is
+`tests/test_eagle.py::test_invariant_8_by_hand`.
 
 Each of rules 2-5 has a sentence for async scheduling (`async_scheduling=True`). There the
 scheduler schedules a request again before the output of its batch in flight is back: it

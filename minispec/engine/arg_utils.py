@@ -39,11 +39,13 @@ from minispec.config import (
     check_device,
     check_memory,
     is_int,
+    read_config_json,
     require,
     resolve_dtype,
 )
 from minispec.transformers_utils.tokenizer import load_tokenizer
-from minispec.v1.worker.designs import Design, get_design
+from minispec.v1.spec_decode.eagle import EAGLE_METHODS
+from minispec.v1.worker.designs import DESIGNS, Design, get_design
 from minispec.v1.worker.gpu import default_model_runner
 from minispec.v1.worker.gpu_worker import resolve_worker_cls
 from minispec.v1.worker.runner_fixes import Preset
@@ -88,6 +90,7 @@ class EngineArgs:
                                   self.max_concurrent_batches, resolve_worker_cls(self.worker_cls, design.name))
         cache = CacheConfig(self.block_size, self.num_gpu_blocks).sized_for(self.max_num_seqs, max_model_len)
         spec = SpeculativeConfig.from_dict(self.speculative_config)
+        _check_eagle_design(spec, design, self.pipeline_parallel_size)  # the EAGLE reason before the general one
         _check_proposer(design, spec)
         switches = resolve_switches(design.name, fixes=self.fixes, faults=self.faults)
         require(is_int(self.seed) and 0 <= self.seed < 2**63, "seed", self.seed, "an integer in [0, 2**63)")
@@ -126,6 +129,8 @@ def _with_draft(spec: SpeculativeConfig, arch: LlamaArchitecture, target: str | 
     if spec.enabled and spec.method == "scripted" and arch.architecture != "StandInForCausalLM":
         raise ValueError(f"speculative_config['method']='scripted': drafts from the stand-in model's own "
                          f"function; expected model=<a StandInForCausalLM checkpoint>, got {arch.architecture}")
+    if spec.enabled and spec.method in EAGLE_METHODS:
+        return _with_eagle_head(spec, arch)
     if not (spec.enabled and spec.method == "draft_model"):
         return spec
     draft = LlamaArchitecture.from_pretrained(spec.model, "speculative_config['model']")
@@ -134,6 +139,40 @@ def _with_draft(spec: SpeculativeConfig, arch: LlamaArchitecture, target: str | 
                          f"({arch.vocab_size} tokens), got {draft.vocab_size}")
     _check_draft_tokenizer(spec.model, target)
     return replace(spec, draft_arch=draft)
+
+
+def _with_eagle_head(spec: SpeculativeConfig, arch: LlamaArchitecture) -> SpeculativeConfig:
+    """An EAGLE head's architecture and taps, checked against the target whose hidden states it reads."""
+    where = f"speculative_config['model']={str(spec.model)!r}"
+    if arch.architecture != "LlamaForCausalLM":
+        raise ValueError(f"speculative_config['method']={spec.method!r}: the head reads the target's hidden "
+                         f"states; expected a Llama target, got {arch.architecture} (it has none)")
+    head = LlamaArchitecture.from_pretrained(spec.model, "speculative_config['model']")
+    taps = tuple(read_config_json(spec.model).get("eagle_aux_hidden_state_layer_ids") or ())
+    if (head.hidden_size, head.vocab_size) != (arch.hidden_size, arch.vocab_size):
+        raise ValueError(f"{where}: hidden_size {head.hidden_size}, vocab_size {head.vocab_size}: expected the "
+                         f"target's {arch.hidden_size} and {arch.vocab_size}")
+    if bool(taps) != (spec.method == "eagle3"):
+        raise ValueError(f"{where}: eagle_aux_hidden_state_layer_ids={list(taps)}: method 'eagle3' expects a head "
+                         "with taps, 'eagle' one without (it reads the last hidden state)")
+    require(all(is_int(i) and 0 <= i <= arch.num_hidden_layers for i in taps),
+            f"{where}: eagle_aux_hidden_state_layer_ids", list(taps),
+            f"layer indices from 0 to the target's {arch.num_hidden_layers}")
+    return replace(spec, draft_arch=head, eagle_aux_hidden_state_layer_ids=taps)
+
+
+def _check_eagle_design(spec: SpeculativeConfig, design: Design, pp_size: int) -> None:
+    """An EAGLE head reads hidden states that, under pipeline parallelism, live on other stages:
+    only a design whose record says its hand-over carries them runs one there (one stage carries
+    nothing, so any design that accepts the method runs it at PP 1)."""
+    if not spec.enabled or spec.method not in EAGLE_METHODS or design.can_carry_hidden_states:
+        return
+    if pp_size == 1 and design.accepts(spec.method):
+        return
+    carriers = [name for name, d in DESIGNS.items() if d.can_carry_hidden_states]
+    raise ValueError(f"speculative_config['method']={spec.method!r}: model_runner={design.name!r} "
+                     f"{design.hidden_states_why}; expected model_runner in {carriers}"
+                     + (", or pipeline_parallel_size=1" if design.accepts(spec.method) else ""))
 
 
 def _check_draft_tokenizer(draft_dir: str | Path, target_dir: str | Path) -> None:

@@ -1,10 +1,10 @@
 """minispec's invariants, stated here and checked on trace records.
 
-``Invariant`` numbers them 1-8, as the notebooks, the tests and
+``Invariant`` numbers them 1-9, as the notebooks, the tests and
 ``docs/invariants.md`` cite them (``tools/invariants_doc.py`` writes that page
 from this module). Each member carries a short ``title``, its ``rule`` and what it
 ``reads``; ``on_trace`` says whether the checker here can see it. 2-5 are checked
-on every schedule, stage and update, and 8 on every update: live (``check_invariants=True``) the first
+on every schedule, stage and update, 8 on every update, 9 on every step whose drafter reads taps: live (``check_invariants=True``) the first
 violation raises ``InvariantViolation``; offline ``check_trace(trace)`` lists
 them all. Under async scheduling (``AsyncScheduler``) the scheduler schedules a step
 before the outputs it needs are back, on placeholders: 2-4 then hold a stage to what
@@ -117,9 +117,16 @@ class Invariant(IntEnum):
         "InvariantChecker.check_update, on the last stage's record of each batch",
         ("StageRecord.sampled", "StageRecord.is_last", "RowRecord.num_computed_tokens",
          "RowRecord.num_scheduled_tokens", "RowRecord.num_drafts", "StepRecord.finished"))
+    HIDDEN_STATE_HANDOVER = (
+        9, "hidden-state hand-over",
+        "When a drafter reads the target's hidden states from other stages (EAGLE-3's taps), at every step the "
+        "feature it is handed for each tapped layer and each computed position is, bit for bit, the stream the "
+        "stage owning that tap point computed there: the hand-over between stages moves taps and computes none.",
+        "InvariantChecker.check_taps, once the last stage has handed the drafter its features, every step",
+        ("StageRecord.computed_taps", "StageRecord.drafter_taps"))
 
 
-CHECKED = tuple(i for i in Invariant if i.on_trace)  # 2-5 and 8, what check_trace can see
+CHECKED = tuple(i for i in Invariant if i.on_trace)  # 2-5, 8 and 9, what check_trace can see
 
 
 def samples(s: ScheduleRecord, req_id: str) -> bool:
@@ -298,6 +305,20 @@ class InvariantChecker:
             self._fail(DRAFTS, s.step, st.stage, req_id, want.says(f"verified drafts {want.drafts}"),
                        st.verified_drafts.get(req_id, []))
 
+    def check_taps(self, step: StepRecord) -> None:
+        """Invariant 9: each tap the last stage handed the drafter is the one its owner computed."""
+        last = next(st for st in step.stages if st.is_last)
+        for req_id, handed in last.drafter_taps.items():
+            for layer, digests in handed.items():
+                owner = next((st for st in step.stages if layer in st.computed_taps.get(req_id, {})), None)
+                computed = owner.computed_taps[req_id][layer] if owner is not None else None
+                if digests != computed:
+                    where = f"stage {owner.stage}" if owner is not None else "no stage"
+                    self._fail(Invariant.HIDDEN_STATE_HANDOVER, step.step, last.stage, req_id,
+                               f"tap {layer} as {where} computed it at {len(digests)} positions",
+                               f"{sum(a != b for a, b in zip(digests, computed or []))} of them differ"
+                               if computed else "a tap no stage computed")
+
     def check_update(self, step: StepRecord) -> None:
         s = step.schedule
         for req_id in s.num_scheduled_tokens:
@@ -353,7 +374,10 @@ def check_trace(trace: Trace) -> list[Violation]:
         if event.kind is EventKind.SCHEDULE:
             checker.check_schedule(step.schedule)
         elif event.kind is EventKind.STAGE:
-            checker.check_stage(step.schedule, next(st for st in step.stages if st.stage == event.stage))
+            stage = next(st for st in step.stages if st.stage == event.stage)
+            checker.check_stage(step.schedule, stage)
+            if stage.is_last:  # recorded after its forward, with every other stage's taps of the step
+                checker.check_taps(step)
         else:
             checker.check_update(step)
     return checker.violations

@@ -103,6 +103,10 @@ class StageRecord:
     input_ids: list[int]  # what the stage's forward embeds
     verified_drafts: dict[str, list[int]]  # last stage: drafts the rejection sampler checks
     sampled: dict[str, list[int]] = field(default_factory=dict)  # last stage: tokens it emitted
+    # EAGLE-3 taps, as a digest per position (``tap_digests``), per request and tapped layer: those
+    # this stage computed at its own tap points, and (last stage) those it handed the drafter
+    computed_taps: dict[str, dict[int, list[str]]] = field(default_factory=dict)
+    drafter_taps: dict[str, dict[int, list[str]]] = field(default_factory=dict)
 
     def row_of(self, req_id: str) -> RowRecord:
         return next(r for r in self.rows if r.req_id == req_id)
@@ -278,6 +282,15 @@ class TraceRecorder:
         record.sampled = {r: list(t) for r, t in sampled.items()}
         self._sampled.add(step)
 
+    def on_hidden_states(self, step: int, stage: int, computed: dict[str, dict[int, list[str]]],
+                         handed: dict[str, dict[int, list[str]]]) -> None:
+        """After a stage's forward, when an EAGLE-3 head reads taps: the taps it computed and (last
+        stage) those it handed the drafter, per request and layer (``tap_digests``)."""
+        record = next(st for st in self._by_step[step].stages if st.stage == stage)
+        record.computed_taps, record.drafter_taps = computed, handed
+        if self.checker and record.is_last:
+            self.checker.check_taps(self._by_step[step])
+
     def on_update(self, out, requests: dict, num_accepted: dict[str, int], num_computed_before: dict[str, int],
                   spec_token_ids: dict[str, list[int]], stale: set[str] = frozenset()) -> None:
         """``requests``: the batch's requests still in the scheduler before the update
@@ -316,3 +329,15 @@ class TraceRecorder:
         on every listener, as that listener overrides it: the engine's side of the channel."""
         for listener in self.listeners:
             getattr(listener, event.__name__)(*args)
+
+def tap_digests(tensor, counts: list[int], req_ids: list[str]) -> dict[str, list[str]]:
+    """Per request, a digest of each of its rows of ``tensor`` (``counts[j]`` rows for
+    ``req_ids[j]``, in order): equal digests, equal bits."""
+    import hashlib
+
+    rows = tensor.detach().cpu().contiguous().numpy()
+    out, offset = {}, 0
+    for req_id, n in zip(req_ids, counts):
+        out[req_id] = [hashlib.blake2b(r.tobytes(), digest_size=8).hexdigest() for r in rows[offset : offset + n]]
+        offset += n
+    return out

@@ -124,6 +124,14 @@ Left out (``LEFT_OUT``): ``v1-num-tokens-no-spec`` (PR #41133), with the reason.
 three slots on) is not a preset: minispec's engine aborts through its one scheduler, which
 holds every request (``Scheduler.finish_requests``), and its runners keep no per-slot
 running batch to scan, so there is no seam where that fault could be put back.
+State that is not tokens (issue 37, ``BEYOND_TOKENS_FAULTS``, kept apart like V1's):
+
+* ``v2-eagle3-taps-dropped`` (SGLang PR #39644; the same shape in vLLM PR #53052's review): with an
+  EAGLE-3 head, the stages before the last do not fill the slots of the taps they own, so the
+  drafter is handed zeros for them. Output stays right (the target verifies every draft); what
+  breaks is invariant 9, hidden-state hand-over, at the first step, and acceptance. Masked at
+  PP = 1, where the last stage owns every tap.
+
 ``fixes=`` names the July-2025 presets of V1's switches (``minispec/v1/worker/runner_fixes.py``).
 
 vLLM twin: none (vLLM ships each fix, never a switch back to the fault).
@@ -138,13 +146,13 @@ from minispec.instruments.invariants import Invariant
 from minispec.lab.experiments.scenarios import PROMPTS, exercise_schedule, thread_schedule
 from minispec.lab.experiments.schedule import Request, Schedule
 from minispec.lab.records.threads import SGLANG, VLLM, Citation, thread
-from minispec.v1.worker.gpu.runner_fixes import FaultPreset
+from minispec.v1.worker.gpu.runner_fixes import BeyondTokensFaultPreset, FaultPreset
 from minispec.v1.worker.relay.runner_fixes import RelayFaultPreset
 from minispec.v1.worker.runner_fixes import LEFT_OUT, V1FaultPreset
 from minispec.v1.worker.switches import ModelRunner
 
-__all__ = ["EVERY_FAULT", "FAULTS", "LEFT_OUT", "RELAY_FAULTS", "V1_FAULTS", "Fault", "FaultPreset", "FirstViolation",
-           "RelayFaultPreset", "TransportError", "V1FaultPreset"]
+__all__ = ["BEYOND_TOKENS_FAULTS", "EVERY_FAULT", "FAULTS", "LEFT_OUT", "RELAY_FAULTS", "V1_FAULTS", "Fault", "FaultPreset", "FirstViolation",
+           "RelayFaultPreset", "TransportError", "V1FaultPreset", "BeyondTokensFaultPreset"]
 
 
 @dataclass(frozen=True)
@@ -169,7 +177,7 @@ class TransportError:
 
 @dataclass(frozen=True)
 class Fault:
-    preset: FaultPreset | RelayFaultPreset | V1FaultPreset
+    preset: FaultPreset | RelayFaultPreset | V1FaultPreset | BeyondTokensFaultPreset
     citations: tuple[Citation, ...]  # the threads, their posts and quotes drawn from the one table
     source: str  # the release lines of the fix, from reading the code, or why there are none
     summary: str
@@ -385,4 +393,31 @@ V1_FAULTS: dict[V1FaultPreset, Fault] = {
     ),
 }
 
-EVERY_FAULT: dict[FaultPreset | RelayFaultPreset | V1FaultPreset, Fault] = {**FAULTS, **RELAY_FAULTS, **V1_FAULTS}
+# The thread's requests, drafted by the shipped EAGLE-3 head: at PP 2 stage 0 owns taps 1 and 2.
+THREAD_EAGLE3 = replace(thread_schedule(check_invariants=True), name="the thread scenario with EAGLE-3 drafts",
+                        method="eagle3")
+
+BEYOND_TOKENS_FAULTS: dict[BeyondTokensFaultPreset, Fault] = {
+    BeyondTokensFaultPreset.V2_EAGLE3_TAPS_DROPPED: Fault(
+        BeyondTokensFaultPreset.V2_EAGLE3_TAPS_DROPPED,
+        (Citation(thread(SGLANG, 39644), date(2026, 9, 15),
+                  "the draft silently gets incomplete aux hidden states",
+                  "SGLang's target models capture on the last rank only; the PR refuses the configuration"),
+         _cite(53052, date(2026, 9, 4), "When a requested layer is on a non-final pipeline stage, this list is "
+               "populated but discarded by the `IntermediateTensors` return", "the same shape in a vLLM model file"),
+         _cite(50514, role="Model Runner V2's EAGLE-3 under PP, whose models carry the taps (in 0.30.0, from "
+                           "reading the code)")),
+        "the carrying side in vLLM 0.30.0, from reading the code: vllm/model_executor/models/interfaces.py "
+        "1569-1641 (EagleModelMixin: pack_local_aux_hidden_states, collect_remote_aux_hidden_states), used by "
+        "llama.py 406-457; no SGLang release read",
+        "only the last stage fills its EAGLE-3 taps' slots; the taps owned by earlier stages reach the drafter as "
+        "zeros, and output stays right (the target verifies) while acceptance falls",
+        "every stage fills the slots of the taps it owns in the IntermediateTensors it sends on",
+        THREAD_EAGLE3,
+        FirstViolation(Invariant.HIDDEN_STATE_HANDOVER, 0, 1, "A",
+                       "the drafter is handed zeros for tap 1, which stage 0 computed at A's prompt positions"),
+    ),
+}
+
+EVERY_FAULT: dict[FaultPreset | RelayFaultPreset | V1FaultPreset | BeyondTokensFaultPreset, Fault] = {
+    **FAULTS, **RELAY_FAULTS, **V1_FAULTS, **BEYOND_TOKENS_FAULTS}

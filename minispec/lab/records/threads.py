@@ -284,6 +284,11 @@ THREADS: tuple[Thread, ...] = (
           note="the comment quoted is its author's"),
     _vllm(53577, P, "[DSpark] Support pipeline-parallel targets in disaggregated and aggregated serving (+ padded graph "
           "batch safety)", CLOSED, (Post(DESCRIPTION, date(2026, 8, 24)),)),
+    _vllm(53052, P, "[Feature] Support EAGLE3 for Sarvam", MERGED,
+          (Post(REVIEW, date(2026, 9, 4), (
+              "When a requested layer is on a non-final pipeline stage, this list is populated but discarded by the "
+              "`IntermediateTensors` return",)),),
+          note="the review quoted is an automated reviewer's, on sarvam.py's forward"),
     _vllm(54260, I, "[Bug]: PP + async scheduling + spec decode: output_token_ids trim only runs on the last PP rank, "
           "desynchronizing the ranks until NCCL deadlocks", OPEN,
           (Post(DESCRIPTION, date(2026, 8, 28), ("The trim branch is an `elif`, so it only ever executes on the last "
@@ -320,6 +325,12 @@ THREADS: tuple[Thread, ...] = (
                "next round's input, and every stage forwards the dict).",
                "Spec decoding is structurally identical — the relay payload just grows to `{accept_lens, "
                "new_seq_lens, bonus_token, next draft tree}`.")),)),
+    Thread(SGLANG, 39644, P, "[Spec][PP] Reject EAGLE3/DFLASH aux hidden-state capture under pipeline parallelism",
+           ThreadState.OPEN, Verified.SEARCHED,
+           (Post(DESCRIPTION, date(2026, 9, 15), (
+               "`set_eagle3_layers_to_capture` / `set_dflash_layers_to_capture` in the target models return early "
+               "when the stage is not the last PP rank.",
+               "the draft silently gets incomplete aux hidden states")),)),
     Thread(SGLANG, 27620, P, "Suffix decoding pp", ThreadState.CLOSED, Verified.SEARCHED,
            (Post(DESCRIPTION, date(2026, 6, 9), ("The protocol (Approach A — replicate drafts, propagate accept)",)),)),
     Thread(SGLANG, 29405, P, "Fix pipeline-parallel abort missing in-flight requests in non-current "

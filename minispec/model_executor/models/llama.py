@@ -7,6 +7,19 @@ live only on the last stage (vLLM puts ``PPMissingLayer`` placeholders in the
 other slots; minispec simply does not build them). A non-last stage returns
 ``IntermediateTensors``; the last returns hidden states for ``compute_logits``.
 
+EAGLE-3 taps (vLLM 0.30.0: ``EagleModelMixin``, ``model_executor/models/interfaces.py``
+1569-1641, used by ``LlamaModel.forward``, ``llama.py`` 406-457; from reading the code): with
+``set_aux_hidden_state_layers``, tap ``i`` is the residual stream entering layer ``i`` (after
+layer ``i - 1``; tap 0 is the embedding's output, on the first stage). The stage that owns the
+layer before a tap captures it and appends it to the ``IntermediateTensors`` it sends on, and
+every later stage passes what it received along with its own, so the last stage returns
+``(hidden_states, taps)`` with every tap, in layer order. vLLM keys the slots by their index
+among the taps (``aux_hidden_states_0``...); minispec keys them by layer
+(``aux_hidden_states_layer_<i>``), so a reader can tell which stage's capture a slot holds.
+``captures=False`` is the fault SGLang #39644 describes: a stage that does not capture its
+own taps (SGLang's ``set_eagle3_layers_to_capture`` returns early off the last rank), whose
+slots then travel as zeros, the placeholders the transport reserved for them.
+
 Left out: tensor parallelism, quantisation, fused kernels, rope scaling.
 The arithmetic follows transformers' Llama step for step, so that logits agree
 to float32 rounding (tests/test_model.py).
@@ -63,14 +76,16 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 class LlamaAttention(nn.Module):
-    def __init__(self, arch: LlamaArchitecture):
+    def __init__(self, arch: LlamaArchitecture, in_size: int | None = None):
+        """``in_size``: the projections' input width, the hidden size unless given (EAGLE-3's head
+        reads twice that, ``llama_eagle3.py``)."""
         super().__init__()
-        h, d = arch.hidden_size, arch.head_dim
+        h, d = in_size or arch.hidden_size, arch.head_dim
         self.num_heads, self.num_kv_heads, self.head_dim = arch.num_attention_heads, arch.num_key_value_heads, d
         self.q_proj = nn.Linear(h, self.num_heads * d, bias=arch.attention_bias)
         self.k_proj = nn.Linear(h, self.num_kv_heads * d, bias=arch.attention_bias)
         self.v_proj = nn.Linear(h, self.num_kv_heads * d, bias=arch.attention_bias)
-        self.o_proj = nn.Linear(self.num_heads * d, h, bias=arch.attention_bias)
+        self.o_proj = nn.Linear(self.num_heads * d, arch.hidden_size, bias=arch.attention_bias)
         self.rotary_emb = RotaryEmbedding(d, arch.rope_theta)
         self.attn = Attention(self.num_heads, self.num_kv_heads, d)
 
@@ -125,17 +140,54 @@ class LlamaModel(nn.Module):
             {str(i): LlamaDecoderLayer(arch) for i in range(self.start_layer, self.end_layer)}
         )
         self.norm = RMSNorm(arch.hidden_size, arch.rms_norm_eps) if self.is_last_rank else None
+        self.aux_hidden_state_layers: tuple[int, ...] = ()  # EAGLE-3's taps, by layer; none by default
+        self.captures_aux = True
+        # minispec's probe for the trace (vLLM keeps none): the streams this stage computed at its
+        # own tap points in its last forward, whether or not it filled their slots
+        self.computed_aux_hidden_states: dict[int, torch.Tensor] = {}
+
+    def set_aux_hidden_state_layers(self, layers: tuple[int, ...], captures: bool = True) -> None:
+        """Tap the residual stream entering each layer in ``layers`` (``len(layers)`` may name the
+        stream after the last layer). ``captures``: whether this stage fills its own taps' slots."""
+        self.aux_hidden_state_layers = tuple(sorted(set(layers)))
+        self.captures_aux = captures
+
+    def upstream_aux_layers(self) -> tuple[int, ...]:
+        """The taps captured before this stage: the slots its ``IntermediateTensors`` bring."""
+        if self.is_first_rank:
+            return ()
+        return tuple(i for i in self.aux_hidden_state_layers if i <= self.start_layer)
+
+    def _own_aux_layers(self) -> tuple[int, ...]:
+        first = self.start_layer if self.is_first_rank else self.start_layer + 1
+        return tuple(i for i in self.aux_hidden_state_layers if first <= i <= self.end_layer)
 
     def forward(self, input_ids, positions, meta, intermediate_tensors: IntermediateTensors | None):
         if self.is_first_rank:
             x = self.embed_tokens(input_ids)
         else:
             x = intermediate_tensors["hidden_states"]
-        for layer in self.layers.values():
+        taps = {i: intermediate_tensors[aux_key(i)] for i in self.upstream_aux_layers()}
+        own = self._own_aux_layers()
+        if self.start_layer in own:
+            taps[self.start_layer] = x
+        for idx, layer in self.layers.items():
             x = layer(positions, x, meta)
+            if int(idx) + 1 in own:
+                taps[int(idx) + 1] = x
+        self.computed_aux_hidden_states = {i: taps[i] for i in own}
+        if not self.captures_aux:  # the fault: the slots were reserved, nothing filled them
+            taps.update({i: torch.zeros_like(x) for i in own})
         if not self.is_last_rank:
-            return IntermediateTensors({"hidden_states": x})
+            return IntermediateTensors({"hidden_states": x, **{aux_key(i): t for i, t in taps.items()}})
+        if self.aux_hidden_state_layers:
+            return self.norm(x), [taps[i] for i in self.aux_hidden_state_layers]
         return self.norm(x)
+
+
+def aux_key(layer: int) -> str:
+    """The ``IntermediateTensors`` key of the tap entering ``layer``."""
+    return f"aux_hidden_states_layer_{layer}"
 
 
 class LlamaForCausalLM(nn.Module):
@@ -158,6 +210,11 @@ class LlamaForCausalLM(nn.Module):
 
     def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor:
         return self.lm_head(hidden_states)
+
+    def intermediate_tensor_keys(self) -> list[str]:
+        """What this stage receives from the one before (vLLM: ``make_empty_intermediate_tensors``'s
+        keys): the hidden states, then the taps captured upstream, in layer order."""
+        return ["hidden_states"] + [aux_key(i) for i in self.model.upstream_aux_layers()]
 
     def wanted_weight_names(self) -> dict[str, str]:
         """Own parameter name -> checkpoint tensor name, for this stage only."""

@@ -131,6 +131,10 @@ class StandInForCausalLM(nn.Module):
         hidden[:, 0] = x.to(hidden.dtype)
         return hidden if self.is_last_rank else IntermediateTensors({"hidden_states": hidden})
 
+    def intermediate_tensor_keys(self) -> list[str]:
+        """What this stage receives from the one before: the hidden states only (no EAGLE taps)."""
+        return ["hidden_states"]
+
     def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor:
         tokens = hidden_states[:, 0].to(torch.int64) % self.arch.vocab_size
         logits = torch.zeros(len(tokens), self.arch.vocab_size, device=tokens.device)

@@ -78,7 +78,8 @@ def run_stage(group: StageGroup, runner, config) -> None:
     before this batch's forward starts, so they arrive while it runs."""
     rank, last = group.rank, runner.is_last_rank
     runner.bind_pp_group(group)  # the last stage's broadcast goes over this group too (V2; V1 under async)
-    shape = (config.scheduler_config.max_num_batched_tokens, config.arch.hidden_size)
+    keys = runner.model.intermediate_tensor_keys()  # the hidden states, and any EAGLE-3 taps
+    shape = (config.scheduler_config.max_num_batched_tokens, config.arch.hidden_size * len(keys))
 
     def post_hidden():  # in host memory: gloo sends and receives CPU tensors only
         return group.post(torch.empty(shape, dtype=config.dtype or torch.float32), rank - 1, HIDDEN)
@@ -89,12 +90,12 @@ def run_stage(group: StageGroup, runner, config) -> None:
         hidden = next_hidden.take()[:out.total_num_scheduled_tokens].to(runner.device)
         next_out, next_hidden = group.post_object(0, CTRL), post_hidden()
         start = group.now()
-        result = runner.execute_model(out, IntermediateTensors({"hidden_states": hidden}))
+        result = runner.execute_model(out, IntermediateTensors.unflatten(hidden, keys))
         end = group.now()
         if last:
             group.send_object(result, 0, OUTPUT)
         else:
-            group.send(result["hidden_states"].contiguous().cpu(), rank + 1, HIDDEN)
+            group.send(result.flatten().contiguous().cpu(), rank + 1, HIDDEN)
         group.send_object(StageSpan(rank, out.step, tuple(out.num_scheduled_tokens), start, end, start - asked),
                           0, SPAN)
 
@@ -259,7 +260,7 @@ class MultiprocExecutor(Executor):
             if self.pp == 1:
                 batch.output = result
             else:
-                self.group.send(result["hidden_states"].contiguous().cpu(), 1, HIDDEN)
+                self.group.send(result.flatten().contiguous().cpu(), 1, HIDDEN)  # the taps travel too
                 batch.receives = [self.group.post_object(r, SPAN) for r in range(1, self.pp)]
                 batch.receives.append(self.group.post_object(self.pp - 1, OUTPUT))
         except WorkerError:

@@ -26,8 +26,8 @@ draft cache and simply starts over next time.
 For a random request the draft samples from its own processed distribution and
 returns it, so the rejection sampler can use ``p / q`` (vLLM's runner, in
 0.9.2 and still in 0.16.0, passes ``draft_probs=None`` instead); a greedy
-request gets the argmax and no probabilities (one-hot). Left out: EAGLE/MTP heads, draft
-tensor parallelism, CUDA graphs.
+request gets the argmax and no probabilities (one-hot). EAGLE heads reuse this class's cache
+and loop (``eagle.py``). Left out: MTP heads, draft tensor parallelism, CUDA graphs.
 """
 
 from __future__ import annotations
@@ -47,15 +47,23 @@ class DraftModelProposer:
     """Proposes ``k`` drafts per request with the small draft model, on the last stage after
     sampling; it keeps its own paged KV cache, so a draft step feeds only the tokens it has not seen."""
 
+    # How far a fed token sits ahead of its position: 0 here (a token at its own position);
+    # EAGLE feeds the token after each position (eagle.py).
+    SHIFT = 0
+
     def __init__(self, model_path, k: int, max_model_len: int, max_num_seqs: int, block_size: int,
                  device="cpu", dtype=torch.float32, arch=None):
         """``arch``: the draft's config.json, if the engine has read it already."""
-        self.model = get_model(model_path, 0, 1, device=device, dtype=dtype, arch=arch)
+        self.model = self._load_model(model_path, arch, device, dtype)
         self.k, self.max_model_len, self.block_size, self.device = k, max_model_len, block_size, device
         self.blocks_per_req = -(-max_model_len // block_size)
         self.num_blocks = self.blocks_per_req * max_num_seqs
         bind_kv_cache(self.model, self.num_blocks, block_size, dtype, device)
         self.reset()
+
+    @staticmethod
+    def _load_model(model_path, arch, device, dtype):
+        return get_model(model_path, 0, 1, device=device, dtype=dtype, arch=arch)
 
     def reset(self) -> None:
         """Forget every request's draft cache."""
@@ -64,6 +72,11 @@ class DraftModelProposer:
         self.num_cached: dict[str, int] = {}
 
     def remove(self, req_id: str) -> None:
+        """Forget a request (finished, or aborted)."""
+        self._drop_cache(req_id)
+
+    def _drop_cache(self, req_id: str) -> None:
+        """Give a request's draft KV back; it starts over next time."""
         # num_cached first: blocks without it are merely recomputed, the reverse reads stale KV.
         self.num_cached.pop(req_id, None)
         self.free_blocks.extend(self.req_blocks.pop(req_id, []))
@@ -74,12 +87,14 @@ class DraftModelProposer:
         needed = -(-num_tokens // self.block_size) - len(blocks)
         while needed > len(self.free_blocks):
             victim = next(r for r in self.req_blocks if r not in keep)
-            self.remove(victim)
+            self._drop_cache(victim)
         blocks.extend(self.free_blocks.pop() for _ in range(max(0, needed)))
         return blocks
 
-    def _forward(self, tokens: list[list[int]], starts: list[int], block_rows: list[list[int]]) -> torch.Tensor:
-        """Feed each request its new tokens; return the logits at each one's last."""
+    def _forward(self, tokens: list[list[int]], starts: list[int], block_rows: list[list[int]],
+                 req_ids: list[str], step: int) -> torch.Tensor:
+        """Feed each request its new tokens; return the logits at each one's last. ``req_ids``
+        and ``step`` (which draft this is) are for EAGLE's, which reads features by them."""
         width = max(len(b) for b in block_rows)
         table = np.array([b + [0] * (width - len(b)) for b in block_rows])
         positions, meta = make_attention_metadata(starts, [len(t) for t in tokens], table, self.block_size,
@@ -101,11 +116,13 @@ class DraftModelProposer:
             return drafts, [None] * len(contexts)
         keep = {req_ids[i] for i in active}
         blocks = {i: self._reserve(req_ids[i], lengths[i] + ks[i], keep) for i in active}
-        start = {i: min(self.num_cached.get(req_ids[i], 0), lengths[i] - 1) for i in active}
-        feed = {i: list(contexts[i][start[i]:]) for i in active}
+        shift = self.SHIFT
+        start = {i: min(self.num_cached.get(req_ids[i], 0), lengths[i] - 1 - shift) for i in active}
+        feed = {i: list(contexts[i][start[i] + shift:]) for i in active}
         for step in range(max(ks)):
             rows = [i for i in active if step < ks[i]]
-            logits = self._forward([feed[i] for i in rows], [start[i] for i in rows], [blocks[i] for i in rows])
+            logits = self._forward([feed[i] for i in rows], [start[i] for i in rows], [blocks[i] for i in rows],
+                                   [req_ids[i] for i in rows], step)
             for row, i in enumerate(rows):
                 if params[i].greedy:
                     token = int(logits[row].argmax())
@@ -117,5 +134,5 @@ class DraftModelProposer:
                 start[i] += len(feed[i])
                 feed[i] = [token]
         for i in active:
-            self.num_cached[req_ids[i]] = lengths[i]
+            self.num_cached[req_ids[i]] = lengths[i] - shift
         return drafts, [torch.stack(p) if p else None for p in probs]

@@ -19,8 +19,10 @@ a field of a ``Design``:
 * ``binds_pp_group``: whether its non-last stages hear from the last one over the pipeline
   group (else the scheduler's ``new_token_ids`` relay tells them);
 * ``proposers``: the ``speculative_config`` methods it accepts (None: every one), and why;
-* ``can_carry_hidden_states``, ``can_carry_tree_drafts``: whether its hand-over carries a
-  drafter's hidden states, or a tree of drafts (False for the four built-in designs);
+* ``can_carry_hidden_states`` (and ``hidden_states_why`` where not), ``can_carry_tree_drafts``:
+  whether its hand-over carries an EAGLE drafter's hidden states from the stages that compute
+  them (V1 and V2: they travel in the ``IntermediateTensors``, ``minispec/v1/spec_decode/eagle.py``),
+  or a tree of drafts (none today);
 * ``must_keep``: the invariant (the checker's number) its hand-over must get right, and why.
 
 ``DESIGNS`` maps each name to its record; ``register_design`` adds one from outside minispec,
@@ -85,6 +87,7 @@ class Design:
     proposers: tuple[str, ...] | None = None
     proposers_why: str = ""  # why only those, for the refusal's message
     can_carry_hidden_states: bool = False
+    hidden_states_why: str = "does not say its hand-over carries hidden states"  # the EAGLE refusal's reason
     can_carry_tree_drafts: bool = False
     must_keep: tuple[int, str] | None = None
 
@@ -108,23 +111,29 @@ BUILT_IN = (
     Design(ModelRunner.V1, "minispec.v1.worker.gpu_model_runner.GPUModelRunner",
            "vLLM V1's GPUModelRunner: a persistent batch of rows, rebuilt from the scheduler's relay",
            settings=RunnerFixes, fixes_presets=Preset, fault_presets=V1FaultPreset, binds_pp_group=False,
+           can_carry_hidden_states=True,
            must_keep=(DRAFT_AGREEMENT, "a re-added row gets its scheduled drafts (fix 1, July 2025)")),
     Design(ModelRunner.V2, "minispec.v1.worker.gpu.model_runner.GPUModelRunner",
            "vLLM's Model Runner V2: persistent slots, the last stage broadcasts what it sampled and drafted",
            settings=RunnerFixesV2, fault_presets=FaultPreset,
            async_batches_in_flight=one_more_than_stages, decode_wait_batches=one_round,
+           can_carry_hidden_states=True,
            must_keep=(SHARED_ACCOUNTING, "each non-last stage takes its rejected drafts back from the count it "
                       "advanced at its forward")),
     Design(ModelRunner.RELAY, "minispec.v1.worker.relay.model_runner.RelayModelRunner",
            "SGLang's relay: V2's slots, one payload relayed around the ring from the last stage",
            settings=RunnerFixesRelay, fault_presets=RelayFaultPreset,
            async_batches_in_flight=one_more_than_stages, decode_wait_batches=one_round,
+           hidden_states_why="is SGLang's design, and SGLang refuses EAGLE-3 hidden-state capture under pipeline "
+                             "parallelism (SGLang PR #39644)",
            must_keep=(TOKEN_HISTORY, "a payload is applied to the micro-batch it reports, not the previous "
                       "forward's (relay-pairing, from 3 stages)")),
     Design(ModelRunner.REPLICATED, "minispec.v1.worker.relay.replicated.ReplicatedDraftRunner",
            "replicated drafting: every stage drafts from its own history, only the accept result travels",
            async_batches_in_flight=one_more_than_stages, decode_wait_batches=one_round,
            proposers=("ngram",), proposers_why="drafts on every stage from the history alone",
+           hidden_states_why="drafts on every stage, and a non-last stage never has the target's later layers' "
+                             "hidden states an EAGLE head reads",
            must_keep=(DRAFT_AGREEMENT, "every stage drafts the same tokens from the same history: only a "
                       "proposer of the history alone")),
 )

@@ -58,7 +58,8 @@ from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.outputs import ModelRunnerOutput
 from minispec.v1.sample.rejection_sampler import RejectionSampler
 from minispec.v1.sample.sampler import Sampler
-from minispec.v1.spec_decode import make_drafter
+from minispec.v1.spec_decode import capture_hidden_states, make_drafter
+from minispec.v1.spec_decode.eagle import split_model_output
 from minispec.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
 from minispec.v1.worker.pp_prev_sampled import PrevSampled, PrevSampledBroadcast, full_layout
 from minispec.v1.worker.runner_fixes import (
@@ -315,10 +316,16 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         if self.recorder is not None:
             self._record_stage(out, inputs, inputs.input_ids.tolist(), inputs.verified_drafts)
         hidden = self.model(inputs.input_ids, inputs.positions, inputs.meta, intermediate_tensors)
+        req_ids = self.input_batch.req_ids
         if not self.is_last_rank:
+            self._record_taps(out, req_ids, inputs.num_scheduled.tolist(), None)
             if self.pp_prev_sampled is not None:
                 self._pp_receive_prev_sampled_token_ids_to_input_batch(out, inputs)
             return hidden
+        hidden, aux_hidden_states = split_model_output(hidden)
+        self._record_taps(out, req_ids, inputs.num_scheduled.tolist(), aux_hidden_states)
+        capture_hidden_states(self.drafter, req_ids, self.input_batch.num_computed_tokens_cpu[: len(req_ids)],
+                              inputs.num_scheduled, hidden, aux_hidden_states)
         output = self._sample_and_propose(hidden, inputs)
         if self.pp_prev_sampled is not None:
             self._pp_broadcast_prev_sampled_token_ids(out, output)

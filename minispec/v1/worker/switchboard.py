@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from minispec.v1.core.sched.switches import SchedulerFaultPreset
 from minispec.v1.worker.designs import DESIGNS
+from minispec.v1.worker.gpu.runner_fixes import BeyondTokensFaultPreset
 from minispec.v1.worker.runner_fixes import LEFT_OUT
 from minispec.v1.worker.switches import Switch, Switches, SwitchPreset, SwitchSettings
 
@@ -44,8 +45,10 @@ def arguments() -> dict[str, Argument]:
     designs = DESIGNS.values()
     return {
         "fixes": Argument(_unique(d.fixes_presets for d in designs), _unique(d.settings for d in designs)),
-        # the scheduler's preset serves the designs it was checked on, beside each design's own
-        "faults": Argument(_unique(d.fault_presets for d in designs) + (SchedulerFaultPreset,), optional=True),
+        # the scheduler's preset and the beyond-tokens one serve the designs they were checked on,
+        # beside each design's own
+        "faults": Argument(_unique(d.fault_presets for d in designs) + (SchedulerFaultPreset, BeyondTokensFaultPreset),
+                           optional=True),
     }
 
 

@@ -3,7 +3,8 @@
 389-455 and 591-638, give each attention layer its cache).
 
 * ``load_stage_model``: a stage's weights, with its KV cache bound (vLLM: the worker's
-  ``load_model`` then ``initialize_kv_cache``, after profiling memory);
+  ``load_model`` then ``initialize_kv_cache``, after profiling memory), and the EAGLE-3 taps
+  it captures (vLLM: ``set_eagle3_aux_hidden_state_layers``, called by the runner's ``load_model``);
 * ``bind_kv_cache``: one paged cache per attention layer, for a stage or a draft model;
 * ``request_generator``: a random request's own ``torch.Generator``. vLLM 0.30.0's V1
   runner makes one for a request that carries a seed (``gpu_model_runner.py`` 1300-1307)
@@ -43,6 +44,9 @@ def load_stage_model(vllm_config: VllmConfig, rank: int, device: torch.device, d
     cache = vllm_config.cache_config
     model = get_model(vllm_config.model, rank, vllm_config.pipeline_parallel_size, device=device, dtype=dtype,
                       arch=vllm_config.arch)
+    taps = vllm_config.speculative_config.eagle_aux_hidden_state_layer_ids
+    if taps:  # an EAGLE-3 head reads them on the last stage: every stage captures and carries its own
+        model.model.set_aux_hidden_state_layers(taps)
     bind_kv_cache(model, cache.num_gpu_blocks, cache.block_size, dtype, device)
     return model
 

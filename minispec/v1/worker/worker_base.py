@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 import torch
 
 from minispec.config import VllmConfig
-from minispec.instruments.trace import EngineListener, RowRecord
+from minispec.instruments.trace import EngineListener, RowRecord, tap_digests
 from minispec.sequence import IntermediateTensors
 from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.outputs import ModelRunnerOutput
@@ -104,6 +104,19 @@ class WorkerBase(ABC, Generic[InputsT]):
         rows = self.describe_rows(scheduler_output, inputs)
         self.recorder.on_stage(scheduler_output.step, self.pp_rank, self.is_last_rank, rows, input_ids,
                                {row.req_id: d for row, d in zip(rows, verified_drafts) if d})
+
+    def _record_taps(self, scheduler_output: SchedulerOutput, req_ids: list[str], counts: list[int],
+                     handed: list[torch.Tensor] | None) -> None:
+        """After the forward, when an EAGLE-3 head reads taps: the taps this stage computed at its
+        own tap points and, on the last stage, the ones ``handed`` to the drafter (in layer order)."""
+        layers = self.vllm_config.speculative_config.eagle_aux_hidden_state_layer_ids
+        if self.recorder is None or not layers:
+            return
+        computed = self.model.model.computed_aux_hidden_states
+        by_layer = {i: tap_digests(t, counts, req_ids) for i, t in computed.items()}
+        handed_by_layer = {i: tap_digests(t, counts, req_ids) for i, t in zip(layers, handed or [])}
+        per_req = lambda d: {r: {i: v[r] for i, v in d.items()} for r in req_ids}  # noqa: E731
+        self.recorder.on_hidden_states(scheduler_output.step, self.pp_rank, per_req(by_layer), per_req(handed_by_layer))
 
     def _record_sampled(self, scheduler_output: SchedulerOutput, output: ModelRunnerOutput) -> None:
         """Hand the recorder what the last stage emitted for each request."""

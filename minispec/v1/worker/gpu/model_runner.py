@@ -28,7 +28,8 @@ only ``"all"`` or this design's ``RunnerFixes``, and the switchboard refuses the
 Its own switches (``gpu/runner_fixes.py``: the 2026 faults, as ``faults=`` presets, and
 ``apply_broadcast``, the workshop's plug point for the whole post-processing of the
 broadcast, notebook 08's last exercise) are resolved to functions when the runner is
-built, all six here (``PPHandler`` is handed ``live_rows`` and ``sample_width``).
+built, all seven here (``PPHandler`` is handed ``live_rows`` and ``sample_width``; ``captures_taps``
+decides whether this stage fills its EAGLE-3 taps' slots).
 
 The stage itself, everything above but the broadcast and the switches, is
 ``model_runner_base.GPUModelRunnerBase``, which the relay design shares
@@ -69,12 +70,14 @@ from functools import partial
 import numpy as np
 
 from minispec.instruments.trace import EngineListener
+from minispec.v1.spec_decode.eagle import set_eagle3_aux_hidden_state_layers
 from minispec.v1.worker.gpu.input_batch import post_update
 from minispec.v1.worker.gpu.model_runner_base import GPUModelRunnerBase
 from minispec.v1.worker.gpu.pp_utils import PPHandler, SampledOutputs, padded_width, same_occupant
 from minispec.v1.worker.gpu.runner_fixes import (
     APPLY_BROADCAST,
     APPLY_DRAFTS,
+    CAPTURES_TAPS,
     LIVE_ROWS,
     NUM_REJECTED_ON_APPLY,
     POST_DRAFTS,
@@ -88,6 +91,12 @@ def apply_broadcast_drafts(states: RequestState, sampled: SampledOutputs) -> Non
     ``pp_utils.py`` 144-154, with the rows still live only; fault: ``keep_stale_drafts``)."""
     if sampled.draft_tokens is not None:
         states.set_draft_tokens(sampled.idx_mapping, sampled.draft_tokens)
+
+
+def captures_own_taps(is_last_rank: bool) -> bool:
+    """Every stage fills the slots of the EAGLE-3 taps it owns (vLLM 0.30.0 ``EagleModelMixin``,
+    ``pack_local_aux_hidden_states``; fault: ``capture_on_last_rank_only``)."""
+    return True
 
 
 def broadcast_rejected(sampled: SampledOutputs) -> np.ndarray:
@@ -108,6 +117,10 @@ class GPUModelRunner(GPUModelRunnerBase):
         self.post_drafts = self.switches.pick(POST_DRAFTS, PPHandler.broadcast_drafts)
         self.live_rows = self.switches.pick(LIVE_ROWS, same_occupant)
         self.sample_width = self.switches.pick(SAMPLE_WIDTH, padded_width)
+        self.captures_taps = self.switches.pick(CAPTURES_TAPS, captures_own_taps)
+        taps = vllm_config.speculative_config.eagle_aux_hidden_state_layer_ids
+        if taps:
+            set_eagle3_aux_hidden_state_layers(self.model, taps, self.captures_taps(self.is_last_rank))
 
     def bind_pp_group(self, group) -> None:
         """The group the last stage's broadcast travels on (vLLM: ``get_pp_group()``)."""

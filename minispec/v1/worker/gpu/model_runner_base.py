@@ -34,7 +34,8 @@ from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.outputs import ModelRunnerOutput
 from minispec.v1.sample.rejection_sampler import RejectionSampler
 from minispec.v1.sample.sampler import Sampler
-from minispec.v1.spec_decode import make_drafter
+from minispec.v1.spec_decode import capture_hidden_states, make_drafter
+from minispec.v1.spec_decode.eagle import split_model_output
 from minispec.v1.worker.block_table import BlockTable
 from minispec.v1.worker.gpu.input_batch import (
     InputBatch,
@@ -227,10 +228,16 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
         self.attend(batch)
         input_ids = torch.as_tensor(batch.input_ids_np, device=self.device)
         hidden = self.model(input_ids, batch.positions, batch.attn_metadata, intermediate_tensors)
+        counts = batch.num_scheduled_tokens.tolist()
         if not self.is_last_rank:
+            self._record_taps(out, batch.req_ids, counts, None)
             self.pp_handler.receive(batch)
             post_update_num_computed_tokens(batch, self.req_states)
             return hidden
+        hidden, aux_hidden_states = split_model_output(hidden)
+        self._record_taps(out, batch.req_ids, counts, aux_hidden_states)
+        capture_hidden_states(self.speculator, batch.req_ids, self.req_states.num_computed_tokens[batch.idx_mapping_np],
+                              batch.num_scheduled_tokens, hidden, aux_hidden_states)
         output = self.sample_tokens(hidden, batch)
         self._record_sampled(out, output)
         return output

@@ -19,6 +19,10 @@ code (``model_runner.py``, ``pp_utils.py``), the fault is below:
 * ``POST_DRAFTS`` (``GPUModelRunner.post_drafts``): the last stage posts a batch's next
   drafts once, against the one receive each non-last stage posted for them
   (``PPHandler.broadcast_drafts``); fault ``post_drafts_twice``.
+* ``CAPTURES_TAPS`` (``GPUModelRunner.captures_taps``, with an EAGLE-3 head): every stage fills
+  the slots of the taps it owns in the ``IntermediateTensors`` it sends on; fault
+  ``capture_on_last_rank_only``, SGLang #39644's early return (preset ``v2-eagle3-taps-dropped``,
+  in ``BeyondTokensFaultPreset``).
 * ``APPLY_BROADCAST``: a plug point for notebook 08's last exercise, a non-last stage's
   whole post-processing of one batch's broadcast,
   ``apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
@@ -69,12 +73,18 @@ def post_drafts_twice(pp_handler, batch, draft_tokens: np.ndarray) -> None:
     pp_handler.broadcast_drafts(batch, draft_tokens)
 
 
+def capture_on_last_rank_only(is_last_rank: bool) -> bool:
+    """v2-eagle3-taps-dropped: only the last stage fills its EAGLE-3 taps' slots; the others' travel as zeros."""
+    return is_last_rank
+
+
 APPLY_BROADCAST = Switch("apply_broadcast", ModelRunner.V2)
 APPLY_DRAFTS = Switch("apply_drafts", ModelRunner.V2, keep_stale_drafts, within=APPLY_BROADCAST)
 NUM_REJECTED_ON_APPLY = Switch("num_rejected_on_apply", ModelRunner.V2, ignore_rejected, within=APPLY_BROADCAST)
 LIVE_ROWS = Switch("live_rows", ModelRunner.V2, every_row_live)
 SAMPLE_WIDTH = Switch("sample_width", ModelRunner.V2, natural_width)
 POST_DRAFTS = Switch("post_drafts", ModelRunner.V2, post_drafts_twice)
+CAPTURES_TAPS = Switch("captures_taps", ModelRunner.V2, capture_on_last_rank_only)
 
 
 class FaultPreset(SwitchPreset):
@@ -85,6 +95,13 @@ class FaultPreset(SwitchPreset):
     V2_SLOT_REUSE = "v2-slot-reuse", (LIVE_ROWS,)
     V2_BROADCAST_WIDTH = "v2-broadcast-width", (SAMPLE_WIDTH,)
     V2_DRAFTS_POSTED_TWICE = "v2-drafts-posted-twice", (POST_DRAFTS,)
+
+
+class BeyondTokensFaultPreset(SwitchPreset):
+    """The ``faults=`` presets of state that is not tokens (issue 37): kept apart from ``FaultPreset``,
+    so that what iterates the token faults (notebook 09) is unchanged."""
+
+    V2_EAGLE3_TAPS_DROPPED = "v2-eagle3-taps-dropped", (CAPTURES_TAPS,)
 
 
 @dataclass(frozen=True, repr=False)
