@@ -33,10 +33,13 @@ def test_v2_s_record_makes_a_decoding_request_wait_one_round():
     assert [DESIGNS["v1"].decode_wait_batches(pp) for pp in (1, 2, 3)] == [0, 0, 0]
 
 
-def test_the_built_in_names_are_model_runner_s_members_and_carry_nothing_beyond_tokens():
+def test_the_built_in_names_are_model_runner_s_members_and_what_they_carry_beyond_tokens():
+    """V1 and V2 carry an EAGLE head's taps in the IntermediateTensors; no design carries a tree yet."""
     assert list(DESIGNS) == list(ModelRunner)
     assert all(DESIGNS[d].name is d for d in ModelRunner)
-    assert not any(d.can_carry_hidden_states or d.can_carry_tree_drafts for d in DESIGNS.values())
+    assert [d.name for d in DESIGNS.values() if d.can_carry_hidden_states] == ["v1", "v2"]
+    assert not any(d.can_carry_tree_drafts for d in DESIGNS.values())
+    assert all(d.hidden_states_why for d in DESIGNS.values() if not d.can_carry_hidden_states)
 
 
 def test_a_config_pickles_with_its_design_s_record():

@@ -53,5 +53,5 @@ def test_every_field_a_rule_reads_exists(invariant):
 def test_a_violation_carries_the_member_and_refuses_an_unknown_number():
     v = Violation(3, 4, 0, "A", "expected", "actual")
     assert v.invariant is Invariant.TOKEN_HISTORY and v.headline.startswith("invariant 3 (token history)")
-    with pytest.raises(ValueError, match="9 is not a valid Invariant"):
-        Violation(9, 4, 0, "A", "expected", "actual")
+    with pytest.raises(ValueError, match="10 is not a valid Invariant"):
+        Violation(10, 4, 0, "A", "expected", "actual")
