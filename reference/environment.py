@@ -35,8 +35,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-RELEASES = ("0.9.2", "0.14.0")
-V2_RELEASES = ("0.29.0", "0.30.0")
+RELEASES = ("0.9.2", "0.14.0", "0.33.0")
+V2_RELEASES = ("0.29.0", "0.30.0", "0.33.0")
 TRITON = "3.9.0"
 TRITON_FILES = ("triton/_C/libtriton.so",)  # beside triton/**/*.py
 HERE = Path(__file__).parent
@@ -189,7 +189,7 @@ def ensure(releases=RELEASES + V2_RELEASES, python: str | None = None) -> Readin
     start = time.monotonic()
     cache_dir().mkdir(parents=True, exist_ok=True)
     built = ["venv"] if _ensure_venv(python) else []
-    built += [f"vllm-{r}" for r in releases if _ensure_release(r)]
+    built += [f"vllm-{r}" for r in dict.fromkeys(releases) if _ensure_release(r)]
     if set(releases) & set(V2_RELEASES) and _ensure_triton():
         built.append(f"triton-{TRITON}")
     return Readiness(time.monotonic() - start, built, folder_size(cache_dir()))

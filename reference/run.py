@@ -46,6 +46,10 @@ PAIRINGS = (
     Pairing("0.9.2", "vllm-0.14", THREAD, False, "fix 1 is not in 0.9.2"),
     Pairing("0.14.0", "vllm-0.9.2", THREAD, False, "0.14.0 has fix 1"),
     Pairing("0.14.0", "all", THREAD, False, "fix 2 is not in 0.14.0"),
+    Pairing("0.33.0", "vllm-0.14", THREAD, True, "0.33.0's _update_states is 0.30.0's: fix 1 in, fault 2 not fixed"),
+    Pairing("0.33.0", "vllm-0.14", RANDOM, False, "0.33.0 writes the relay from num_tokens_no_spec on (PR #41133, "
+            "gpu_model_runner.py 1459-1479), which minispec leaves out"),
+    Pairing("0.33.0", "vllm-0.9.2", THREAD, False, "0.33.0 has fix 1"),
 )
 
 

@@ -68,6 +68,10 @@ PAIRINGS = (
     Pairing("0.29.0", "k+1", FIXED, THREAD, False, "PR #50514's draft broadcast is not in 0.29.0"),
     Pairing("0.30.0", "vllm", STALE_DRAFTS, THREAD, False, "0.30.0 broadcasts the drafts"),
     Pairing("0.30.0", "vllm", BROADCAST_WIDTH, THREAD, False, "0.30.0 pads to k + 1"),
+    Pairing("0.33.0", "vllm", FIXED, THREAD, True, "0.33.0 keeps 0.30.0's slots; the drafts restore in post_update"),
+    Pairing("0.33.0", "vllm", FIXED, RANDOM, True, "0.33.0 keeps 0.30.0's slots; the drafts restore in post_update"),
+    Pairing("0.33.0", "vllm", STALE_DRAFTS, THREAD, False, "0.33.0 broadcasts the drafts"),
+    Pairing("0.33.0", "vllm", BROADCAST_WIDTH, THREAD, False, "0.33.0 sizes both ends from the batch's drafts"),
 )
 # The mismatched pairings on random schedules too: the long run's (``--v2-mismatched``), not CI's.
 MISMATCHED_RANDOM = tuple(replace(p, scenario=RANDOM) for p in PAIRINGS if not p.expect_equal)

@@ -40,6 +40,8 @@ imports nothing from minispec. vLLM twin: none (it drives ``vllm/v1/worker/gpu/`
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import inspect
 import json
 import sys
 import types
@@ -211,6 +213,11 @@ def cuda_on_cpu(group: InProcBroadcast) -> None:
     import vllm.v1.worker.gpu.pp_utils  # noqa: F401
     from vllm.v1.worker.gpu import buffer_utils
 
+    if importlib.util.find_spec("transformers") is not None:
+        # 0.33.0's model_runner.py imports vllm.config (through vllm/v1/worker/utils.py 13), which
+        # imports transformers, whose modules annotate with torch.cuda.Stream: before the patch
+        import vllm.config  # noqa: F401
+
     # UVA buffers, which vLLM's CPU platform counts as available (0.30.0
     # utils/platform_utils.py 51-57): a CPU tensor is its own view from the CPU,
     # and this CPU build of torch cannot pin memory
@@ -308,11 +315,14 @@ def input_batch(runner: StandInRunner, o: dict):
     num_scheduled = np.array([o["num_scheduled_tokens"][r] for r in req_ids], dtype=np.int32)
     num_drafts = sum(len(o["scheduled_spec_decode_tokens"].get(r, ())) for r in req_ids)
     query_start_loc = np.concatenate([[0], np.cumsum(num_scheduled)]).astype(np.int32)
-    return types.SimpleNamespace(
+    batch = types.SimpleNamespace(
         req_ids=req_ids, num_reqs=len(req_ids), idx_mapping_np=idx, idx_mapping=torch.from_numpy(idx),
         num_scheduled_tokens=num_scheduled, query_start_loc=torch.from_numpy(query_start_loc),
         num_computed_tokens_np=states.num_computed_tokens_np[idx].copy(), prefill_len_np=states.prefill_len.np[idx],
         max_seq_len_np=states.max_seq_len[idx], num_draft_tokens=num_drafts)
+    if hasattr(states, "num_computed_prefill_tokens"):  # 0.33.0: gather_batch_req_state computes it (model_runner.py 1335-1338)
+        batch.is_prefilling_np = states.num_computed_prefill_tokens[idx] < batch.prefill_len_np
+    return batch
 
 
 def snapshot(runner: StandInRunner) -> dict:
@@ -338,7 +348,8 @@ def sample_on_last_rank(runner: StandInRunner, batch, sample: dict, k: int, samp
     """The last rank after its forward: the stand-in sampler's output, then
     vLLM's broadcast, ``postprocess_sampled``, the drafts (stand-in speculator)
     and, where the release has it, ``broadcast_drafts``; in vLLM's order
-    (0.30.0 model_runner.py 2052-2174)."""
+    (0.30.0 model_runner.py 2052-2174). 0.33.0's ``broadcast_drafts`` takes the batch's
+    drafts alone, in batch order (0.33.0 model_runner.py 2332-2341)."""
     rows = sample["sampled_tokens"]
     width = k + 1 if sampler_width == "k+1" or batch.num_draft_tokens > 0 else 1
     sampled = torch.tensor([r[:width] for r in rows], dtype=torch.int64).reshape(len(rows), width)
@@ -347,8 +358,12 @@ def sample_on_last_rank(runner: StandInRunner, batch, sample: dict, k: int, samp
     runner.postprocess_sampled(batch.idx_mapping, sampled, counts[0], counts[1], batch.query_start_loc)
     if k > 0:
         runner.req_states.draft_tokens[batch.idx_mapping] = torch.tensor(sample["draft_tokens"], dtype=torch.int64)
-        if hasattr(runner.pp_handler, "broadcast_drafts"):  # 0.30.0 (PR #50514)
+        if not hasattr(runner.pp_handler, "broadcast_drafts"):  # 0.29.0: none
+            return
+        if "input_batch" in inspect.signature(runner.pp_handler.broadcast_drafts).parameters:  # 0.30.0 (PR #50514)
             runner.pp_handler.broadcast_drafts(runner.req_states.draft_tokens, batch)
+        else:
+            runner.pp_handler.broadcast_drafts(runner.req_states.draft_tokens[batch.idx_mapping])
 
 
 def apply_broadcasts(runner: StandInRunner, applied: list[int], receipts: dict[int, int]) -> dict | None:
@@ -414,7 +429,10 @@ def run_job(job: dict, sampler_width: str) -> list[dict]:
         if runner.is_last_pp_rank:
             sample_on_last_rank(runner, batch, event["sample"], cfg["num_speculative_tokens"], sampler_width)
         else:
-            runner.pp_handler.receive(batch)
+            if "recv_drafts" in inspect.signature(runner.pp_handler.receive).parameters:  # 0.33.0 ``model_runner.py`` 2175-2177
+                runner.pp_handler.receive(batch, recv_drafts=cfg["num_speculative_tokens"] > 0)
+            else:
+                runner.pp_handler.receive(batch)
             runner.postprocess_num_computed_tokens(batch)
             calls[event["stage"]] += 1
             if runner.pp_handler.queue[-1] is not None:

@@ -40,6 +40,8 @@ HASHED = ("v1/worker/gpu_model_runner.py", "v1/worker/gpu_input_batch.py", "v1/w
 METHODS = {
     "0.9.2": ("_update_states", "_may_reorder_batch"),
     "0.14.0": ("_update_states", "_may_reorder_batch", "_get_valid_sampled_token_count"),
+    "0.33.0": ("_update_states", "_may_reorder_batch", "_get_valid_sampled_token_count", "_on_request_state_removed",
+               "_process_encoder_cache_scheduler_output"),
 }
 
 
@@ -138,6 +140,13 @@ class StandInRunner:
             self.use_async_scheduling = False
             self.valid_sampled_token_count_event = None
             self.reorder_batch_threshold = None
+        if version == "0.33.0":
+            # pooling (late interaction) is left out; the drafts are not vLLM's GPU n-gram
+            # proposer's (0.33.0 gpu_model_runner.py 1239-1243); no async speculative decoding
+            self.late_interaction_runner = types.SimpleNamespace(on_requests_finished=lambda ids: None,
+                                                                 register_request=lambda *a: None)
+            self.speculative_config = types.SimpleNamespace(use_ngram_gpu=lambda: False)
+            self.use_async_spec_decode = False
         methods, self.method_lines = compile_runner_methods(version, is_last_rank)
         for name, fn in methods.items():
             setattr(self, name, types.MethodType(fn, self))
@@ -146,7 +155,8 @@ class StandInRunner:
 def record_sampled(runner: StandInRunner, version: str, sampled: dict[str, list[int]]) -> None:
     """The last rank's bookkeeping after sampling, re-expressed (it is inline in
     ``execute_model``): vLLM 0.9.2 ``gpu_model_runner.py`` lines 1515-1532,
-    vLLM 0.14.0 ``_bookkeeping_sync`` lines 2839-2865 (no async scheduling)."""
+    vLLM 0.14.0 ``_bookkeeping_sync`` lines 2839-2865, vLLM 0.33.0 lines 3526-3552, the
+    same lines (no async scheduling)."""
     batch = runner.input_batch
     for req_idx, req_id in enumerate(batch.req_ids):
         sampled_ids = sampled.get(req_id)
@@ -217,6 +227,11 @@ def input_batch(version: str, cfg: dict):
     import torch
     from vllm.v1.worker.gpu_input_batch import InputBatch
 
+    if version == "0.33.0":  # no pin_memory, no is_spec_decode; the block table's width is asked for
+        return InputBatch(max_num_reqs=cfg["max_num_reqs"], max_model_len=cfg["max_model_len"],
+                          max_num_batched_tokens=cfg["max_num_batched_tokens"], device=torch.device("cpu"),
+                          vocab_size=cfg["vocab_size"], block_sizes=[cfg["block_size"]],
+                          max_num_blocks_per_req=[-(-cfg["max_model_len"] // cfg["block_size"])])
     extra = {"kernel_block_sizes": [cfg["block_size"]]} if version == "0.14.0" else {}
     return InputBatch(max_num_reqs=cfg["max_num_reqs"], max_model_len=cfg["max_model_len"],
                       max_num_batched_tokens=cfg["max_num_batched_tokens"], device=torch.device("cpu"),

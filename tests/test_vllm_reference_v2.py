@@ -171,9 +171,11 @@ def test_an_unwaited_run_keeps_an_equal_row_ok_and_a_differ_row_not():
     assert not V2Row(PAIRINGS[-1], 1, 0, [], c, "random seed 40", {}, {}, ["random seed 40"]).ok
 
 
-def test_v2_releases_get_triton_and_no_transformers():
+def test_v2_releases_get_triton_and_no_transformers_before_0_33():
+    """0.33.0's V2 model_runner.py imports vllm/config, hence transformers (its constraints say which)."""
     for release in environment.V2_RELEASES:
-        assert environment._pinned(environment.release_constraints(release)) == []
+        pins = environment._pinned(environment.release_constraints(release))
+        assert (pins == []) is (release != "0.33.0"), (release, pins)
         env = environment.release_env(release)
         assert env["TRITON_INTERPRET"] == "1" and str(environment.triton_dir()) in env["PYTHONPATH"]
     assert "TRITON_INTERPRET" not in environment.release_env("0.14.0")
