@@ -190,6 +190,8 @@ def site_cell_items(where: str, cell, page: int) -> Iterator[Item]:
         yield Item(where, "site", workshop.closed_folds(cell.source), reveals_of(cell), page, asks_of(cell))
         return
     if "hide-cell" in tags:  # folded whole: its title only
+        yield Item(where, "site", cell.metadata.get("mystnb", {}).get("code_prompt_show", ""), reveals_of(cell), page,
+                   asks_of(cell))
         return
     yield Item(where, "site", _NBVAL_LINE.sub("", cell.source), reveals_of(cell), page, asks_of(cell))
     if "hide-output" not in tags:

@@ -104,11 +104,20 @@ def fold_label(cell, tag: str) -> str:
     if tag == REVEAL and REVEAL_CALL.search(cell.source):
         return PREDICTION_FOLD
     if tag == DEEPER:
-        heading = _HEADING.findall(cell.source) if cell.cell_type == "markdown" else []
-        what = heading[-1] if heading and heading[-1] != "Going deeper" else (
-            "the notes" if cell.cell_type == "markdown" else "the code and what it prints")
+        if cell.cell_type == "code":
+            return DEEPER_FOLD.format(what=f"{code_line(cell)} and what it prints")
+        heading = _HEADING.findall(cell.source)
+        what = heading[-1] if heading and heading[-1] != "Going deeper" else "the notes"
         return DEEPER_FOLD.format(what=what.strip("*` "))
     return FOLDED[tag]
+
+
+def code_line(cell, width: int = 60) -> str:
+    """The cell's first line of code (no comment, no nbval marker, no import), cut to ``width``: a
+    fold's title names the code behind it (a guess cell's line is only the guess's name)."""
+    lines = [line.split("  #")[0].strip() for line in NBVAL.sub("", cell.source).splitlines()]
+    line = next((x for x in lines if x and not x.startswith(("#", "from ", "import "))), "the code")
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def fold_deeper(cell) -> None:
