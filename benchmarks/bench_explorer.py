@@ -27,10 +27,10 @@ import os
 import time
 
 from minispec.instruments.invariants import InvariantViolation
-from minispec.lab.experiments.explorer import DEFAULT, Failure, Scope, explore, schedules
 from minispec.lab.experiments.scenarios import thread_schedule
 from minispec.lab.experiments.schedule import Schedule, build_llm, intra_op_threads, plural, run_recorded
-from minispec.lab.experiments.sweep import _designs, design_scope, never_exercised
+from minispec.lab.explorer.explorer import DEFAULT, Failure, Scope, explore, schedules
+from minispec.lab.explorer.sweep import _designs, design_scope, never_exercised
 from minispec.lab.faults.catalogue import FAULTS
 from minispec.v1.worker.gpu.runner_fixes import FaultPreset
 from minispec.v1.worker.runner_fixes import Preset

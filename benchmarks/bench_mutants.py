@@ -1,9 +1,9 @@
 """Which kind of test catches which slip in a runner design: the mutation benchmark (``make mutants``).
 
-Every mutant of ``minispec.lab.experiments.mutants.MUTANTS`` (one change to one design's
+Every mutant of ``minispec.lab.explorer.mutants.MUTANTS`` (one change to one design's
 protocol, applied in a scoped monkeypatch) is run against four kinds of test:
 
-* invariants: the explorer (``minispec.lab.experiments.explorer``) with the invariant checker,
+* invariants: the explorer (``minispec.lab.explorer.explorer``) with the invariant checker,
   over the default scope cut to ``--max-requests`` (2 unless told, so that a mutant nothing
   catches costs seconds, not minutes): the size of its minimal counterexample (requests, last
   arrival + tokens), which schedule it was, and the time to find it;
@@ -26,9 +26,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from minispec.lab.experiments.explorer import DEFAULT, Scope
-from minispec.lab.experiments.mutants import MUTANTS, Row, measure, mutant, render_row, render_table, uncaught
 from minispec.lab.experiments.schedule import intra_op_threads
+from minispec.lab.explorer.explorer import DEFAULT, Scope
+from minispec.lab.explorer.mutants import MUTANTS, Row, measure, mutant, render_row, render_table, uncaught
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,9 +16,9 @@ import dataclasses
 import pstats
 import time
 
-from minispec.lab.experiments.explorer import STANDIN
 from minispec.lab.experiments.scenarios import thread_schedule
 from minispec.lab.experiments.schedule import build_llm, intra_op_threads, run_recorded
+from minispec.lab.explorer.explorer import STANDIN
 
 
 def stage_steps_per_second(schedule, repeats: int) -> tuple[float, int]:

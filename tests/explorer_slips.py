@@ -1,5 +1,5 @@
 """Ten slips a runner author could make, written against the seams a design exposes (issue 36,
-deliverable 7), none of them the mutation table's (``minispec/lab/experiments/mutants.py``) nor a
+deliverable 7), none of them the mutation table's (``minispec/lab/explorer/mutants.py``) nor a
 preset: each is a runner class handed to the explorer with ``worker_cls``, as an outside design
 would be. ``SLIPS`` lists them with the shape each has, and the design its class extends.
 

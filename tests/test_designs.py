@@ -54,7 +54,7 @@ def test_a_config_pickles_with_its_design_s_record():
 # The scheduler's switch file declares which designs its preset was checked on, as a design's
 # runner_fixes.py declares its own switches.
 DESIGN_FILES = {"v1/worker/gpu_model_runner.py", "v1/worker/runner_fixes.py", "v1/worker/pp_prev_sampled.py",
-                "v1/worker/designs.py", "v1/worker/switches.py", "v1/core/sched/switches.py"}
+                "v1/worker/designs.py", "v1/worker/switches.py", "v1/worker/scheduler_switches.py"}
 NAME_AS_VALUE = re.compile(r"""["'](v1|v2|relay|replicated)["']|ModelRunner\.(V1|V2|RELAY|REPLICATED)\b"""
                            r"""|in ModelRunner\b|ModelRunner\(""")
 

@@ -2,7 +2,7 @@
 
 A listener hears what a recording engine's parts did, in order, and changes nothing; the
 reference harness (``reference/capture.py``, ``reference/v2_capture.py``) captures all it
-hands vLLM that way. No code outside the mutation harness (``minispec/lab/experiments/mutants.py``,
+hands vLLM that way. No code outside the mutation harness (``minispec/lab/explorer/mutants.py``,
 whose job is to change the engine) patches an engine internal: the scan below is planted
 with the patches the harness used to make. What it does not see: a patch made by
 assigning to a class attribute by hand, or through ``setattr``.
@@ -15,7 +15,7 @@ from minispec.instruments.trace import EngineListener, TraceRecorder, listening
 from minispec.lab import forum_thread, run_schedule, thread_schedule
 
 ROOT = Path(__file__).resolve().parents[1]
-MUTATION_HARNESS = {"minispec/lab/experiments/mutants.py"}
+MUTATION_HARNESS = {"minispec/lab/explorer/mutants.py"}
 
 
 def patches(source: str) -> list[tuple[int, str]]:
@@ -44,7 +44,7 @@ def test_nothing_outside_the_mutation_harness_patches_the_engine():
     found = {rel: hits for p in files if (rel := p.relative_to(ROOT).as_posix()) not in MUTATION_HARNESS
              and (hits := patches(p.read_text()))}
     assert found == {}
-    assert patches((ROOT / "minispec/lab/experiments/mutants.py").read_text()), "the harness's own patches, seen"
+    assert patches((ROOT / "minispec/lab/explorer/mutants.py").read_text()), "the harness's own patches, seen"
 
 
 class Log(EngineListener):

@@ -11,8 +11,8 @@ from minispec import LLM, SamplingParams
 from minispec.attention import allocate_kv_cache, make_attention_metadata
 from minispec.config import LlamaArchitecture
 from minispec.instruments.invariants import Invariant, InvariantViolation, check_trace
-from minispec.lab.experiments.explorer import DEFAULT, STANDIN, Scope, explore, schedules
 from minispec.lab.experiments.schedule import run_schedule
+from minispec.lab.explorer.explorer import DEFAULT, STANDIN, Scope, explore, schedules
 from minispec.lab.viz.exploration import render_counterexample, render_exploration
 from minispec.lab.viz.stepper import schedule_runs, stepper_view
 from minispec.model_executor.model_loader import get_model
@@ -157,7 +157,7 @@ def test_explore_command_prints_the_minimal_counterexample(capsys):
 
 @pytest.mark.slow
 def test_search_shrinks_a_random_failure_to_a_small_one():
-    from minispec.lab.experiments.explorer import search
+    from minispec.lab.explorer.explorer import search
 
     result = search({"fixes": "vllm-0.9.2"}, max_examples=30)
     found = result.counterexample

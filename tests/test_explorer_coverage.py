@@ -5,9 +5,9 @@ exercised, with why where the scope or the engine rules it out."""
 import pytest
 
 from minispec.config import SCRIPT_REPEAT
-from minispec.lab.experiments.coverage import ENGINE_CANNOT, Condition, Kind, conditions
-from minispec.lab.experiments.explorer import Scope, Shape, _schedule, explore, run_covered
 from minispec.lab.experiments.schedule import build_llm, run_recorded
+from minispec.lab.explorer.coverage import ENGINE_CANNOT, Condition, Kind, conditions
+from minispec.lab.explorer.explorer import Scope, Shape, _schedule, explore, run_covered
 from minispec.lab.viz.exploration import render_exploration
 
 

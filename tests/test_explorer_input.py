@@ -4,7 +4,7 @@ up front by the field; a fault the scope cannot reach is warned about; bad input
 
 import pytest
 
-from minispec.lab.experiments.explorer import Scope, explore, schedules, search
+from minispec.lab.explorer.explorer import Scope, explore, schedules, search
 
 SMALL = dict(max_requests=1, max_tokens=(4,), max_num_seqs=(4,))
 

@@ -6,8 +6,8 @@ minimal counterexamples named so, never as an exception or a run that does not e
 import torch
 from test_explorer import OutsideRunner
 
-from minispec.lab.experiments.explorer import Scope, explore
-from minispec.lab.experiments.liveness import StallKind
+from minispec.lab.explorer.explorer import Scope, explore
+from minispec.lab.explorer.liveness import StallKind
 from minispec.lab.viz.exploration import render_exploration
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 

@@ -5,7 +5,7 @@ a search pass), and each design without the slip clean on the schedule that catc
 import pytest
 from explorer_slips import SLIPS
 
-from minispec.lab.experiments.explorer import explore, run_one
+from minispec.lab.explorer.explorer import explore, run_one
 
 
 @pytest.mark.slow
@@ -19,7 +19,7 @@ def test_the_default_scope_finds_each_planted_slip(slip):
 
 
 def test_the_slips_span_the_shapes_and_are_not_the_mutants():
-    from minispec.lab.experiments.mutants import MUTANTS
+    from minispec.lab.explorer.mutants import MUTANTS
 
     assert len(SLIPS) >= 10 and not {s.name for s in SLIPS} & {m.name for m in MUTANTS}
     shapes = " ".join(s.shape for s in SLIPS)

@@ -5,9 +5,9 @@ explorer at cannot ship again; and the sweep does catch a deadlocking design, pl
 import pytest
 from test_explorer_liveness import WaitsForAMessageNeverSent
 
-from minispec.lab.experiments import sweep
-from minispec.lab.experiments.explorer import Scope
-from minispec.lab.experiments.liveness import StallKind
+from minispec.lab.explorer import sweep
+from minispec.lab.explorer.explorer import Scope
+from minispec.lab.explorer.liveness import StallKind
 from minispec.lab.viz.exploration import render_exploration
 
 # The relay designs under async scheduling at three stages: a stage waits on the relay's

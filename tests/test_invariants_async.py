@@ -18,9 +18,9 @@ from minispec.instruments.invariants import (
     resolved_view,
     samples,
 )
-from minispec.lab.experiments.explorer import STANDIN
 from minispec.lab.experiments.scenarios import exercise_schedule
 from minispec.lab.experiments.schedule import Request, Schedule, build_llm, run_recorded, schedule_reference
+from minispec.lab.explorer.explorer import STANDIN
 from minispec.lab.faults.catalogue import FAULTS, FirstViolation
 
 # (design, stages, k, proposer): V2 at 1-4 stages, V1 at one (V1 with PP and async is another part)
@@ -149,7 +149,7 @@ def test_the_explorer_and_the_stepper_take_async_scheduling(capsys):
     opens in the stepper, where the fault's run shows the break and the fixed one none, and no
     placeholder is taken for a stale draft."""
     from minispec.entrypoints.cli.main import main
-    from minispec.lab.experiments.explorer import Scope, explore
+    from minispec.lab.explorer.explorer import Scope, explore
     from minispec.lab.viz.stepper import schedule_runs, stepper_view
     from minispec.lab.viz.text import render_stage
 

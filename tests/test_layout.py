@@ -2,7 +2,7 @@
 
 * No import cycles between modules, nor between folders, nor between the folders one
   level down (``lab.viz``, ``v1.worker``) but the one vLLM has too; the lab's folders are
-  layers that import one way (records, experiments, faults, viz, exercises).
+  layers that import one way (records, experiments, faults, explorer, viz, exercises).
 * The engine and the API never import the lessons (``lab``) or the model shop
   (``training``); ``instruments`` imports nothing of the engine. The command line,
   ``entrypoints/cli``, is a layer of its own above the lessons: its subcommands run them.
@@ -132,7 +132,7 @@ def test_the_folder_check_catches_a_loop_one_level_down():
 
 
 # The lab's layers, bottom to top: each imports only from its own layer or those before it.
-LAB_LAYERS = ("records", "experiments", "faults", "viz", "exercises")
+LAB_LAYERS = ("records", "experiments", "faults", "explorer", "viz", "exercises")
 
 
 def lab_layer(module: str) -> int | None:
@@ -153,8 +153,8 @@ def test_the_lab_imports_one_way():
     edges = graph()
     assert upward(edges) == set()
     assert {m.split(".")[2] for m in edges if lab_layer(m) is not None} == set(LAB_LAYERS), "every lab folder a layer"
-    planted = {"minispec.lab.experiments.explorer": {"minispec.lab.viz.text", "minispec.lab.records.threads"}}
-    assert upward(planted) == {("minispec.lab.experiments.explorer", "minispec.lab.viz.text")}
+    planted = {"minispec.lab.explorer.explorer": {"minispec.lab.viz.text", "minispec.lab.records.threads"}}
+    assert upward(planted) == {("minispec.lab.explorer.explorer", "minispec.lab.viz.text")}
 
 
 def test_engine_and_api_do_not_import_lessons_or_training():

@@ -7,9 +7,9 @@ import types
 
 import pytest
 
-from minispec.lab.experiments import mutant_plugin
-from minispec.lab.experiments.explorer import Scope, explore
-from minispec.lab.experiments.mutants import (
+from minispec.lab.explorer import mutant_plugin
+from minispec.lab.explorer.explorer import Scope, explore
+from minispec.lab.explorer.mutants import (
     MUTANTS,
     SUITE,
     V1,
@@ -151,8 +151,8 @@ def test_greedy_equality_alone_misses_a_draft_write_the_invariants_see():
 
 def test_a_step_limit_turns_a_hung_engine_into_an_error_and_is_put_back():
     from minispec import LLM, SamplingParams
-    from minispec.lab.experiments.explorer import STANDIN
-    from minispec.lab.experiments.mutants import step_limit
+    from minispec.lab.explorer.explorer import STANDIN
+    from minispec.lab.explorer.mutants import step_limit
     from minispec.v1.engine.core import EngineCore
 
     original = inspect.getattr_static(EngineCore, "_engine_step_events")

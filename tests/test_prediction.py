@@ -8,7 +8,7 @@ import types
 import pytest
 
 import minispec.lab.prediction as rv
-from minispec.lab.predictions import PREDICTIONS
+from minispec.lab.predictions import PREDICTIONS, reveal
 
 CALLS = []
 
@@ -68,7 +68,7 @@ def test_bad_declarations_and_unknown_ids_are_refused():
     with pytest.raises(ValueError, match="guess_name must be a Python name, not 'my guess'"):
         rv.Prediction("x", "x", "my guess", "a", "b")
     with pytest.raises(ValueError, match=r"reveal\('nope'\): expected one of"):
-        rv.reveal("nope")
+        reveal("nope")
 
 
 def test_every_prediction_declares_an_answer_and_one_guess_per_question_in_a_notebook():

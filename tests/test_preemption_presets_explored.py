@@ -1,4 +1,4 @@
-"""The explorer (``minispec.lab.experiments.explorer``) finds each of the preemption family's presets
+"""The explorer (``minispec.lab.explorer.explorer``) finds each of the preemption family's presets
 as a minimal counterexample on the stand-in model, and runs the fixed design clean over the same
 scope: ``stale-output-dropped`` (the scheduler's, vllm-project/vllm-gaudi#1803) on V1 and V2, and
 ``v1-pp-async-stale-row`` (tenstorrent/vllm-tt-plugin#131's shape) on V1."""
@@ -6,7 +6,7 @@ scope: ``stale-output-dropped`` (the scheduler's, vllm-project/vllm-gaudi#1803) 
 import pytest
 
 from minispec.instruments.invariants import Invariant
-from minispec.lab.experiments.explorer import Scope, explore
+from minispec.lab.explorer.explorer import Scope, explore
 
 # two requests, a KV pool of 3 or 4 blocks of 4 (requests are preempted, some in flight), with and
 # without async scheduling

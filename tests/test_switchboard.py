@@ -11,8 +11,8 @@ import pytest
 
 from minispec import LLM
 from minispec.engine.arg_utils import EngineArgs
-from minispec.v1.core.sched import switches as sched
 from minispec.v1.worker import runner_fixes as v1
+from minispec.v1.worker import scheduler_switches as sched
 from minispec.v1.worker.designs import DESIGNS
 from minispec.v1.worker.gpu import runner_fixes as v2
 from minispec.v1.worker.relay import runner_fixes as relay

@@ -2,7 +2,7 @@
 
 import pytest
 
-from minispec.lab.experiments.mutants import Catch
+from minispec.lab.explorer.mutants import Catch
 from minispec.lab.viz.catches import catch_table
 
 CATCHES = {

@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import minispec  # noqa: E402
 from minispec.config import DEFAULT_TARGET  # noqa: E402
-from minispec.lab.experiments.explorer import explore  # noqa: E402
+from minispec.lab.explorer.explorer import explore  # noqa: E402
 from minispec.lab.viz.static_stepper import render_frames, stepper_manifest  # noqa: E402
 from minispec.lab.viz.stepper import schedule_runs, thread_runs  # noqa: E402
 from minispec.lab.viz.text import char_decoder  # noqa: E402

@@ -11,6 +11,8 @@ The folders, one job each:
 * ``experiments/``: the runs and what they measure;
 * ``exercises/``: the workshop's exercises and their checker;
 * ``faults/``: the 2026 fault family;
+* ``explorer/``: the explorer (every schedule of a scope, its coverage, liveness, the sweep of
+  every design) and the mutation benchmark, above the faults it explores;
 * ``viz/``: the renderers (text, figures, widgets);
 * ``records/``: what is recorded about vLLM: the cited threads, each module's vLLM
   twin, and what vLLM's own code did on minispec's schedules (stored; the harness that
@@ -18,14 +20,16 @@ The folders, one job each:
 
 The surface, by job:
 
+The explorer (``explorer``)
+    ``explore``, ``search``, ``Scope``; the mutation benchmark: ``MUTANTS``, ``mutant``,
+    ``explorer_catch``, ``acceptance_catch``.
+
 Runs and scenarios (``experiments``)
     ``PROMPTS``, ``FIRST_DECODE``, ``batch_label``, ``forum_thread``, ``forum_thread_llm``,
     ``forum_thread_reference``, ``thread_schedule``, ``random_config``, ``Schedule``,
     ``build_llm``, ``run_schedule``; measured: ``acceptance_summary``, ``alpha_by_position``,
     ``chi_square``, ``first_divergence``, ``first_batches``, ``measure_overlap``;
-    Model Runner V2 watched: ``run_watched``; the explorer: ``explore``, ``search``, ``Scope``;
-    the mutation benchmark: ``MUTANTS``, ``mutant``, ``explorer_catch``, ``acceptance_catch``;
-    the designs' hand-over measured: ``compare_designs``, ``count_handover``, ``Workload``;
+    Model Runner V2 watched: ``run_watched``; the designs' hand-over measured: ``compare_designs``, ``count_handover``, ``Workload``;
     async scheduling watched: ``run_ahead``; the rejection sampler drawn many times: ``rejection_draws``.
 
 The workshop's exercises (``exercises``)
@@ -69,15 +73,15 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "experiments.metrics": ("acceptance_summary", "alpha_by_position", "chi_square", "first_divergence"),
     "experiments.overlap": ("first_batches", "measure_overlap"),
     "experiments.v2_watch": ("run_watched",),
-    "experiments.explorer": ("explore", "search", "Scope"),
-    "experiments.mutants": ("MUTANTS", "mutant", "explorer_catch", "acceptance_catch"),
+    "explorer.explorer": ("explore", "search", "Scope"),
+    "explorer.mutants": ("MUTANTS", "mutant", "explorer_catch", "acceptance_catch"),
     "experiments.handover": ("compare_designs", "count_handover", "Workload"),
     "experiments.run_ahead": ("run_ahead",),
     "experiments.rejection_draws": ("rejection_draws",),
     "exercises.checkers": ("check_draft_slots", "check_acceptance", "check_fix1", "check_fault2", "check_fix2",
                            "check_condense", "check_recovered", "check_broadcast", "condense_trace", "thread_trace",
                            "decoder", "show_solution"),
-    "prediction": ("reveal",),
+    "predictions": ("reveal",),
     "faults.catalogue": ("FAULTS", "RELAY_FAULTS", "EVERY_FAULT", "LEFT_OUT"),
     "faults.reproduce": ("run_fault",),
     "faults.pp_sync": ("TIMELINE", "DESIGNS", "THE_INVARIANT"),

@@ -101,12 +101,3 @@ def show(items: Iterable[object]) -> None:
             print(item)
         else:
             display(item)
-
-
-def reveal(prediction_id: str, guess=_UNSET) -> None:
-    """Reveal one of :data:`minispec.lab.predictions.PREDICTIONS` (after a guess is made)."""
-    from minispec.lab.predictions import PREDICTIONS
-
-    if prediction_id not in PREDICTIONS:
-        raise ValueError(f"reveal({prediction_id!r}): expected one of {sorted(PREDICTIONS)}")
-    show(PREDICTIONS[prediction_id].screen(guess))

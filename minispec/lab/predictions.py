@@ -9,7 +9,7 @@ No vLLM twin: this is workshop tooling.
 
 from __future__ import annotations
 
-from minispec.lab.prediction import Prediction
+from minispec.lab.prediction import _UNSET, Prediction, show
 
 STALE = (r"\btem\b", "C's leftovers")
 
@@ -272,3 +272,11 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
         answers=(r"wrong slot is the right one", r"batch c \+ 1", r"next batch's rows", r"nothing caught"),
         figures=("plot_pairing",), evidence=_pairing),
 )}
+
+
+def reveal(prediction_id: str, guess=_UNSET) -> None:
+    """Reveal one of ``PREDICTIONS`` (after a guess is made). It lives beside the catalogue, so
+    the mechanism (``minispec.lab.prediction``) never imports the questions it serves."""
+    if prediction_id not in PREDICTIONS:
+        raise ValueError(f"reveal({prediction_id!r}): expected one of {sorted(PREDICTIONS)}")
+    show(PREDICTIONS[prediction_id].screen(guess))

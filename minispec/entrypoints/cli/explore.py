@@ -1,6 +1,6 @@
 """``python -m minispec explore``: the smallest schedule that breaks a runner design (vLLM 0.30.0:
 ``vllm/entrypoints/cli``, which has no such subcommand; the explorer is minispec's,
-``minispec.lab.experiments.explorer``).
+``minispec.lab.explorer.explorer``).
 
 Under ``--fixes``, ``--faults``, ``--model-runner`` and ``--worker-cls`` (any switch ``LLM``
 takes; the last, a runner from outside minispec by its qualified name), it runs every
@@ -22,7 +22,7 @@ NAME = "explore"
 
 
 def cmd(args: argparse.Namespace) -> None:
-    from minispec.lab.experiments.explorer import DEFAULT, WIDE, explore, search
+    from minispec.lab.explorer.explorer import DEFAULT, WIDE, explore, search
     from minispec.lab.viz.exploration import render_exploration
 
     design = {"fixes": args.fixes, "faults": args.faults, "model_runner": args.model_runner,

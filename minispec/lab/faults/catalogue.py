@@ -57,7 +57,7 @@ by preset:
   is or is not a preset: ``minispec.lab.faults.in_flight``.
 
 The scheduler's one fault (``model_runner="v1"`` or ``"v2"``; switch and preset in
-``minispec/v1/core/sched/switches.py``), not in this catalogue's tables:
+``minispec/v1/worker/scheduler_switches.py``), not in this catalogue's tables:
 ``stale-output-dropped`` (vllm-project/vllm-gaudi#1794, merged, and vllm-project/vllm-gaudi#1803) discards the
 output of a batch in flight when its request was preempted, where vLLM 0.30.0 delivers it
 (PR #48245). On a random schedule whose KV pool preempts requests in flight

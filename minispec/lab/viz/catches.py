@@ -1,6 +1,6 @@
 """Which kind of test catches which mutant, as a table a notebook shows: a pure renderer.
 
-The mutation benchmark (``minispec.lab.experiments.mutants``) measures each kind of test
+The mutation benchmark (``minispec.lab.explorer.mutants``) measures each kind of test
 against each mutant as a ``Catch``; ``render_table`` there prints every column of the
 table in ``docs/explorer.md``. A notebook runs only the columns it can afford (the explorer with the
 invariants, vLLM's acceptance rule) on a few mutants: ``catch_table`` lays out whichever

@@ -1,14 +1,14 @@
-"""The explorer's findings as text (``minispec.lab.experiments.explorer``): a counterexample
+"""The explorer's findings as text (``minispec.lab.explorer.explorer``): a counterexample
 as the workshop's step table, and a search's report.
 
-Renderers sit above the runs they draw (the lab's layers: records, experiments, faults,
+Renderers sit above the runs they draw (the lab's layers: records, experiments, faults, explorer,
 viz, exercises), so the explorer returns data and these turn it into words.
 vLLM twin: none.
 """
 
 from __future__ import annotations
 
-from minispec.lab.experiments.explorer import Counterexample, ExploreResult
+from minispec.lab.explorer.explorer import Counterexample, ExploreResult
 from minispec.lab.viz.text import char_decoder, render_trace
 
 

@@ -1,7 +1,7 @@
 """A stand-in for a language model, for the explorer: integer-exact and fast.
 
 No vLLM twin: vLLM tests its runners on real (or random-weight) networks, whose outputs are
-floats and whose forward costs most of a step. minispec's explorer (``minispec.lab.experiments.explorer``)
+floats and whose forward costs most of a step. minispec's explorer (``minispec.lab.explorer.explorer``)
 runs thousands of schedules and must tell a correct run from a broken one by exact equality,
 so it swaps only the network for this model; the scheduler, KV-cache manager, block tables,
 runners, executors and rejection sampler stay the real ones. It is built the way vLLM builds a

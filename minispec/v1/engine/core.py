@@ -43,9 +43,9 @@ from minispec.instruments.trace import EngineListener
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 from minispec.v1.core.sched.async_scheduler import AsyncScheduler
 from minispec.v1.core.sched.scheduler import Scheduler
-from minispec.v1.core.sched.switches import STALE_OUTPUT, deliver_stale_output
 from minispec.v1.executor.abstract import Executor, PendingBatch
 from minispec.v1.request import Request, RequestStatus
+from minispec.v1.worker.scheduler_switches import STALE_OUTPUT, deliver_stale_output
 
 
 def make_scheduler(vllm_config: VllmConfig, kv_cache_manager: KVCacheManager) -> Scheduler:

@@ -2,7 +2,7 @@
 
 No vLLM twin (vLLM's proposers are `ngram_proposer.py`, `eagle.py`, `medusa.py`, ... in its
 `v1/spec_decode/`; this one takes their place in ``propose``'s interface only). The explorer
-(``minispec.lab.experiments.explorer``) must choose how many drafts the rejection sampler accepts, step by
+(``minispec.lab.explorer.explorer``) must choose how many drafts the rejection sampler accepts, step by
 step, to reach every path a runner takes (all accepted, some, none). With the stand-in model
 as the target the right continuation is known exactly (``greedy_continuation``), so the
 proposer drafts it and spoils the tail: for the n-th proposal of a request whose script says

@@ -2,7 +2,7 @@
 a design, so that the config, the engine, the executors, the command line and the
 instruments ask the record and never test a design's name.
 
-vLLM has two designs and one flag, ``VllmConfig.use_v2_model_runner`` (0.30.0
+vLLM has two designs and one flag, ``VllmConfig.use_v2_model_runner`` (vLLM 0.30.0:
 ``vllm/config/vllm.py`` 674-723), read where a design differs: ``max_concurrent_batches``
 (588-599), the async scheduler's ``next_decode_eligible_step`` (``v1/core/sched/async_scheduler.py``
 46-49) and the worker's choice of runner (``v1/worker/gpu_worker.py`` 469-488; all from

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minispec.v1.core.sched.switches import SchedulerFaultPreset
 from minispec.v1.worker.designs import DESIGNS
 from minispec.v1.worker.gpu.runner_fixes import BeyondTokensFaultPreset
 from minispec.v1.worker.runner_fixes import LEFT_OUT
+from minispec.v1.worker.scheduler_switches import SchedulerFaultPreset
 from minispec.v1.worker.switches import Switch, Switches, SwitchPreset, SwitchSettings
 
 

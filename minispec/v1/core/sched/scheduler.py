@@ -74,7 +74,6 @@ from dataclasses import dataclass, fields
 from minispec.config import SchedulerConfig
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 from minispec.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
-from minispec.v1.core.sched.switches import deliver_stale_output
 from minispec.v1.outputs import ModelRunnerOutput
 from minispec.v1.request import Request, RequestStatus
 
@@ -91,6 +90,12 @@ class RequestTotals:
     def add(self, request: Request) -> None:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(request, f.name))
+
+
+def deliver_stale_output(generated: list[int]) -> list[int]:
+    """What a preempted request keeps of its batch in flight: all of it (vLLM 0.30.0, PR #48245).
+    The switch that puts the fault back is ``minispec/v1/worker/scheduler_switches.py``."""
+    return generated
 
 
 class Scheduler:

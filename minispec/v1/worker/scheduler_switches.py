@@ -12,17 +12,18 @@ each fix and never a switch back to the fault; what a switch and a preset are:
   (invariant 8 names it). It is preset ``stale-output-dropped``.
 
 The scheduler serves every runner design, so the switch is declared once for each design whose
-greedy runs the preset was checked on (V1 and Model Runner V2) and the preset turns both.
+greedy runs the preset was checked on (V1 and Model Runner V2) and the preset turns both. It
+lives beside the runners' switches, not the scheduler, so the engine's core imports no
+switch machinery: the scheduler holds the fix (``deliver_stale_output``) and takes the
+function to call as a plain argument.
 """
 
 from __future__ import annotations
 
+from minispec.v1.core.sched.scheduler import deliver_stale_output
 from minispec.v1.worker.switches import ModelRunner, Switch, SwitchPreset
 
-
-def deliver_stale_output(generated: list[int]) -> list[int]:
-    """The fix: a preempted request keeps what its batch in flight sampled."""
-    return generated
+__all__ = ["STALE_OUTPUT", "SchedulerFaultPreset", "deliver_stale_output", "drop_stale_output"]
 
 
 def drop_stale_output(generated: list[int]) -> list[int]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NamedTuple
 
-from minispec.lab.experiments.coverage import Condition, Kind
-from minispec.lab.experiments.explorer import DEFAULT, ExploreResult, Scope, explore
+from minispec.lab.explorer.coverage import Condition, Kind
+from minispec.lab.explorer.explorer import DEFAULT, ExploreResult, Scope, explore
 from minispec.v1.worker.designs import DESIGNS
 from minispec.v1.worker.switches import ModelRunner
 

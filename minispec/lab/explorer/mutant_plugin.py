@@ -1,9 +1,9 @@
 """A pytest plugin that runs a test session with one mutant applied: the mutation benchmark's
 "project suite" column (vLLM twin: none)::
 
-    python -m pytest -p minispec.lab.experiments.mutant_plugin --mutant v2-slot-reuse -x -n 0 tests/...
+    python -m pytest -p minispec.lab.explorer.mutant_plugin --mutant v2-slot-reuse -x -n 0 tests/...
 
-The mutant (``minispec.lab.experiments.mutants``) is applied when the session is configured
+The mutant (``minispec.lab.explorer.mutants``) is applied when the session is configured
 and put back when it ends, in this process only: run with ``-n 0`` (xdist's workers would not
 carry it), and know that an engine a test starts in other processes (the "mp" executor,
 torchrun) runs unmutated code there. An engine still stepping after ``HANG`` steps raises
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 
-from minispec.lab.experiments.mutants import applied, mutant, step_limit
+from minispec.lab.explorer.mutants import applied, mutant, step_limit
 
 HANG = 10_000  # engine steps: a hung engine raises there (no test here runs that long)
 
@@ -23,7 +23,7 @@ _SCOPE = "minispec_mutant_scope"
 
 
 def pytest_addoption(parser):
-    parser.addoption("--mutant", default=None, help="apply this mutant (minispec.lab.experiments.mutants) "
+    parser.addoption("--mutant", default=None, help="apply this mutant (minispec.lab.explorer.mutants) "
                                                   "for the whole session")
 
 

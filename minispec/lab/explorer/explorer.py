@@ -36,10 +36,10 @@ from typing import NamedTuple
 
 from minispec.config import CHECKPOINT_DIR, SCRIPT_REPEAT, is_int
 from minispec.instruments.invariants import InvariantViolation, Violation
-from minispec.lab.experiments.coverage import Condition, conditions, goals
-from minispec.lab.experiments.liveness import Stall, drive, patience_for
 from minispec.lab.experiments.scenarios import PROMPTS
 from minispec.lab.experiments.schedule import Request, Schedule, build_llm, intra_op_threads, plural
+from minispec.lab.explorer.coverage import Condition, conditions, goals
+from minispec.lab.explorer.liveness import Stall, drive, patience_for
 from minispec.model_executor.models.standin import greedy_continuation
 
 STANDIN = CHECKPOINT_DIR / "standin"
@@ -454,7 +454,7 @@ def _check_engine_args(engine_args: dict | None) -> dict:
 
 def _check_scope(scope) -> Scope:
     if not isinstance(scope, Scope):
-        raise ValueError(f"scope={scope!r}: expected a Scope (minispec.lab.experiments.explorer.Scope)")
+        raise ValueError(f"scope={scope!r}: expected a Scope (minispec.lab.explorer.explorer.Scope)")
     return scope
 
 

@@ -362,7 +362,7 @@ FAST_TIER = "not browser and not torchrun and not slow and not docs and not vllm
 def explorer_catch(m: Mutant, scope=None, invariants: bool = True) -> Catch:
     """The explorer on ``m``'s design with ``m`` applied: the minimal counterexample's size and
     the time to find it (``invariants=False``: outputs against the greedy reference only)."""
-    from minispec.lab.experiments.explorer import explore
+    from minispec.lab.explorer.explorer import explore
 
     with applied(m), step_limit():
         result = explore(m.engine_args, scope, invariants=invariants)
@@ -400,7 +400,7 @@ def acceptance_catch(m: Mutant) -> Catch:
 def suite_catch(m: Mutant, root: Path, timeout: float = 900) -> Catch:
     """``SUITE[m.design]`` with ``m`` applied for the session (``mutant_plugin``), stopping at the
     first failure: the first failing test, or how many passed."""
-    command = [sys.executable, "-m", "pytest", "-p", "minispec.lab.experiments.mutant_plugin", "--mutant", m.name,
+    command = [sys.executable, "-m", "pytest", "-p", "minispec.lab.explorer.mutant_plugin", "--mutant", m.name,
                "-x", "-q", "-n", "0", "-m", FAST_TIER, "-p", "no:cacheprovider", "-W", "ignore",
                *SUITE[m.design]]
     start = time.perf_counter()
