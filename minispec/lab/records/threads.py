@@ -309,6 +309,12 @@ THREADS: tuple[Thread, ...] = (
               "unidentified slot",)),)),
     _vllm(56956, P, "[DSpark] Support pipeline-parallel targets in aggregated serving", OPEN,
           (Post(DESCRIPTION, date(2026, 9, 15), ("double-posting misaligned the recv FIFO and hung the pipeline",)),)),
+    _vllm(57104, P, "[BugFix][KV Connector] Fix Deadlock with KVConnector + MTP under KV Pressure", MERGED,
+          (Post(DESCRIPTION, date(2026, 9, 16), (
+              "Scheduler can deadlock under KV memory pressure with MTP + KV connector",
+              "the queues are in the same state as before this step",)),),
+          note="found with the search tool on 2026-12-07: 2 requests in 7 blocks; the explorer's no-progress "
+               "finding (minispec/lab/explorer/liveness.py) has its shape, queues unchanged with work pending"),
     _vllm(57755, I, "[Bug/Design] Pipeline parallelism × speculative decoding: `sampled_token_ids` broadcast contract "
           "breaks under spec decode, and a column-truncation workaround silently corrupts output with async "
           "scheduling", OPEN,
