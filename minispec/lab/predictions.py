@@ -252,7 +252,7 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
         "invariant 3 (token history) at step 4, stage 0, request A, with invariant 2 (draft agreement) beside it",
         "stage 0 lacks `␣s`, so from position 11 its row is two places left: computed=13 counts the accepted "
         "drafts, no_spec=12 (what stage 0 holds) does not. Invariant 3 is the root; invariant 2 follows: the "
-        "right drafts sit at 12-14, the step reads 14-16",
+        "right drafts sit at positions 12 to 14, the step reads 14 to 16",
         answers=_FAULT2, figures=(r"plot_history\((half_fixed|step4)\b",), evidence=_fault2),
     Prediction(
         "08-draft-slots", "draft-slots", "slots_guess", "(the checker says)", "(the checker says)",
