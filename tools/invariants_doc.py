@@ -42,7 +42,7 @@ INTRO = """\
 <!-- Written by tools/invariants_doc.py from minispec/instruments/invariants.py and
 minispec/instruments/trace.py: edit those, then run the tool. -->
 
-minispec states eight rules that speculative decoding under pipeline parallelism must keep.
+minispec states nine rules that speculative decoding under pipeline parallelism must keep.
 The numbers are the ones the notebooks and the tests cite. Rules 2-5 and 8 are checked on the
 records of every step: live, `LLM(..., check_invariants=True)` raises `InvariantViolation` at
 the first break; offline, `check_trace(trace)` lists every break of a recorded run. Rules 1
