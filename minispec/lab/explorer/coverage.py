@@ -42,17 +42,12 @@ class Condition(NamedTuple):
         return str(self.kind)
 
 
-# Conditions no schedule can reach yet, with why: the scheduler preempts only between batches.
-ENGINE_CANNOT = {Condition(Kind.PREEMPT_IN_FLIGHT): "the scheduler never preempts a request with a batch in "
-                                                      "flight (issue 37 adds it)"}
-
-
 def goals(ks, pps, async_flags) -> dict[Condition, str | None]:
     """Every condition a scope of these k, pipeline sizes and async settings should reach,
     with None, or with why it cannot."""
     k, pp = max(ks), max(pps)
     wanted = [Condition(Kind.HANDOVER), Condition(Kind.READD_WITH_DRAFTS), Condition(Kind.PREEMPT_RESUME),
-              Condition(Kind.SHORT_CHUNK), Condition(Kind.REUSE_BROADCAST_PENDING), Condition(Kind.REPEATED_DRAFTS)]
+              Condition(Kind.PREEMPT_IN_FLIGHT), Condition(Kind.SHORT_CHUNK), Condition(Kind.REUSE_BROADCAST_PENDING), Condition(Kind.REPEATED_DRAFTS)]
     wanted += [Condition(Kind.ACCEPTED, n) for n in range(k + 1)]
     found: dict[Condition, str | None] = dict.fromkeys(wanted)
     found[Condition(Kind.PLACEHOLDERS)] = None if True in async_flags else "the scope never schedules asynchronously"
@@ -60,7 +55,7 @@ def goals(ks, pps, async_flags) -> dict[Condition, str | None]:
     for pair in pairs:
         found[Condition(Kind.STAGE_PAIRING, pair)] = (None if pair[1] < pp else
                                                       f"the scope runs at most {pp} stages")
-    return found | ENGINE_CANNOT
+    return found
 
 
 def conditions(trace: Trace, k: int) -> set[Condition]:
@@ -68,7 +63,8 @@ def conditions(trace: Trace, k: int) -> set[Condition]:
     found: set[Condition] = set()
     for i, step in enumerate(trace.steps):
         found |= _rows(step) | _schedule(step, trace.steps[:i], k) | _accepted(step, trace.steps[i + 1:])
-    return found | _pairings(trace) | _reuse_pending(trace) | _repeated_drafts(trace)
+    in_flight = {Condition(Kind.PREEMPT_IN_FLIGHT) for step in trace.steps if step.stale}
+    return found | in_flight | _pairings(trace) | _reuse_pending(trace) | _repeated_drafts(trace)
 
 
 def _rows(step: StepRecord) -> set[Condition]:
