@@ -586,7 +586,8 @@ def test_the_site_says_where_the_source_lives(site):
     assert archive.exists(), "the built commit's source, downloadable from the site"
     with tarfile.open(archive) as tar:
         files = tar.getnames()
-    assert f"{name[:-7]}/pyproject.toml" in files and f"{name[:-7]}/minispec/v1/worker/gpu_input_batch.py" in files
+    folder = site_source.archive_folder()
+    assert f"{folder}/pyproject.toml" in files and f"{folder}/minispec/v1/worker/gpu_input_batch.py" in files
     for page, href in [("docs/index.html", f"../_downloads/{name}"),
                        ("notebooks/01_the_thread.html", f"../_downloads/{name}"),
                        ("docs/api/minispec.v1.worker.html", f"../../_downloads/{name}")]:

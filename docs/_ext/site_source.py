@@ -2,13 +2,15 @@
 repository's address where git knows one.
 
 At the end of an HTML build, ``git archive`` writes the built commit's tree to
-``_downloads/minispec-<commit>.tar.gz`` in the site, so a reader who has only the site (a
+``_downloads/minispec-source.tar.gz`` in the site (its files under ``minispec-<commit>/``), so a reader who has only the site (a
 copy on a stick, a phone offline) can still get the code every page shows. Each page's
 footer links it, and the address of the ``origin`` remote when ``git remote get-url origin``
 gives one that is a URL (its user name and password left out); with no such remote the
 footer names none, rather than guess one. A tree that is not a git checkout (an unpacked
 release) gets neither. Uncommitted changes are not in the download: the footer's commit
-line already says when the pages were built with some.
+line already says when the pages were built with some. The file's name does not change from
+commit to commit: an incremental build rewrites only the pages whose sources changed, and every
+other page's link must still reach the archive the last build wrote.
 
 Also here, because every page needs them: the copy buttons on code blocks (the maintained
 ``sphinx_copybutton`` extension) and the print view, which opens every fold
@@ -42,8 +44,16 @@ def commit(root: Path = ROOT) -> str | None:
     return _git(root, "rev-parse", "--short=12", "HEAD")
 
 
+ARCHIVE = "minispec-source.tar.gz"
+
+
 def archive_name(root: Path = ROOT) -> str | None:
-    return f"minispec-{commit(root)}.tar.gz" if commit(root) else None
+    return ARCHIVE if commit(root) else None
+
+
+def archive_folder(root: Path = ROOT) -> str:
+    """The one folder the archive's files sit under: the commit they are from."""
+    return f"minispec-{commit(root)}"
 
 
 _SCP_LIKE = re.compile(r"^[\w.-]+@([\w.-]+):(.+)$")  # git@host:owner/name.git
@@ -65,16 +75,15 @@ def repository_address(root: Path = ROOT) -> str | None:
 
 
 def write_archive(out: Path, root: Path = ROOT) -> Path | None:
-    """The built commit's tree as ``out/_downloads/minispec-<commit>.tar.gz``, files under one folder."""
+    """The built commit's tree as ``out/_downloads/minispec-source.tar.gz``, files under
+    ``minispec-<commit>/``."""
     name = archive_name(root)
     if name is None:
         return None
     (out / DOWNLOADS).mkdir(exist_ok=True)
-    for earlier in (out / DOWNLOADS).glob("minispec-*.tar.gz"):  # an incremental build's older commit
-        earlier.unlink()
     path = out / DOWNLOADS / name
-    subprocess.run(["git", "-C", str(root), "archive", "--format=tar.gz", f"--prefix={name[:-7]}/", "-o",
-                    str(path), "HEAD"], check=True)
+    subprocess.run(["git", "-C", str(root), "archive", "--format=tar.gz", f"--prefix={archive_folder(root)}/",
+                    "-o", str(path), "HEAD"], check=True)
     return path
 
 
@@ -84,7 +93,7 @@ def footer_line(pathto) -> str:
     if name is None:
         return ""
     line = (f'<p class="minispec-source">Source: <a href="{pathto(f"{DOWNLOADS}/{name}", 1)}" download>{name}</a> '
-            "(the commit this site was built from)")
+            "(the tree of the commit this site was last built from)")
     if address := repository_address():
         href = address if "://" in address else None
         line += " · repository: " + (f'<a href="{href}">{address}</a>' if href else f"<code>{address}</code>")
