@@ -93,3 +93,16 @@ suppress_warnings = ["myst.xref_missing",
                     # The glossary puts each term in an h4 under its letter's h2 on purpose
                     # (JupyterLab's fragment links find headings); the pages render it as is.
                     "myst.header"]
+
+
+def _paths_from_the_checkout(app, what, name, obj, options, signature, return_annotation):
+    """A dataclass default that is a path in the building checkout (``SpeculativeConfig.model``:
+    the shipped draft) is shown from the checkout's root: the machine's own folder says nothing
+    to a reader and widens the page past a phone's screen."""
+    if signature:
+        signature = signature.replace(f"{ROOT}/", "")
+    return signature, return_annotation
+
+
+def setup(app):
+    app.connect("autodoc-process-signature", _paths_from_the_checkout)

@@ -122,18 +122,32 @@ def code_line(cell, width: int = 60) -> str:
 
 def fold_deeper(cell) -> None:
     """A Going deeper cell, folded as the learner's notebook reads it: on a phone it would fill the page.
-    The section's own heading stays outside the fold, so links to #Going-deeper still land."""
+    Headings stay outside the folds (a heading inside ``<details>`` opens a new section and breaks
+    the fold apart), so links to #Going-deeper and to each subsection still land: the text under
+    each heading is a fold of its own, titled by that heading."""
     label = fold_label(cell, DEEPER)
     if cell.cell_type == "code":
         cell.metadata.setdefault("tags", []).append("hide-cell")
         cell.metadata["mystnb"] = {**cell.metadata.get("mystnb", {}), "code_prompt_show": label,
                                    "code_prompt_hide": "Hide it"}
         return
-    head, body = "", cell.source
-    if body.startswith("## Going deeper"):
-        head, _, body = body.partition("\n")
-    if workshop.visible_text(body).split():
-        cell.source = f'{head}\n\n<details class="minispec-deeper">\n<summary>{label}</summary>\n\n{body}\n\n</details>'
+    if cell.source.lstrip().startswith("<details>"):  # folded in the notebook already: styled as the others
+        cell.source = cell.source.replace("<details>", '<details class="minispec-deeper">', 1)
+        return
+    pieces = re.split(r"^(#+\s+.+)$", cell.source, flags=re.M)  # text, heading, text, heading, text...
+    out = [_deeper_fold(pieces[0], label)]
+    for heading, text in zip(pieces[1::2], pieces[2::2]):
+        what = heading.lstrip("#").strip()
+        title = label if what == "Going deeper" else DEEPER_FOLD.format(what=what.strip("*` "))
+        out.append(f"{heading}\n{_deeper_fold(text, title)}")
+    cell.source = "\n".join(part for part in out if part)
+
+
+def _deeper_fold(text: str, title: str) -> str:
+    """``text`` behind a Going deeper fold titled ``title``; nothing when it shows nothing."""
+    if not workshop.visible_text(text).split():
+        return text.strip()
+    return f'\n<details class="minispec-deeper">\n<summary>{title}</summary>\n\n{text.strip()}\n\n</details>\n'
 
 
 def fold(cell) -> None:
