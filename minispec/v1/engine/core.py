@@ -42,17 +42,16 @@ from minispec.instruments.events import Event, EventKind
 from minispec.instruments.trace import EngineListener
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 from minispec.v1.core.sched.async_scheduler import AsyncScheduler
-from minispec.v1.core.sched.scheduler import Scheduler
+from minispec.v1.core.sched.scheduler import Scheduler, deliver_stale_output
 from minispec.v1.executor.abstract import Executor, PendingBatch
 from minispec.v1.request import Request, RequestStatus
-from minispec.v1.worker.scheduler_switches import STALE_OUTPUT, deliver_stale_output
 
 
 def make_scheduler(vllm_config: VllmConfig, kv_cache_manager: KVCacheManager) -> Scheduler:
     """The scheduler ``scheduler_config`` asks for (vLLM: ``SchedulerConfig.get_scheduler_cls``), with
     the design's cadence under async scheduling (its record, ``vllm_config.design``)."""
     pp, sched = vllm_config.pipeline_parallel_size, vllm_config.scheduler_config
-    switch = STALE_OUTPUT.get(vllm_config.design.name)  # a design the preset was checked on
+    switch = vllm_config.design.stale_output  # None: a design the preset was not checked on
     stale_output = vllm_config.switches.pick(switch, deliver_stale_output) if switch else deliver_stale_output
     if not sched.async_scheduling:
         return Scheduler(sched, kv_cache_manager, use_pp=pp > 1, stale_output=stale_output)

@@ -23,7 +23,9 @@ a field of a ``Design``:
   whether its hand-over carries an EAGLE drafter's hidden states from the stages that compute
   them (V1 and V2: they travel in the ``IntermediateTensors``, ``minispec/v1/spec_decode/eagle.py``),
   or a tree of drafts (none today);
-* ``must_keep``: the invariant (the checker's number) its hand-over must get right, and why.
+* ``must_keep``: the invariant (the checker's number) its hand-over must get right, and why;
+* ``stale_output``: the scheduler's stale-output switch declared for it (``scheduler_switches.py``),
+  where ``faults="stale-output-dropped"`` was checked on its greedy runs (V1 and V2), else None.
 
 ``DESIGNS`` maps each name to its record; ``register_design`` adds one from outside minispec,
 after which ``model_runner="its-name"`` works wherever a design is named (``LLM``, ``explore``,
@@ -45,7 +47,8 @@ from minispec.v1.worker.gpu.runner_fixes import RunnerFixes as RunnerFixesV2
 from minispec.v1.worker.relay.runner_fixes import RelayFaultPreset
 from minispec.v1.worker.relay.runner_fixes import RunnerFixes as RunnerFixesRelay
 from minispec.v1.worker.runner_fixes import Preset, RunnerFixes, V1FaultPreset
-from minispec.v1.worker.switches import ModelRunner, SwitchPreset, SwitchSettings
+from minispec.v1.worker.scheduler_switches import STALE_OUTPUT_V1, STALE_OUTPUT_V2
+from minispec.v1.worker.switches import ModelRunner, Switch, SwitchPreset, SwitchSettings
 
 
 def one_per_stage(pp: int) -> int:
@@ -90,6 +93,7 @@ class Design:
     hidden_states_why: str = "does not say its hand-over carries hidden states"  # the EAGLE refusal's reason
     can_carry_tree_drafts: bool = False
     must_keep: tuple[int, str] | None = None
+    stale_output: Switch | None = None  # the scheduler's switch, where the preset was checked on this design
 
     @property
     def runner_class(self) -> type:
@@ -111,13 +115,13 @@ BUILT_IN = (
     Design(ModelRunner.V1, "minispec.v1.worker.gpu_model_runner.GPUModelRunner",
            "vLLM V1's GPUModelRunner: a persistent batch of rows, rebuilt from the scheduler's relay",
            settings=RunnerFixes, fixes_presets=Preset, fault_presets=V1FaultPreset, binds_pp_group=False,
-           can_carry_hidden_states=True,
+           can_carry_hidden_states=True, stale_output=STALE_OUTPUT_V1,
            must_keep=(DRAFT_AGREEMENT, "a re-added row gets its scheduled drafts (fix 1, July 2025)")),
     Design(ModelRunner.V2, "minispec.v1.worker.gpu.model_runner.GPUModelRunner",
            "vLLM's Model Runner V2: persistent slots, the last stage broadcasts what it sampled and drafted",
            settings=RunnerFixesV2, fault_presets=FaultPreset,
            async_batches_in_flight=one_more_than_stages, decode_wait_batches=one_round,
-           can_carry_hidden_states=True,
+           can_carry_hidden_states=True, stale_output=STALE_OUTPUT_V2,
            must_keep=(SHARED_ACCOUNTING, "each non-last stage takes its rejected drafts back from the count it "
                       "advanced at its forward")),
     Design(ModelRunner.RELAY, "minispec.v1.worker.relay.model_runner.RelayModelRunner",

@@ -2,7 +2,7 @@
 each fix and never a switch back to the fault; what a switch and a preset are:
 ``minispec.v1.worker.switches``).
 
-* ``STALE_OUTPUT``: what ``Scheduler.update_from_output`` does with the output of a batch that
+* ``STALE_OUTPUT_V1``, ``STALE_OUTPUT_V2``: what ``Scheduler.update_from_output`` does with the output of a batch that
   was in flight when its request was preempted. The fix, ``deliver_stale_output``, delivers it as
   vLLM 0.30.0 does (PR #48245; ``vllm/v1/core/sched/scheduler.py`` 1946-1969, from reading the code). The fault,
   ``drop_stale_output``, discards it, as vllm-gaudi's ``HPUAsyncScheduler`` override did once
@@ -12,7 +12,8 @@ each fix and never a switch back to the fault; what a switch and a preset are:
   (invariant 8 names it). It is preset ``stale-output-dropped``.
 
 The scheduler serves every runner design, so the switch is declared once for each design whose
-greedy runs the preset was checked on (V1 and Model Runner V2) and the preset turns both. It
+greedy runs the preset was checked on (V1 and Model Runner V2), its record names it
+(``Design.stale_output``), and the preset turns both. It
 lives beside the runners' switches, not the scheduler, so the engine's core imports no
 switch machinery: the scheduler holds the fix (``deliver_stale_output``) and takes the
 function to call as a plain argument.
@@ -23,7 +24,7 @@ from __future__ import annotations
 from minispec.v1.core.sched.scheduler import deliver_stale_output
 from minispec.v1.worker.switches import ModelRunner, Switch, SwitchPreset
 
-__all__ = ["STALE_OUTPUT", "SchedulerFaultPreset", "deliver_stale_output", "drop_stale_output"]
+__all__ = ["STALE_OUTPUT_V1", "STALE_OUTPUT_V2", "SchedulerFaultPreset", "deliver_stale_output", "drop_stale_output"]
 
 
 def drop_stale_output(generated: list[int]) -> list[int]:
@@ -33,7 +34,6 @@ def drop_stale_output(generated: list[int]) -> list[int]:
 
 STALE_OUTPUT_V1 = Switch("stale_output", ModelRunner.V1, drop_stale_output)
 STALE_OUTPUT_V2 = Switch("stale_output", ModelRunner.V2, drop_stale_output)
-STALE_OUTPUT = {ModelRunner.V1: STALE_OUTPUT_V1, ModelRunner.V2: STALE_OUTPUT_V2}
 
 
 class SchedulerFaultPreset(SwitchPreset):

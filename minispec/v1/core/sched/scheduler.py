@@ -105,7 +105,8 @@ class Scheduler:
 
     def __init__(self, config: SchedulerConfig, kv_cache_manager: KVCacheManager, use_pp: bool,
                  stale_output=deliver_stale_output):
-        """``stale_output``: the ``STALE_OUTPUT`` switch's function (``switches.py``)."""
+        """``stale_output``: the function the design's stale-output switch picked
+        (``minispec/v1/worker/scheduler_switches.py``)."""
         self.config = config
         self.stale_output = stale_output
         self.kv_cache_manager = kv_cache_manager
