@@ -72,7 +72,9 @@ def render_table(rows) -> str:
          _verdict(r))
         for r in rows
     ]
-    return _grid(cells)
+    left_out = [f"{r.pairing.release} x {r.pairing.preset} x {r.pairing.scenario}: {len(r.departing)} runs left out "
+                f"({r.pairing.departure}), e.g. {r.departing[0]}" for r in rows if r.departing]
+    return "\n".join([_grid(cells), *left_out])
 
 
 SCHEDULER_COLUMNS = ("vLLM Scheduler", "preset", "scenario", "runs equal", "equal schedules", "first differences",

@@ -143,6 +143,28 @@ def _fake_difference():
     return Difference(2, 0, "token_ids_cpu", "row 0 slots 11-13", [85, 70, 78], [3, 84, 85])
 
 
+def _capture(steps: dict[int, tuple[list[str], list[tuple[str, bool]]]]):
+    """A stand-in capture: per executed step, who was scheduled and the cached requests with their
+    resumed flag (what resumes_holding_a_row reads)."""
+    from types import SimpleNamespace
+
+    schedules = {step: {"num_scheduled_tokens": dict.fromkeys(ids, 1),
+                        "cached": {"req_ids": [r for r, _ in cached], "resumed_from_preemption": [f for _, f in cached]}}
+                 for step, (ids, cached) in steps.items()}
+    return SimpleNamespace(schedules=schedules, stage_steps=[SimpleNamespace(step=s, stage=0) for s in steps])
+
+
+def test_a_request_resumed_while_it_held_a_row_is_a_documented_departure():
+    """Planted: B in step 3's batch, preempted by a schedule nothing executed, resumed at step 5 (no
+    stage removed its row); and the same with step 4 executed between (its row was removed)."""
+    from reference.run import PAIRINGS, resumes_holding_a_row
+
+    held = _capture({3: (["A", "B"], []), 5: (["A", "B"], [("A", False), ("B", True)])})
+    removed = _capture({3: (["A", "B"], []), 4: (["A"], [("A", False)]), 5: (["A", "B"], [("A", False), ("B", True)])})
+    assert resumes_holding_a_row(held) and not resumes_holding_a_row(removed)
+    assert [p.departs for p in PAIRINGS if p.departs] == [resumes_holding_a_row]  # 0.9.2's random pairing only
+
+
 def test_render_table_marks_each_pairing():
     from reference.compare import Comparison
     from reference.run import PAIRINGS, CheckRow
