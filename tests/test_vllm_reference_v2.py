@@ -262,20 +262,20 @@ def test_provenance_names_vllms_own_v2_code_with_hashes(thread_check):
 def test_seed_40_vllm_0_29_drops_the_misfit_entry_without_waiting(seed_40_width):
     """Seed 40, 0.29.0 x v2-broadcast-width: stage 0's receive of step 0 (req-0 and
     req-1's prefills, [2, 5]) got [2, 1]; both requests finished at step 3, so at
-    step 6, where the entry is taken, every row's slot was freed since, and
+    step 5, where the entry is taken, every row's slot was freed since, and
     vLLM's get_prev_sampled_outputs returns before it waits on the receive
     (0.29.0 pp_utils.py 110-113, 118). minispec's transport checks the message as
     it takes it, and names it; vLLM's rank would hang at its next wait instead."""
     row = seed_40_width.rows[0]
-    assert (row.comparison.equal, row.comparison.total, row.runs_equal) == (9, 10, 0)
+    assert (row.comparison.equal, row.comparison.total, row.runs_equal) == (8, 9, 0)
     first = row.first
-    assert (first.step, first.stage, first.buffer) == (6, 0, "broadcast_mismatch")
+    assert (first.step, first.stage, first.buffer) == (5, 0, "broadcast_mismatch")
     assert first.minispec == {"sent": [2, 1], "posted": [2, 5]} and first.vllm is None
     capture = seed_40_width.runs[(RANDOM, BROADCAST_WIDTH)]["random seed 40"]
     assert set(capture.schedules[3]["finished_req_ids"]) == {"req-0", "req-1"}
     step0 = next(s.buffers for s in capture.stage_steps if (s.step, s.stage) == (0, 0))
     assert set(step0["req_id_to_index"]) == {"req-0", "req-1"}
-    vllm = next(r["buffers"] for r in row.vllm_steps["random seed 40"] if (r["step"], r["stage"]) == (6, 0))
+    vllm = next(r["buffers"] for r in row.vllm_steps["random seed 40"] if (r["step"], r["stage"]) == (5, 0))
     assert vllm["broadcast_unwaited"] == first.minispec and not {"req-0", "req-1"} & set(vllm["req_id_to_index"])
     assert row.unwaited == ["random seed 40"] and row.ok
 
@@ -294,12 +294,14 @@ def test_bad_arguments_are_named_before_anything_is_built(argv, message, capsys,
 @pytest.mark.vllm
 @pytest.mark.parametrize("seed, step, misfit", [
     (63, 5, [[2, 1], [2, 4]]), (65, 5, [[2, 1], [2, 2]]), (70, 5, [[1, 1], [1, 3]]), (88, 4, [[1, 1], [1, 3]]),
-    (106, 6, [[1, 1], [1, 5]]), (112, 14, [[2, 1], [2, 5]]), (124, 4, [[1, 1], [1, 3]]), (136, 5, [[2, 1], [2, 2]]),
+    (106, 6, [[1, 1], [1, 5]]), (124, 4, [[1, 1], [1, 3]]), (136, 5, [[2, 1], [2, 2]]),
     (154, 7, [[1, 1], [1, 2]]), (199, 6, [[2, 1], [2, 3]])])
 def test_the_200_runs_other_unwaited_seeds(seed, step, misfit):
     """The other runs of 0.29.0 x v2-broadcast-width in seeds 0-199 that differ, each
     for seed 40's reason: their one difference is a misfit broadcast that vLLM's code
-    took off its FIFO without waiting on it."""
+    took off its FIFO without waiting on it. (Seed 112 was one until the scheduler preempted
+    requests with a batch in flight, 2026-12-07: its schedule changed and it runs equal now;
+    seed 40's misfit is now taken at step 5, not 6.)"""
     _require_vllm()
     row = v2_run.check(1, [Pairing("0.29.0", "vllm", BROADCAST_WIDTH, RANDOM, True, "")], first_seed=seed).rows[0]
     assert (row.first.step, row.first.stage, row.first.buffer) == (step, 0, "broadcast_mismatch")
