@@ -8,14 +8,8 @@ only*, and ``condense`` moves the highest rows into the holes. A re-added row
 therefore shows its previous occupant's tokens in every slot it does not
 overwrite -- including the draft slots, unless something writes them (fix 1).
 
-The free rows are the batch's own (``removed``), as in vLLM 0.9.2, where
-``remove_request`` records them in ``batch_update_builder`` and ``add_request`` and
-``condense`` take them from there (``BatchUpdateBuilder`` in its
-``v1/sample/logits_processor.py``, lines 56-144; ``gpu_input_batch.py`` lines 249-254
-and 489-502). vLLM 0.9.1 still handed them round: its ``_update_states`` collected
-``removed_req_indices`` from ``remove_request``, passed one to each
-``add_request(req_state, req_index)`` and the rest to ``condense(removed_req_indices)``
-(0.9.1's ``v1/worker/gpu_model_runner.py``, lines 349-378 and 512-525).
+The free rows are the batch's own (``removed``), as in vLLM 0.9.2 (0.9.1 still handed them
+round; the lines of both: ``docs/fidelity/model_runner_v1.md``).
 
 Left out: the sampling-parameter tensors, logits processors, LoRA and
 multimodal state, the GPU copies.

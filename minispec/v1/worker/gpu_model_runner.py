@@ -12,36 +12,19 @@ layers run, and then
 
 ``_update_states`` follows vLLM v0.9.2 step by step (split into helpers named
 after its phases), including its two faults under pipeline parallelism, each
-switchable (``minispec.v1.worker.runner_fixes``; with fix 1 alone, the preset
-``"vllm-0.14"``, this runner's re-add and relay logic matches 0.14.0's).
-minispec adds bookkeeping vLLM does not have: ``row_paths`` for traces and
-each request's last drafts for fix 2.
+switchable (``minispec.v1.worker.runner_fixes``). minispec adds bookkeeping vLLM
+does not have: ``row_paths`` for traces and each request's last drafts for fix 2.
 
-Built as vLLM builds it, from the ``VllmConfig`` alone: the runner picks its
-drafter (last stage only, ``minispec.v1.spec_decode.make_drafter``), its ``Sampler`` and
-``RejectionSampler``, and turns each of V1's switches (``runner_fixes.py``) into the one
-function it calls. It is one implementation of the runner contract (``worker_base.WorkerBase``):
-``describe_rows`` hands the trace recorder its persistent batch's rows.
-``removed_req_indices`` is not passed through ``_update_states``: vLLM 0.9.2's GPU
-runner does not pass it either (0.9.1's did, and 0.9.2's ``vllm/v1/worker/tpu_model_runner.py``
-365-368 still does); its ``InputBatch`` keeps the free rows itself, and so
-does minispec's (see ``gpu_input_batch.py``).
-Under pipeline parallelism with async scheduling the scheduler relays no tokens: the last stage
-broadcasts each batch's sampled tokens, and a non-last stage applies them before it builds its
-next inputs (``_pp_broadcast_prev_sampled_token_ids`` and its receive, vLLM 0.30.0's names;
-``pp_prev_sampled.py`` says what minispec sends beyond vLLM's one column, and why).
+Built as vLLM builds it, from the ``VllmConfig`` alone: the runner picks its drafter (last
+stage only), its samplers, and the one function each of V1's switches calls. It is one
+implementation of the runner contract (``worker_base.WorkerBase``). Under pipeline parallelism
+with async scheduling the scheduler relays no tokens: the last stage broadcasts each batch's
+sampled tokens (``pp_prev_sampled.py``). A resumed request that still holds a row is evicted
+first, so it is re-added with its new blocks alone.
 Left out: CUDA graphs, the Worker class, structured output, LoRA, multimodal.
-Under every preset a resumed request that still holds a row is evicted first, as 0.14.0
-does (``cached - (scheduled - resumed)``, ``gpu_model_runner.py`` line 878; 0.30.0 1263-1276),
-so it is re-added with its new blocks alone. One departure from 0.9.2 under
-``"vllm-0.9.2"``, which removed ``cached - scheduled`` and appended the new blocks to the
-old row. minispec's scheduler reaches the path since it preempts a request with a batch in
-flight: a request preempted by a schedule that holds nothing is never executed, so no stage
-drops its row before the request resumes (vLLM 0.30.0 executes empty schedules; its own
-path is ``reset_prefix_cache``'s forced preemption). ``tests/test_vllm_reference.py`` runs a
-hand-built schedule that reaches it through both vLLM releases.
-Checked by running vLLM's own ``_update_states`` on minispec's schedules:
-``reference/`` (beside the package, ``make vllm-check``).
+
+The release lines, the one departure from 0.9.2, and how ``make vllm-check`` runs vLLM's own
+``_update_states`` on minispec's schedules: ``docs/fidelity/model_runner_v1.md``.
 """
 
 from __future__ import annotations

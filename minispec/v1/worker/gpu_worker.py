@@ -4,17 +4,13 @@ vLLM's ``Worker`` also initialises the device and the distributed groups and
 profiles memory; minispec's executors do the first two and size the KV cache
 from ``CacheConfig`` directly, and the runner picks its own drafter, as vLLM's
 does. Both executors build their stages here, so a stage is the same object in
-one process or many: the class is the one the design's record names (``designs.py``; the
-record travels in the ``VllmConfig``, so an "mp" worker needs no registry). Left out: the
+one process or many: the class is the one the design's record names (``designs.py``). Left out: the
 ``Worker`` class itself.
 
 ``worker_cls`` (an engine argument) hands in a design that lives outside minispec, as vLLM's
-``ParallelConfig.worker_cls`` does (vLLM 0.30.0 ``vllm/config/parallel.py`` 270-272: "The full
-name of the worker class to use"; resolved by ``WorkerWrapperBase.init_worker``,
-``vllm/v1/worker/worker_base.py`` 274-283, which takes only the qualified name and refuses a
-class object, though ``LLM.__init__`` in ``vllm/entrypoints/llm.py`` 231-236 still pickles one;
-from reading the code). minispec takes either, and checks the class against the runner
-contract, ``WorkerBase``, when the config is built.
+``ParallelConfig.worker_cls`` does; minispec takes a qualified name or a class, and checks the
+class against the runner contract, ``WorkerBase``, when the config is built (vLLM's lines:
+``docs/fidelity/model_runner_v1.md``).
 """
 
 from __future__ import annotations

@@ -1,52 +1,37 @@
 """V1 under pipeline parallelism with async scheduling: the last stage's broadcast of the
 previous sampled tokens (vLLM 0.30.0: ``vllm/v1/worker/gpu_model_runner.py``,
-``_pp_broadcast_prev_sampled_token_ids`` 4849-4864 and
-``_pp_receive_prev_sampled_token_ids_to_input_batch`` 4866-4896, from PR #32618; the
-scheduler then relays no ``new_token_ids``, ``vllm/v1/core/sched/scheduler.py`` 1633-1636).
+``_pp_broadcast_prev_sampled_token_ids`` and ``_pp_receive_prev_sampled_token_ids_to_input_batch``).
 
 Under async scheduling the scheduler schedules a request again before its batch's output is
-back, so it cannot relay what was sampled; only the last stage knows. vLLM's last stage
-broadcasts each batch's sampled tokens after sampling it (``gpu_model_runner.py``, called at
-4612-4615), and each non-last stage posts its receive for them right after its own forward of
-the batch (4572-4574) and waits for it before it builds its next inputs
-(``_prepare_input_ids``, 1807-1810).
-minispec does the same over the pipeline's checked transport (``send_checked`` /
-``post_checked``, so invariant 7 checks every message): one message per non-last rank,
-skipped on both sides when no row of the batch samples (vLLM: ``_is_all_reqs_chunked_prefill``,
-4177-4184; here each side decides from its own rows, alike).
+back, so it cannot relay what was sampled; only the last stage knows. The last stage
+broadcasts each batch's sampled tokens after sampling it, and each non-last stage receives
+them before it builds its next inputs, over the pipeline's checked transport (invariant 7
+checks every message); both sides skip the message when no row of the batch samples.
 
 What travels, for the batch's rows in batch order (``PrevSampledLayout``):
 
-1. ``sampled_token_ids`` ``[num_reqs, k + 1]`` int64, -1 padded: every token sampled, the
-   accepted drafts and the bonus (or recovered) token;
+1. ``sampled_token_ids`` ``[num_reqs, k + 1]`` int64, -1 padded: every token sampled;
 2. ``[num_sampled; num_drafts]`` ``[2, num_reqs]`` int32: how many of each row are valid, and
    how many drafts the last stage proposed next;
 3. with ``k > 0``, the next drafts ``[num_reqs, k]`` int64.
 
-vLLM sends only ``[num_reqs, 1]`` and asserts it (0.30.0 ``gpu_model_runner.py`` 4856-4858; the
-same assertion in 0.29.0 at 4918-4919 and 0.33.0 at 4534-4535): V1 under PP + async has no
-speculative decoding in any release. The three messages above are **minispec's fix where no
-release has one**: a non-last stage needs every accepted token (else its history loses them,
-July 2025's fault 2 again, vLLM #57755), their number, and the drafts it must embed as the
-next step's inputs. The fault preset ``v1-pp-async-column-0`` puts back the obvious patch
-#57755 reports, column 0 of the sampled tokens at width 1 and nothing else
-(``column_zero_layout``).
+vLLM sends one column: V1 under PP + async has no speculative decoding in any release. The
+three messages are **minispec's fix where no release has one**: a non-last stage needs every
+accepted token (else its history loses them, fault 2 again), their number, and the next drafts.
+The preset ``v1-pp-async-column-0`` puts back the one-column patch (``column_zero_layout``).
 
-A non-last stage applies entries on first need, at the start of a step, before
-``_update_states`` touches its rows: oldest first, every entry up to the newest one that holds
-a request scheduled now (as Model Runner V2 does here, ``gpu/pp_utils.py``). The last stage runs
-batches in order, so nothing is waited for that it will not send. Taking an entry appends its
-tokens to each request's ``output_token_ids`` and, where the request holds a row, writes them
-at ``num_tokens_no_spec`` and advances it (vLLM 0.30.0 ``gpu_model_runner.py`` appends one
-placeholder per row to ``output_token_ids``, 4891-4892, and advances ``num_tokens_no_spec`` by
-one, 4895: its tokens go to the GPU ``input_ids`` directly); the drafts
-become the stage's own (``draft_token_ids``), which ``_scheduled_drafts`` reads.
+A non-last stage applies entries at the start of a step, before ``_update_states``, oldest
+first, up to the newest one that holds a request scheduled now. Taking an entry appends its
+tokens to each request's ``output_token_ids`` and, where the request holds a row, writes them at
+``num_tokens_no_spec`` and advances it; the drafts become the stage's own.
 
 In one process (``UniProcExecutor``) a receive not sent yet raises ``NotSentYet``; the
-executor runs the other stages first and retries. Taken tensors are kept on their entry, so a
-retry never takes a message twice. Left out: CUDA streams and the GPU scatter of
+executor runs the other stages first and retries, and a retry never takes a message twice.
+Left out: CUDA streams and the GPU scatter of
 ``prev_sampled_token_ids`` into ``input_ids``, ``discard_request_mask``, torchrun's
 ``broadcast_pp_output`` mode.
+
+Where each step is in vLLM 0.30.0, line by line: ``docs/fidelity/model_runner_v1.md``.
 """
 
 from __future__ import annotations

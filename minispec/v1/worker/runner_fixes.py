@@ -2,72 +2,40 @@
 plug points in V1's runner (minispec's own; vLLM has no twin: it ships one behaviour per
 release of the code they switch, ``_update_states`` in ``vllm/v1/worker/gpu_model_runner.py``).
 Every switch here belongs to ``ModelRunner.V1``; what a switch, a preset and a learner's
-settings are, and how they are checked against ``model_runner=``:
-``minispec.v1.worker.switches`` and ``minispec.v1.worker.switchboard``.
+settings are: ``minispec.v1.worker.switches`` and ``minispec.v1.worker.switchboard``.
 
-* ``READD_SPEC_TOKENS`` (fix 1, vLLM v0.14.0, PR #31944): when a cached request is
-  re-added to the persistent batch, write its scheduled draft tokens into its row,
-  as the in-batch path does.
-* ``SYNC_ACCEPTED_TOKENS`` (fix 2): under pipeline parallelism the scheduler sends
-  a non-last stage only the last token emitted (the bonus token, or the recovered
-  token after a rejection); the drafts accepted last step never reach it. With the
-  fix, the stage takes the accepted ones from the drafts it was given last step,
-  so its token history stays complete.
-* ``MOVE_ROW``: condense's row move, a plug point for the workshop's bonus exercise.
-  The runner's own is ``InputBatch._move_row``, which moves a row's first
-  ``num_tokens`` slots, as vLLM's ``condense`` does.
-
-The presets (``Preset``, ``fixes=``): ``"vllm-0.9.2"`` has both faults. ``"vllm-0.14"`` is
-v0.9.2's scheduler and engine plus fix 1: the runner's re-add and relay logic matches
-0.14.0, but real 0.14.0 also clears a request's drafts at schedule time, hands
-new drafts to the scheduler through ``take_draft_token_ids`` rather than in
-``ModelRunnerOutput``, and marks resumed requests differently (a
-``resumed_req_ids`` set, plus the full ``all_token_ids`` of any request not
-scheduled the step before). ``"all"`` has both fixes; it turns no switch to its fault,
-so it applies to every design (the default of ``fixes=``, Model Runner V2's included).
-
-A learner's settings are a ``RunnerFixes`` (``fixes=RunnerFixes(...)``, V1 only): a fix's
-field is ``True`` (the built-in fix), ``False`` (July 2025's fault) or a function that
-takes the built-in's place (the workshop's exercises, ``minispec.lab.exercises.checkers``, plug
-learners' code in here); ``move_row`` is ``None`` (the runner's own) or a function. The
-runner asks ``VllmConfig.switches`` once per switch, when it is built, for the one
-function it calls:
-
-* ``readd_spec_tokens(runner, row, spec_token_ids) -> None`` on every stage for
-  each re-added row, right after ``add_request``, with the drafts the scheduler
-  sent (possibly none). ``runner`` is the stage's ``GPUModelRunner``, ``self`` in
-  vLLM's ``_update_states``: write into ``runner.input_batch``. The fix is the
-  runner's own in-batch draft write, ``GPUModelRunner._write_spec_tokens``; the
-  fault is ``skip_spec_tokens``.
-* ``sync_accepted_tokens(state, num_computed_tokens, new_token_ids) -> list[int]``
-  on non-last stages when the scheduler's ``num_computed_tokens`` plus the relayed
-  ``new_token_ids`` run past the stage's ``state.num_tokens``; it returns the
-  tokens to append to ``state.output_token_ids``. The fix is
+* ``READD_SPEC_TOKENS`` (fix 1): when a cached request is re-added to the persistent batch,
+  write its scheduled draft tokens into its row, as the in-batch path does.
+  ``readd_spec_tokens(runner, row, spec_token_ids) -> None``; the fix is
+  ``GPUModelRunner._write_spec_tokens``, the fault ``skip_spec_tokens``.
+* ``SYNC_ACCEPTED_TOKENS`` (fix 2): under pipeline parallelism a non-last stage is sent only
+  the last token emitted; with the fix it takes the accepted drafts from the drafts it was given
+  last step, so its history stays complete.
+  ``sync_accepted_tokens(state, num_computed_tokens, new_token_ids) -> list[int]``; the fix is
   ``take_accepted_drafts``, the fault ``slice_relayed_tokens``.
-* ``move_row(batch, src, tgt) -> None``, called by ``InputBatch.condense`` for each
-  row it moves down.
+* ``MOVE_ROW``: condense's row move, the workshop's bonus exercise:
+  ``move_row(batch, src, tgt) -> None``; ``None`` is ``InputBatch._move_row``.
 
-Under pipeline parallelism with async scheduling (``minispec/v1/worker/pp_prev_sampled.py``), three
-more switches, each with a fault preset (``V1FaultPreset``, ``faults=``) from the in-flight family
-(issue 22; ``minispec.lab.faults.in_flight``; where each bites: ``FAULTS`` in
-``minispec/lab/faults/catalogue.py``):
+The presets (``fixes=``): ``"vllm-0.9.2"`` has both faults, ``"vllm-0.14"`` fix 1 only, ``"all"``
+both fixes (every design's default). A learner's ``RunnerFixes`` sets each field to ``True``,
+``False`` or a function that takes the built-in's place; the runner asks
+``VllmConfig.switches`` once per switch, when it is built.
 
-* ``PREV_SAMPLED_LAYOUT``: what the last stage's broadcast of the previous sampled tokens carries,
-  built alike on both sides. The fix is minispec's ``full_layout`` (all ``k + 1`` columns, the
-  valid counts, the next drafts); the fault, ``column_zero_layout``, is the patch vLLM #57755
-  reports: column 0 at vLLM's width 1, and nothing else (``v1-pp-async-column-0``).
-* ``TRIM_OPTIMISTIC``: ``(state, num_computed_tokens, is_last_rank) -> int``, each stage's take-back
-  of the scheduler's optimistic count (every draft in flight assumed accepted). The fix,
-  ``take_back_rejected``, runs on every stage; the fault, ``trim_on_last_rank_only``, only on the
-  last, as the ``elif`` of vLLM #54260 does (``v1-pp-async-trim-last-rank``).
-* ``NUM_TOKENS_NO_SPEC``: ``(start, num_computed_tokens, num_new) -> int``, where a non-last stage's
-  row ends once the relayed tokens are in (``start``: its ``num_tokens_no_spec``). The fix,
-  ``end_of_history``, is 0.30.0's; the fault, ``end_from_num_computed``, 0.17.0's, which PR #41133
-  fixed (``v1-pp-async-num-tokens-no-spec``).
+Under pipeline parallelism with async scheduling (``pp_prev_sampled.py``), three more switches,
+each with a fault preset of the in-flight family (``minispec.lab.faults.in_flight``):
 
-``LEFT_OUT`` names a fault of V1's runner that is not a preset, and why.
-Model Runner V2's switches and its plug point are its own:
-``minispec/v1/worker/gpu/runner_fixes.py``.
+* ``PREV_SAMPLED_LAYOUT``: what the last stage's broadcast of the previous sampled tokens
+  carries; fix ``full_layout``, fault ``column_zero_layout`` (``v1-pp-async-column-0``).
+* ``TRIM_OPTIMISTIC``: ``(state, num_computed_tokens, is_last_rank) -> int``, each stage's
+  take-back of the scheduler's optimistic count; fix ``take_back_rejected`` (every stage),
+  fault ``trim_on_last_rank_only`` (``v1-pp-async-trim-last-rank``).
+* ``NUM_TOKENS_NO_SPEC``: ``(start, num_computed_tokens, num_new) -> int``, where a non-last
+  stage's row ends once the relayed tokens are in; fix ``end_of_history``, fault
+  ``end_from_num_computed`` (``v1-pp-async-num-tokens-no-spec``).
+
+``LEFT_OUT`` names a fault of V1's runner that is not a preset, and why. The releases and
+pull requests behind each switch: ``docs/fidelity/model_runner_v1.md``. Model Runner V2's
+switches are ``minispec/v1/worker/gpu/runner_fixes.py``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """What every runner design and the draft proposer build the same way (vLLM 0.30.0:
-``vllm/v1/worker/utils.py``, whose ``allocate_kv_cache`` and ``bind_kv_cache``, lines
-389-455 and 591-638, give each attention layer its cache).
+``vllm/v1/worker/utils.py``, whose ``allocate_kv_cache`` and ``bind_kv_cache`` give each
+attention layer its cache).
 
-* ``load_stage_model``: a stage's weights, with its KV cache bound (vLLM: the worker's
-  ``load_model`` then ``initialize_kv_cache``, after profiling memory), and the EAGLE-3 taps
-  it captures (vLLM: ``set_eagle3_aux_hidden_state_layers``, called by the runner's ``load_model``);
+* ``load_stage_model``: a stage's weights, with its KV cache bound, and the EAGLE-3 taps it captures;
 * ``bind_kv_cache``: one paged cache per attention layer, for a stage or a draft model;
-* ``request_generator``: a random request's own ``torch.Generator``. vLLM 0.30.0's V1
-  runner makes one for a request that carries a seed (``gpu_model_runner.py`` 1300-1307)
-  and samples the others from the global generator; V2 keeps the seeds in
-  ``gpu/sample/states.py`` for its kernels. minispec derives a seed for the others from
-  the engine's and the request id, so each request draws the same numbers in every run.
+* ``request_generator``: a random request's own ``torch.Generator``, seeded from the request's
+  seed or, without one, from the engine's and the request id, so each request draws the same
+  numbers in every run (vLLM samples those from the global generator).
 
 Left out: KV-cache layouts, cache groups and sharing between layers, the forward context.
 """

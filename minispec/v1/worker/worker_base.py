@@ -11,27 +11,18 @@ design plugs in by implementing these four methods (``docs/adding_a_runner.md``)
 * ``bind_pp_group``: take the group this stage talks to the other stages on;
 * ``describe_rows``: this step's rows as ``RowRecord`` data, for the trace recorder.
 
-What the engine needs to know about a design besides its class (its switches, its cadence
-under async scheduling, the proposers it accepts) is its record in ``designs.py``.
+What the engine needs to know about a design besides its class is its record in ``designs.py``.
 
-Why this name: in vLLM the executor talks to a stage through its worker (``WorkerBase``,
-0.30.0 ``worker_base.py`` 44-208, whose ``execute_model`` the executors call), and the
-worker holds the model runner. v1 has no model-runner base class: V1's and V2's
-``GPUModelRunner`` share only mixins (0.30.0 ``gpu_model_runner.py`` 498-500,
-``gpu/model_runner.py`` 187), and the worker types V2's as V1's with a "temporary fix"
-comment (``gpu_worker.py`` 479-482); v0's ``ModelRunnerBase`` (``vllm/worker/
-model_runner_base.py``, an ``ABC``) is gone from 0.30.0. minispec leaves the worker out
-and its executors drive the runners directly, so the runner takes the worker's place
-and the worker's base class name. It is an ``ABC`` where vLLM's methods raise
-``NotImplementedError`` when called: a design that forgets one cannot be built at all,
-and ``TypeError`` names the missing method (all from reading the code).
-
-What vLLM's ``WorkerBase`` does not have: ``bind_pp_group`` (vLLM's runners reach the
-pipeline group through the global ``get_pp_group()``; minispec builds several pipelines
-in one process, so each stage is handed its own) and ``describe_rows`` with the two
-``_record_*`` helpers (minispec's trace: vLLM has no recorder). Left out: device
+Why this name: in vLLM the executor talks to a stage through its worker, and the worker holds
+the model runner; v1 has no model-runner base class. minispec leaves the worker out and its
+executors drive the runners directly, so the runner takes the worker's place and its base class
+name. It is an ``ABC``, so a design that forgets a method cannot be built, and ``TypeError``
+names the method. ``bind_pp_group`` (minispec builds several pipelines in one process) and
+``describe_rows`` (vLLM has no recorder) are minispec's. Left out: device
 initialisation, memory profiling, KV-cache sizing, LoRA, sleep mode, ``sample_tokens``
 (vLLM's split of ``execute_model`` for structured output).
+
+vLLM 0.30.0's worker and runner classes, line by line: ``docs/fidelity/model_runner_v1.md``.
 """
 
 from __future__ import annotations

@@ -1,35 +1,24 @@
 """The scheduler under async scheduling (vLLM 0.30.0: ``vllm/v1/core/sched/async_scheduler.py``,
 ``AsyncScheduler``; chosen by ``scheduler_config.async_scheduling``, as vLLM's
-``SchedulerConfig.get_scheduler_cls`` does, ``config/scheduler.py`` 212-220).
+``SchedulerConfig.get_scheduler_cls`` does).
 
 The engine schedules the next step before this step's output is back. A request whose batch
 is in flight can then be scheduled again, because its future tokens are counted as
-*placeholders* (from reading the code, ``async_scheduler.py`` 19-49):
+*placeholders*:
 
 * ``num_output_placeholders``: once a step that samples for a request is scheduled, it owes
-  ``1 + d`` tokens (the bonus and its ``d`` drafts, all assumed accepted). The base scheduler
-  counts them as tokens to compute (``num_tokens_with_spec + num_output_placeholders -
-  num_computed_tokens``), so the next step schedules ``1 + k`` more at once; a returning
-  output takes back the rejected drafts and then every token it appended (52-63).
+  ``1 + d`` tokens (the bonus and its ``d`` drafts, all assumed accepted), counted as tokens to
+  compute; a returning output takes back the rejected drafts and then every token it appended.
 * ``spec_token_ids`` becomes ``[-1] * k``: the scheduler schedules ``k`` drafts whose values it
-  never learns. The stages take the values, and the tokens sampled last step, from the last
-  stage (V1: its own copy, or the broadcast under PP; V2: its slots and ``PPHandler``). So a
-  returning output's drafts are not taken (``_take_drafts`` does nothing).
-* With Model Runner V2 and pipeline parallelism a decoding request is next eligible
-  ``pp_size`` steps later (``next_decode_eligible_step``, 46-49): its tokens are on every
-  stage by then, since V2's stages apply the last stage's broadcast ``pp_size`` steps on.
-  minispec counts executed batches there, not steps (``Scheduler._wait_for_output`` says why).
-  vLLM asks ``use_v2_model_runner``; minispec is handed the wait, ``decode_wait_batches``, which
-  the engine reads off the design's record (``minispec/v1/worker/designs.py``): V2's stages and
-  the relay's wait ``pp_size`` batches, V1's none.
+  never learns; the stages take them from the last stage. So a returning output's drafts are
+  not taken (``_take_drafts`` does nothing).
+* With a design that waits (V2's stages, the relay), a decoding request is next eligible
+  ``decode_wait_batches`` batches later, read off the design's record
+  (``minispec/v1/worker/designs.py``).
 
-For the fault family (a switch that intervenes in the accounting): the placeholders are added
-in ``_update_after_schedule`` and taken back in ``_update_request_with_output`` and, for the
-rejected drafts, in ``Scheduler.update_from_output``; ``_wait_for_output`` decides which
-requests wait for an output. Override those.
-
-A preempted request's placeholders are zeroed and its stale output (``Scheduler``'s module
-docstring) takes none back (vLLM 0.30.0 ``async_scheduler.py`` 60-64).
+For the fault family: the placeholders are added in ``_update_after_schedule`` and taken back
+in ``_update_request_with_output`` and ``Scheduler.update_from_output``; ``_wait_for_output``
+decides which requests wait. Override those. The lines of each: ``docs/fidelity/scheduler.md``.
 
 Left out: structured output, the diffusion-model variant (no bonus token), prefix caching's
 ``cache_blocks``.

@@ -9,60 +9,21 @@ nothing left to schedule: that is why, with a batch queue, decode batches
 alternate between two sets of requests.
 
 Left out: priorities, prefix caching, encoder inputs, structured output, LoRA.
-What async scheduling needs from this class is here, as in vLLM 0.30.0's base ``Scheduler``
-(placeholders count as tokens to compute, ``scheduler.py`` 656-659; a request whose batches in
-flight already reach ``max_tokens`` is skipped, 616-631; ``next_decode_eligible_step``, 633-637;
-rejected drafts are taken back from the placeholders too, 1990-1995; no ``new_token_ids`` relay
-under PP + async, 1636); the placeholders are set by ``AsyncScheduler`` (``async_scheduler.py``).
+What async scheduling needs from this class is here (placeholders count as tokens to
+compute); ``AsyncScheduler`` sets the placeholders.
 
-As in v0.9.2, a request leaves ``requests`` when it finishes (``_free_request``;
-vLLM's ``_free_blocks``, ``scheduler.py`` line 996), so one engine reused all
-afternoon holds only what is unfinished; ``totals()`` keeps the counts of those
-that left, for ``LLM.stats``. ``schedule()`` clears ``finished_req_ids`` every
-time, as v0.9.2 does (``_update_after_schedule``, line 609): a finished id goes
-out with the next ``SchedulerOutput`` and is forgotten, and the engine hands back
-the ids of a schedule it does not execute, for the one after (``EngineCore``).
+A request leaves ``requests`` when it finishes, so an engine reused all afternoon holds only
+what is unfinished (``totals()`` keeps the counts for ``LLM.stats``); a finished id goes out
+with the next ``SchedulerOutput`` and is forgotten.
 
-Preemption, as vLLM 0.30.0 does it (from reading ``scheduler.py`` 733-795, 1477-1518,
-886-895 and 1943-1969): the victim is the last of ``running``, which is never one already
-scheduled in this step and may have batches in flight (under PP the other batch, under async
-scheduling its own). Its blocks are freed at once: every stage runs batches in order, so the
-batch in flight reads them before a later batch writes them. Its output still to come is
-*stale* (``num_stale_output_tokens``): it is delivered when it returns, its tokens appended as
-any others (they were sampled from the right KV, and dropping them would make the resumed
-request sample those positions again, PR #48245), but it no longer moves the counters
-preemption reset (no rollback of rejected drafts, no placeholders taken back). A preempted
-request is not resumed while such output is in flight: resuming first could sample a position
-that output later brings. One difference from 0.30.0: minispec keeps a preempted request
-draft-free, so drafts a stale output brings are not taken (0.30.0's ``update_draft_token_ids``
-takes them).
+Preemption: the victim is the last of ``running``, and may have batches in flight. Its blocks
+are freed at once (every stage runs batches in order, so the batch in flight reads them before
+a later batch writes them). Its output still to come is *stale*: delivered and appended when it
+returns, but it no longer moves the counters preemption reset, and the request is not resumed
+while it is in flight. A preempted request loses its drafts.
 
-Deliberate differences from v0.9.2:
-
-* A preempted request's output in flight is stale, as above. v0.9.2 preempted a request in
-  flight too (``make vllm-check`` showed it by running), but the stale-output fields came
-  with PR #48245 (2026), so it had no such rule (from the PR's date; 0.9.2's code was not
-  read for this).
-* Drafts that do not fit the budget are dropped even when none fit. v0.9.2 kept
-  all of them in that case, so they could be scheduled in the *other* batch
-  while this one was in flight; later vLLM drops them too.
-* A request computes at most ``max_model_len - 1`` positions, so the token each
-  position can emit still fits.
-* A preempted request loses its drafts (``_preempt``), as in vLLM 0.14.0
-  (``_preempt_request``). v0.9.2's preemption branch in ``schedule()`` reset
-  only the status and ``num_computed_tokens`` and kept them. The clearing is
-  absent from 0.13.0 and present in 0.14.0, the release that brought fix 1
-  (PR #31944).
-* For Model Runner V2, which frees a preempted request's slot at once, it lists the
-  requests each step preempted (``preempted_req_ids``, vLLM 0.30.0's field, output.py
-  265) and sends a resumed request's every token (``CachedRequestData.all_token_ids``).
-  0.9.2 has neither; V1's runner ignores both.
-
-``make vllm-check`` runs vLLM 0.9.2's own ``Scheduler`` beside this one on the
-same requests and model outputs (``reference.scheduler_check``):
-every schedule is equal up to one of these differences, and it shows one more by
-execution: vLLM 0.9.2's batch queue never runs an empty schedule, so the finished
-ids it carries reach no worker (minispec's engine hands them back).
+The release lines behind each rule, the deliberate differences from vLLM 0.9.2 and 0.30.0, and
+what ``make vllm-check`` showed: ``docs/fidelity/scheduler.md``.
 """
 
 from __future__ import annotations
@@ -266,12 +227,10 @@ class Scheduler:
     def _wait_for_output(self, request: Request) -> bool:
         """Async scheduling only (both conditions need placeholders or an eligible step set): is
         there nothing to schedule for ``request`` until an output comes back? Its batches in
-        flight already reach ``max_tokens`` even if every draft is rejected (vLLM 0.30.0
-        ``scheduler.py`` 616-631), or V2's pipeline makes it wait ``pp_size`` steps (633-637).
-        minispec counts those in batches (``num_scheduled_batches``): vLLM runs its empty
-        schedules through the pipeline too, so pp_size steps are pp_size batches there, while
-        minispec executes none (``EngineCore``). Counted in steps, two empty steps let a request
-        reach the first stage before its broadcast was sent. Once its batch is back, it waits no more."""
+        flight already reach ``max_tokens`` even if every draft is rejected, or V2's pipeline makes
+        it wait ``pp_size`` steps, counted here in executed batches (``num_scheduled_batches``;
+        ``docs/fidelity/scheduler.md`` says why). Once its batch is back, it waits no more.
+        """
         params = request.sampling_params
         done = (request.num_output_placeholders > 0 and request.num_computed_tokens + 2
                 - request.num_output_placeholders >= len(request.prompt_token_ids) + params.max_tokens)
