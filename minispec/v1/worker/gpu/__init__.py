@@ -4,17 +4,10 @@ in its README), minispec's second runner design: per-request state in persistent
 under pipeline parallelism the last stage's broadcast of what it sampled and drafted
 (``pp_utils.py``), applied by every other stage (``model_runner.py``).
 
-Selected as vLLM selects it, by an environment variable, or by minispec's engine
-argument ``model_runner="v1" | "v2"`` (``EngineArgs``), whose default the variable sets.
-vLLM reads
-``VLLM_USE_V2_MODEL_RUNNER`` (``envs.py`` 2037-2038) into
-``VllmConfig.use_v2_model_runner`` (``config/vllm.py`` 674-723; unset, 0.30.0 picks V2
-wherever it supports the model and features) and its ``Worker`` builds the V2 runner
-when it is true (``v1/worker/gpu_worker.py`` 469-488). minispec reads
-``MINISPEC_USE_V2_MODEL_RUNNER`` once, in ``EngineArgs.create_engine_config``, into
-``VllmConfig.model_runner``; unset, it builds V1, the runner the workshop is about.
-``gpu_worker.make_runner`` builds what the config says, so "mp" workers (which get the
-pickled config) and torchrun ranks (which build the same config) agree with the engine. Left out: vLLM's automatic choice and its list
+Selected by minispec's engine argument ``model_runner="v1" | "v2"``, whose default the
+environment variable ``MINISPEC_USE_V2_MODEL_RUNNER`` sets (vLLM: ``VLLM_USE_V2_MODEL_RUNNER``),
+read once in ``EngineArgs.create_engine_config``; unset, it builds V1, the runner the workshop
+is about. Left out: vLLM's automatic choice and its list
 of features V2 does not support yet (``_get_v2_model_runner_unsupported_features``).
 """
 

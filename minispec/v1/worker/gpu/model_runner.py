@@ -1,66 +1,41 @@
 """One pipeline stage of Model Runner V2 (vLLM 0.30.0: ``vllm/v1/worker/gpu/model_runner.py``,
 ``GPUModelRunner``; selected by ``model_runner="v2"`` or ``MINISPEC_USE_V2_MODEL_RUNNER``, see ``__init__.py``).
 
-Each step, in vLLM's order (``execute_model``, ``model_runner.py`` 1631-1650):
+Each step, in vLLM's order (``execute_model``):
 
 1. ``update_pp_decode_requests``: a non-last stage applies the last stage's
    broadcast of earlier batches to its slots (``pp_utils.py``);
 2. ``finish_requests``, ``add_requests``, ``update_requests``: slots are freed and
-   filled; a cached request only gets new blocks and the scheduler's
-   ``num_computed_tokens`` as a mirror (``model_runner.py`` 1177-1200): the runner keeps its own count;
+   filled; a cached request only gets new blocks: the runner keeps its own count;
 3. ``prepare_inputs``: the input batch is gathered from the slots (``input_batch.py``);
 4. the stage's layers run; then
 
    * a non-last stage posts its receives for this batch's broadcast and advances
-     ``num_computed_tokens`` by the whole query, drafts included (``sample_tokens``,
-     2016-2024: "Optimistically update num_computed_tokens"); the rejected part is
+     ``num_computed_tokens`` optimistically, drafts included; the rejected part is
      taken back when the broadcast is applied;
    * the last stage samples or rejection-samples the drafts it embedded, broadcasts
-     tokens and counts, updates its slots, proposes the next drafts into
-     ``draft_tokens`` and broadcasts those too (``model_runner.py`` 2048-2174).
+     tokens and counts, updates its slots, proposes the next drafts and broadcasts those too.
 
 The scheduler's ``new_token_ids`` relay and its draft token *values* are never read:
 from the scheduler this runner takes only how many tokens and drafts to run. That
-is the difference from V1 (``minispec/v1/worker/gpu_model_runner.py``), where a
-non-last stage rebuilt its rows from the relay and lost the accepted drafts. V1's
-switches do not apply here (this design has neither of those faults): ``fixes=`` takes
-only ``"all"`` or this design's ``RunnerFixes``, and the switchboard refuses the rest.
-Its own switches (``gpu/runner_fixes.py``: the 2026 faults, as ``faults=`` presets, and
-``apply_broadcast``, the workshop's plug point for the whole post-processing of the
-broadcast, notebook 08's last exercise) are resolved to functions when the runner is
-built, all seven here (``PPHandler`` is handed ``live_rows`` and ``sample_width``; ``captures_taps``
-decides whether this stage fills its EAGLE-3 taps' slots).
+is the difference from V1, where a non-last stage rebuilt its rows from the relay and lost
+the accepted drafts; V1's switches do not apply here. Its own switches
+(``gpu/runner_fixes.py``) are resolved to functions when the runner is built.
 
 The stage itself, everything above but the broadcast and the switches, is
-``model_runner_base.GPUModelRunnerBase``, which the relay design shares
-(``minispec/v1/worker/relay/``); this class adds V2's handler and its switches.
+``model_runner_base.GPUModelRunnerBase``, which the relay design shares; this class adds
+V2's handler and its switches. It implements the runner contract (``worker_base.WorkerBase``)
+and describes its rows off its slots, so the invariants check V2's own state.
 
-Like V1's runner, this one implements the runner contract (``worker_base.WorkerBase``):
-when asked (``record``/``check_invariants``) it describes its rows to the trace recorder
-before the forward, each read off its slot (``describe_rows``), so the invariants check
-V2's own state. It shares with V1's runner the proposer choice
-(``minispec.v1.spec_decode.make_drafter``), request seeding, weight loading and KV-cache
-binding (``minispec.v1.worker.utils``), and imports nothing of V1's runner.
-
-Preemption, as vLLM 0.30.0 (and 0.29.0) does it: the scheduler lists the requests a step
-preempted (``SchedulerOutput.preempted_req_ids``), and ``finish_requests`` frees their
-slots with the finished ones, in one sorted pass (1091-1103), so a preempted request's
-slot may go to a request admitted before it resumes. When it resumes, it is added
-again, after the step's new requests, from every token it has, which the scheduler
-sends (vLLM: as a new request, ``prefill_token_ids``, ``v1/core/sched/scheduler.py``
-1323-1333). One departure, because minispec's scheduler is V1's: it sends the resumed
-request as cached with ``resumed_from_preemption`` and its tokens in
-``CachedRequestData.all_token_ids``, and does not send the prompt length and
-``max_tokens`` again, so this runner keeps those of a preempted request (``preempted``),
-with the last stage's sampling state, whose random generator goes on where it stopped,
-as V1's runner's does.
-
-Async scheduling (``scheduler_config.async_scheduling``) needs nothing of this runner: it
-already takes only counts from the scheduler, so the ``-1`` draft placeholders are never read,
-and the ``AsyncScheduler`` schedules a decoding request again only ``pp_size`` steps on, when
-its broadcast is due. Left out: CUDA graphs, Triton kernels (numpy loops stand in),
+Preemption: ``finish_requests`` frees a preempted request's slot at once, so the slot may go
+to another request before it resumes; a resumed request is added again from every token it
+has, and keeps its prompt length, ``max_tokens`` and sampling state (``preempted``).
+Async scheduling needs nothing of this runner: it already takes only counts.
+Left out: CUDA graphs, Triton kernels (numpy loops stand in),
 async output copies, streams, structured output, logprobs, penalties, LoRA,
 multimodal, pooling, KV connectors, data and context parallelism, EPLB.
+
+vLLM 0.30.0's lines for each step and the one departure: ``docs/fidelity/model_runner_v2.md``.
 """
 
 from __future__ import annotations

@@ -60,12 +60,10 @@ def embedded_drafts(batch: InputBatch, row: int) -> list[int]:
 class GPUModelRunnerBase(WorkerBase[InputBatch]):
     PAYLOAD = "the last stage's broadcast"  # what a non-last stage applies, for messages
     def __init__(self, vllm_config, rank: int, device, recorder=None):
-        """The last stage picks its proposer as V1's runner does, with the shared
-        ``make_drafter`` (``minispec.v1.spec_decode``). vLLM's V2
-        builds its own with ``init_speculator`` (``gpu/spec_decode/__init__.py`` 8-58), which in
-        0.30.0 offers EAGLE, MTP, DFlash and other learned drafters, and raises
-        ``NotImplementedError`` for anything else: neither n-gram lookup nor a separate
-        draft model, the two proposers minispec runs here."""
+        """The last stage picks its proposer as V1's runner does, with the shared ``make_drafter``
+        (``minispec.v1.spec_decode``); vLLM's V2 builds its own, and offers neither proposer minispec
+        runs here (``docs/fidelity/model_runner_v2.md``).
+        """
         super().__init__(vllm_config, rank, device, recorder)
         spec = vllm_config.speculative_config
         self.max_num_reqs = vllm_config.scheduler_config.max_num_seqs

@@ -1,12 +1,10 @@
 """Pipeline parallelism for Model Runner V2: the last stage's broadcast (vLLM 0.30.0:
-``vllm/v1/worker/gpu/pp_utils.py``, ``PPHandler``, from PR #33960).
+``vllm/v1/worker/gpu/pp_utils.py``, ``PPHandler``).
 
 Only the last stage samples and drafts. After each batch it sends every other
 stage, for the batch's rows in batch order:
 
-1. ``sampled_tokens`` ``[num_reqs, k + 1]``, padded to the full width (``broadcast``;
-   0.33.0 sends width 1 for a batch without drafts, both sides working the width out
-   alike, ``_sample_len``, pp_utils.py 104-106; minispec keeps 0.30.0's fixed width);
+1. ``sampled_tokens`` ``[num_reqs, k + 1]``, padded to the full width (``broadcast``);
 2. ``num_sampled`` and ``num_rejected`` stacked as ``[2, num_reqs]`` int32;
 3. with drafts (``k > 0``), the next ``draft_tokens`` ``[num_reqs, k]`` (``broadcast_drafts``).
 
@@ -15,49 +13,29 @@ every row is a prefill chunk that is not the last); each non-last stage computes
 the same mask from the same batch and skips its receive too.
 
 A non-last stage posts its three receives right after its own forward of the batch
-(``receive``; vLLM: ``sample_tokens``, model_runner.py 2016-2024) and applies them
-later, at the start of a step, before it touches its slots (vLLM:
-``update_pp_decode_requests``, 1110-1118, called first in ``execute_model``, 1643).
-When is "later"? vLLM 0.30.0 applies step T's entry at step T + pp_size, from a FIFO
-pre-seeded with pp_size empty entries (pp_utils.py 71-77, 116-126): with async
-scheduling its scheduler makes a decoding request wait exactly pp_size steps
-(``next_decode_eligible_step``: ``v1/core/sched/async_scheduler.py`` 46-49,
-``v1/core/sched/scheduler.py`` 633-636), so by then the broadcast has been sent. minispec's
-scheduler is not asynchronous: a decoding request waits for its batch's
-``update_from_output``, which may come any number of steps later, and an empty step
-is never executed. So here a stage applies entries on first need: at each step it
-takes, oldest first, every entry up to the newest one that holds a request scheduled
-now (``get_prev_sampled_outputs``). That entry's batch has left the last stage, and so
-has every older one, since the last stage runs batches in order: nothing is waited
-for that is not already sent. While two batches alternate, as in the forum thread's
-schedule, first need *is* T + pp_size; the two differ when requests finish or arrive
-(``tests/test_v2_runner.py``).
+(``receive``) and applies them later, at the start of a step, before it touches its slots.
+When is "later"? vLLM applies step T's entry at step T + pp_size, since its async scheduler
+makes a decoding request wait that long. minispec's scheduler may return an output any number
+of steps later, so here a stage applies entries on first need: oldest first, every entry up to
+the newest one that holds a request scheduled now (``get_prev_sampled_outputs``). The last
+stage runs batches in order, so nothing is waited for that is not already sent.
 
-As in vLLM (pp_utils.py 79-82, 130-134), each slot has a generation counter bumped
-when it is freed (``on_req_idx_freed``); an entry's rows whose slot was freed since
-its receive are skipped, so a finished request's tokens never land in the slot's
-next occupant.
+Each slot has a generation counter bumped when it is freed (``on_req_idx_freed``); an entry's
+rows whose slot was freed since its receive are skipped, so a finished request's tokens never
+land in the slot's next occupant.
 
-Two fault presets switch this file (``gpu/runner_fixes.py``), each resolved once by V2's
-runner and handed to ``PPHandler``: ``live_rows`` (``v2-slot-reuse`` drops the generation
-check) and ``sample_width`` (``v2-broadcast-width`` sends ``[n, 1]`` for a batch without
-drafts: the fault PR #46994 reported and PR #50514 fixed). So this file imports no
-switch, and the relay design (``minispec/v1/worker/relay/``) can share its two pure
-functions, ``compute_need_sampled_mask`` and ``same_occupant``, without reaching V2's
-switches.
+Two fault presets switch this file, each handed to ``PPHandler`` by V2's runner:
+``live_rows`` (``v2-slot-reuse``) and ``sample_width`` (``v2-broadcast-width``). So this file
+imports no switch, and the relay design can share its two pure functions,
+``compute_need_sampled_mask`` and ``same_occupant``.
 
-The messages go over the pipeline's own point-to-point group, checked (each carries its
-shape, dtype, the batch's step and its sequence number on the channel, so invariant 7 holds on
-every receive, ``send_checked`` / ``post_checked``: a message that does not fit the
-receive posted for it is named, where NCCL hangs and raw gloo scrambles or aborts), the
-same in both executors: the gloo ``StageGroup`` in "mp" and torchrun, ``InProcStageGroup`` in the
-in-process executor (``minispec/distributed/parallel_state.py``). vLLM broadcasts on a
-sibling NCCL group on a side CUDA stream; minispec sends one message per non-last rank.
-Each handler also tells its listeners (``subscribe``, minispec's: vLLM has none) what it did
-with a batch's broadcast, as a ``PPMessage``: the last stage what it sent, a non-last stage
-that it posted its receives. Notebook 09 watches the broadcast and a stage's slots that way
-(``minispec.lab``'s ``run_watched``); the engine's own code runs unchanged.
+The messages go over the pipeline's own point-to-point group, checked (invariant 7 holds on
+every receive, ``send_checked`` / ``post_checked``), the same in both executors; minispec
+sends one message per non-last rank. Each handler also tells its listeners (``subscribe``,
+minispec's: vLLM has none) what it did with a batch's broadcast, as a ``PPMessage``.
 Left out: streams and events, the aux-hidden-state relay (EAGLE 3), XPU.
+
+vLLM's lines, and why first need: ``docs/fidelity/model_runner_v2.md``.
 """
 
 from __future__ import annotations
@@ -72,7 +50,7 @@ import torch
 
 from minispec.distributed.parallel_state import InProcStageGroup, post_checked, send_checked
 
-# Its own tag: the executors' messages use 1-4 (multiproc_executor.py), 1001-1004 for spills;
+# Its own tag: minispec's executors (``minispec/v1/executor/multiproc_executor.py``) use 1-4, and 1001-1004 for spills;
 # its headers travel on 2017 (CHECK_TAG + 17).
 SAMPLED_TAG = 17
 
@@ -127,19 +105,20 @@ class PPMessage:
 
 
 def compute_need_sampled_mask(batch) -> np.ndarray | None:
-    """Per row: does this batch sample for it? None if for no row (vLLM 37-47).
+    """Per row: does this batch sample for it? None if for no row (vLLM 0.30.0 ``pp_utils.py`` 37-47).
     From the scheduler's counts, which every stage was given alike."""
     samples = batch.num_computed_tokens_np + batch.num_scheduled_tokens >= batch.prefill_len_np
     return samples if samples.any() else None
 
 
 def same_occupant(gen_now: np.ndarray, gen_at_receive: np.ndarray) -> np.ndarray:
-    """Per row: is its slot still held by the request it was received for (vLLM 130-134)?"""
+    """Per row: is its slot still held by the request it was received for (vLLM 0.30.0 ``pp_utils.py`` 130-134)?"""
     return gen_now == gen_at_receive
 
 
 def padded_width(batch, max_sample_len: int) -> int:
-    """The width the sampled tokens travel at: always the width every receive was posted for (vLLM 256-262)."""
+    """The width the sampled tokens travel at: always the width every receive was posted for
+    (vLLM 0.30.0 ``pp_utils.py`` 256-262)."""
     return max_sample_len
 
 

@@ -2,39 +2,28 @@
 point in V2's runner (vLLM 0.30.0: ``vllm/v1/worker/gpu/pp_utils.py``, the file most of
 them switch; minispec's own idea: vLLM ships each fix, never a switch). Every switch
 here belongs to ``ModelRunner.V2``; what a switch, a preset and a learner's settings
-are, and how they are checked against ``model_runner=``: ``minispec.v1.worker.switches``
-and ``minispec.v1.worker.switchboard``. V1's switches: ``minispec/v1/worker/runner_fixes.py``.
+are: ``minispec.v1.worker.switches`` and ``minispec.v1.worker.switchboard``.
 
 The switches, each resolved once when the runner is built; the fix is the runner's own
 code (``model_runner.py``, ``pp_utils.py``), the fault is below:
 
-* ``APPLY_DRAFTS`` (``GPUModelRunner.apply_drafts``): the broadcast's drafts are written
-  into the slots; fault ``keep_stale_drafts``.
-* ``NUM_REJECTED_ON_APPLY`` (``GPUModelRunner.num_rejected_on_apply``): the rejected
-  part of the optimistic ``num_computed_tokens`` is taken back; fault ``ignore_rejected``.
-* ``LIVE_ROWS`` (``PPHandler.live_rows``): only rows whose slot still holds the request
-  they were received for are applied; fault ``every_row_live``.
-* ``SAMPLE_WIDTH`` (``PPHandler.sample_width``): the sampled tokens travel at the width
-  every receive was posted for; fault ``natural_width``.
-* ``POST_DRAFTS`` (``GPUModelRunner.post_drafts``): the last stage posts a batch's next
-  drafts once, against the one receive each non-last stage posted for them
-  (``PPHandler.broadcast_drafts``); fault ``post_drafts_twice``.
-* ``CAPTURES_TAPS`` (``GPUModelRunner.captures_taps``, with an EAGLE-3 head): every stage fills
-  the slots of the taps it owns in the ``IntermediateTensors`` it sends on; fault
-  ``capture_on_last_rank_only``, SGLang #39644's early return (preset ``v2-eagle3-taps-dropped``,
-  in ``BeyondTokensFaultPreset``).
-* ``APPLY_BROADCAST``: a plug point for notebook 08's last exercise, a non-last stage's
-  whole post-processing of one batch's broadcast,
-  ``apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
-  -> None`` in place of ``GPUModelRunner._apply_broadcast``, on the stage's
-  ``RequestState`` slots. The runner's own runs ``apply_drafts`` and
-  ``num_rejected_on_apply``, so a learner's replaces both (``Switch.within``): a fault
-  preset on either cannot be combined with it.
+* ``APPLY_DRAFTS``: the broadcast's drafts are written into the slots; fault ``keep_stale_drafts``.
+* ``NUM_REJECTED_ON_APPLY``: the rejected part of the optimistic count is taken back;
+  fault ``ignore_rejected``.
+* ``LIVE_ROWS``: only rows whose slot still holds their request are applied; fault ``every_row_live``.
+* ``SAMPLE_WIDTH``: the sampled tokens travel at the width every receive was posted for;
+  fault ``natural_width``.
+* ``POST_DRAFTS``: the last stage posts a batch's next drafts once; fault ``post_drafts_twice``.
+* ``CAPTURES_TAPS`` (with an EAGLE-3 head): every stage fills the slots of the taps it owns;
+  fault ``capture_on_last_rank_only`` (preset ``v2-eagle3-taps-dropped``).
+* ``APPLY_BROADCAST``: notebook 08's last exercise, a non-last stage's whole post-processing of
+  one batch's broadcast, ``apply_broadcast(states, slots, sampled_tokens, num_sampled,
+  num_rejected, draft_tokens) -> None``; it replaces ``apply_drafts`` and
+  ``num_rejected_on_apply`` (``Switch.within``), so a fault preset on either cannot be combined with it.
 
-The presets (``FaultPreset``, ``faults=``) each put one fault back; a learner's settings
-are this design's ``RunnerFixes`` (``fixes=RunnerFixes(apply_broadcast=...)``). What each
-preset reproduces, where it is documented, and where it bites: ``FAULTS`` in
-``minispec/lab/faults/catalogue.py``.
+The presets (``faults=``) each put one fault back. What each reproduces, where it is
+documented, and where it bites: ``FAULTS`` in ``minispec/lab/faults/catalogue.py``; the
+pull requests behind them: ``docs/fidelity/model_runner_v2.md``.
 """
 
 from __future__ import annotations

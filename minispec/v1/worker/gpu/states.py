@@ -7,15 +7,13 @@ its next input lives in that slot, on every stage alike:
 
 * ``all_token_ids[slot, :total_len]``: prompt and every token sampled so far;
 * ``num_computed_tokens[slot]``: the runner's own count, from which positions and
-  sequence lengths are built; ``num_computed_tokens_np[slot]`` mirrors the
-  scheduler's (vLLM: "optimistic CPU mirror ... upper bound on GPU value", 61-62);
+  sequence lengths are built; ``num_computed_tokens_np[slot]`` mirrors the scheduler's;
 * ``last_sampled_tokens[slot]``: the token a decode step embeds first;
 * ``draft_tokens[slot]``: the drafts it embeds after it.
 
-Nothing moves between slots: V1's persistent batch moved rows in ``condense`` and
-re-added requests every step under pipeline parallelism; here the input batch is
-built from the slots each step (``input_batch.py``), and a freed slot is simply
-handed to the next new request (``free_indices`` is a stack, as in vLLM, 29 and 100).
+Nothing moves between slots: the input batch is built from the slots each step
+(``input_batch.py``), and a freed slot is handed to the next new request (``free_indices``
+is a stack, as in vLLM).
 
 Left out: the UVA/GPU split and staged writes (``StagedWriteTensor``,
 ``UvaBackedTensor``: minispec's slots are numpy arrays), ``next_prefill_tokens``
