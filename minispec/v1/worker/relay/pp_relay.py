@@ -1,49 +1,34 @@
 """The relay payload around the pipeline's ring (SGLang: ``SchedulerPPMixin.event_loop_pp``
-in ``python/sglang/srt/managers/scheduler_pp_mixin.py``, extended for speculative decoding
-by SGLang PR #30775; minispec's stand-in for V2's ``PPHandler``, ``gpu/pp_utils.py``).
+in ``python/sglang/srt/managers/scheduler_pp_mixin.py``, extended for speculative decoding;
+minispec's stand-in for V2's ``PPHandler``, ``gpu/pp_utils.py``).
 
 Only the last stage samples and drafts. After each batch it sends one payload to stage
 0, and every non-last stage, once it has applied it, forwards it to the next stage, up to
 the stage before the last: last -> 0 -> 1 -> ... -> pp_size - 2. V2's ``PPHandler`` sends
-the same facts from the last stage to each stage directly (pp_size - 1 sends by one
-rank); here every hop is one send by a different rank, and a stage cannot apply a
-payload before the one behind it has. The payload, for the batch's rows in batch order
-(SGLang PR #30775's description: ``{accept_lens, new_seq_lens, bonus_token, next draft tree}``;
-minispec's drafts are a chain, so the tree is ``[num_reqs, k]``):
+the same facts from the last stage to each stage directly; here every hop is one send by a
+different rank, and a stage cannot apply a payload before the one behind it has. The payload,
+for the batch's rows in batch order (minispec's drafts are a chain, not a tree):
 
 1. ``sampled_tokens`` ``[num_reqs, k + 1]``: the accepted drafts, then the bonus token;
 2. ``[accept_lens; new_seq_lens]`` ``[2, num_reqs]`` int32: how many tokens each row
    sampled, and how many of its tokens have KV once the rejected drafts are dropped;
 3. with drafts (``k > 0``, and not replicated drafting), the next drafts ``[num_reqs, k]``.
 
-A non-last stage *sets* its count from ``new_seq_lens`` (SGLang commits the relayed
-sequence lengths), where V2 subtracts ``num_rejected`` from an optimistic count.
+A non-last stage *sets* its count from ``new_seq_lens``, where V2 subtracts ``num_rejected``
+from an optimistic count.
 
-Micro-batch slots. SGLang's loop keeps one slot per micro-batch in flight (SGLang 0.5.23
-``python/sglang/srt/managers/scheduler_pp_mixin.py``, ``init_pp_loop_state`` 561-566,
-``self.mbs``; from reading the code) and, at slot ``mb_id``, after launching that slot's
-batch, processes the relayed result of slot ``next_mb_id = (mb_id + 1) % pp_loop_size``
-(lines 137 and 191-204): the slot it is about to reuse (``event_loop_pp``, its docstring, line 118:
-"recv prev (i+1)% mb_size th outputs"). SGLang 0.5.23 sizes the loop ``pp_size`` plus its
-async batch depth; minispec has no such depth. This handler gives the ``c``-th batch
-a stage runs the slot ``c % pp_size`` and pairs a payload with the slot of the batch it
-reports (``mb_slot``). So that the slot still holds that batch, a stage takes the payload
-of batch ``c`` before it runs batch ``c + pp_size`` (synchronously it has been sent: the engine
-schedules batch ``c + pp_size`` only once batch ``c`` has left the last stage; under async
-scheduling, with ``pp_size + 1`` batches in flight, the stage may wait for it), and otherwise,
-as V2's handler, on first need. Every payload a step takes is received whole before any leaves
-the queue: in one process a payload not sent yet raises ``NotSentYet`` and the executor runs
-the step again, which must find it still queued. (Popped first, it was lost: never applied,
-never forwarded, and under async scheduling at PP >= 3 the stage after waited for it forever,
-issue 32.) The fault preset ``relay-pairing`` (``runner_fixes.py``;
-SGLang PR #40001) pairs it with slot ``(c - 2) % pp_size``, the slot of the stage's
-previous forward, SGLang's ``(i - 1) % N``: at pp_size = 2 that is the same slot.
+Micro-batch slots: as SGLang's loop keeps one slot per micro-batch in flight, the ``c``-th
+batch a stage runs gets slot ``c % pp_size``, and a payload is paired with the slot of the
+batch it reports (``mb_slot``). A stage takes the payload of batch ``c`` before it runs batch
+``c + pp_size``, so the slot still holds that batch, and otherwise on first need. Every payload
+a step takes is received whole before any leaves the queue, so a step run again after
+``NotSentYet`` finds it still queued. The fault preset ``relay-pairing`` pairs it with the slot
+of the stage's previous forward.
 
-Messages go over the pipeline's own group, checked (``send_checked`` / ``post_checked``),
-as V2's: gloo's ``StageGroup`` in "mp" and torchrun, ``InProcStageGroup`` in one process.
+Messages go over the pipeline's own group, checked (``send_checked`` / ``post_checked``), as V2's.
 Left out: SGLang's Python-object dicts (``point_to_point_pyobj``), proxy tensors, the
-accepted tree indices a tree of drafts would need (from reading SGLang PR #30775's payload),
-logprobs, overlap scheduling.
+accepted tree indices a tree of drafts would need, logprobs, overlap scheduling.
+SGLang's lines and pull requests: ``docs/fidelity/relay.md``.
 (vLLM 0.30.0: ``vllm/v1/worker/gpu/pp_utils.py``, its nearest twin.)
 """
 

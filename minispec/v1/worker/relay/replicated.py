@@ -1,23 +1,16 @@
 """Replicated drafting: every stage drafts, only the accept result travels
-(``model_runner="replicated"``; SGLang PR #27620, "Suffix decoding pp", closed unmerged:
-its "Approach A — replicate drafts, propagate accept").
+(``model_runner="replicated"``, after an SGLang proposal).
 
 The relay design's stages (``stage.RelayStage``) with one change: every non-last stage
 runs the same n-gram proposer as the last stage, on its own copy of the request's
 history, right after it has applied the relayed payload that completed that history.
 The drafts come out the same on every stage because the n-gram proposer is a function of
-the history alone, so the payload leaves them out: ``{accept_lens, new_seq_lens,
-bonus_token}`` travels, no draft tensor. A proposer that reads anything else -- a draft
-model's KV cache and hidden states, a random generator -- cannot be replicated so, and
-the engine refuses ``method="draft_model"`` with this design: its record
-(``minispec/v1/worker/designs.py``) accepts the n-gram proposer only, and
-``EngineArgs.create_engine_config`` asks the record. SGLang PR #27620 builds a suffix tree from the prompt and
-outputs every rank already has; minispec's n-gram lookup stands in for it.
+the history alone, so the payload leaves them out. A proposer that reads anything else (a
+draft model's KV cache, a random generator) cannot be replicated so, and the design's record
+(``designs.py``) accepts the n-gram proposer only. It reads no switch.
 
-It reads no switch: the relay's fault presets belong to ``model_runner="relay"``, and
-this design has none of its own (``tests/test_switchboard.py``).
-
-Left out: the suffix tree, SGLang PR #27620's accept indices (minispec's drafts are a chain).
+Left out: the suffix tree, accept indices (minispec's drafts are a chain).
+Where it comes from: ``docs/fidelity/relay.md``.
 (vLLM 0.30.0: ``vllm/v1/spec_decode/ngram_proposer.py``, which runs on the last rank only.)
 """
 
