@@ -1,13 +1,9 @@
 """The engine loop (vLLM: ``vllm/v1/engine/core.py``).
 
-``EngineCore(vllm_config, executor_class)`` builds what it drives, as vLLM 0.30.0's
-``EngineCore.__init__`` does (``core.py`` 108-237): the executor (134), then the KV-cache
-manager (145, there sized by profiling the workers; here ``CacheConfig.num_gpu_blocks``) and
-the scheduler (149-170), and it sizes its batch queue from ``vllm_config.max_concurrent_batches``
-(210-216), the one source of that number (``VllmConfig.max_concurrent_batches``): one batch per
-pipeline stage unless ``max_concurrent_batches`` asks for fewer. ``executor_class`` comes from
-``Executor.get_class(vllm_config)``, as vLLM's ``LLMEngine.from_vllm_config`` passes it
-(0.30.0 ``v1/engine/llm_engine.py`` 158). ``recorder`` is minispec's (the traces).
+``EngineCore(vllm_config, executor_class)`` builds what it drives, as vLLM's does: the
+executor, the KV-cache manager (sized from ``CacheConfig.num_gpu_blocks``, not by profiling)
+and the scheduler, and it sizes its batch queue from ``vllm_config.max_concurrent_batches``.
+``recorder`` is minispec's (the traces).
 
 ``step_with_batch_queue`` keeps up to ``max_concurrent_batches`` batches in
 flight. Each engine step it schedules a new batch if the
@@ -18,18 +14,15 @@ to schedule, so decode batches alternate between two sets of requests.
 
 With one stage the same loop schedules, runs and updates within one step, like
 vLLM's plain ``step()``. Every step can also be taken one event at a time
-(schedule, each stage's forward, update: ``minispec.instruments.events.Event``)
-with ``iter_events``, which is how the notebooks walk through the forum thread's
-interleaving. The engine uses only the executor's interface
-(``minispec.v1.executor.abstract``), recovery included.
-``abort_requests`` finishes requests with ``FINISHED_ABORTED``, as vLLM's does;
-``abort_all`` aborts everything after an exception cut a step short.
-With ``scheduler_config.async_scheduling`` the scheduler is an ``AsyncScheduler``
-(``v1/core/sched/async_scheduler.py``; vLLM 0.30.0 picks it the same way, ``core.py`` 149,
-``config/scheduler.py`` 212-220) and the batch queue is one longer (``max_concurrent_batches``):
-the loop is unchanged, and a request in flight can be scheduled again.
+(``iter_events``), which is how the notebooks walk through the forum thread's
+interleaving. The engine uses only the executor's interface, recovery included.
+``abort_requests`` finishes requests with ``FINISHED_ABORTED``;
+``abort_all`` aborts everything after an exception cut a step short. Under async scheduling
+the batch queue is one longer and the loop is unchanged.
 Left out: the ZMQ engine-core process, KV-cache sizing by profiling, structured outputs,
 output processing.
+
+vLLM 0.30.0's lines for each part: ``docs/fidelity/engine_and_executors.md``.
 """
 
 from __future__ import annotations

@@ -9,23 +9,14 @@ next batch; ``check_health`` raises if it cannot take work; ``shutdown`` stops i
 ``stage_runners`` hands over the stages themselves where they live in this process (for
 ``LLM.stage_runners``, which the lab uses). The engine and ``LLM`` use nothing else.
 
-vLLM 0.9.2's ``Executor`` (``abstract.py`` 22-96) extends v0's ``ExecutorBase``,
-whose ``check_health`` raises ``NotImplementedError`` (``vllm/executor/executor_base.py``
-250-253); by 0.14.0 ``Executor`` is an ``ABC`` of its own with ``check_health``
-abstract (``abstract.py`` 35, 253-257). ``Executor.get_class(vllm_config)`` picks the
-class from ``distributed_executor_backend``, as vLLM 0.30.0's does (``abstract.py`` 48-93, which
-imports each class lazily where it picks it: minispec's executors name their backend instead, and
-this package's ``__init__`` imports them, so the base class imports none of its subclasses). Every
-executor is built as ``executor_class(vllm_config)`` (0.30.0 ``abstract.py`` 96-110), plus
-minispec's recorder. In 0.9.2 the executor also said how many batches may be in flight
-(``max_concurrent_batches``, ``abstract.py`` 91-93, ``multiproc_executor.py`` 272-274); by
-0.30.0 that is ``VllmConfig.max_concurrent_batches`` (``config/vllm.py`` 588-599), minispec's one
-source too. Its ``execute_model`` returns the output, or a ``Future`` when more than one batch
-may be in flight (0.9.2 ``multiproc_executor.py`` 154-164); minispec's returns a
-``PendingBatch`` that ``wait`` completes, so a notebook can step through it. vLLM
-has no abort on the executor: an abort frees the request in the scheduler, and a
-worker that dies fails the whole engine (``register_failure_callback``). Left out:
-``collective_rpc``, KV-cache sizing, profiling, LoRA, sleep mode.
+``Executor.get_class(vllm_config)`` picks the class from ``distributed_executor_backend``, as
+vLLM does, and every executor is built as ``executor_class(vllm_config)``, plus minispec's
+recorder. ``execute_model`` returns a ``PendingBatch`` that ``wait`` completes (vLLM: the output,
+or a ``Future``), so a notebook can step through it. vLLM has no abort on the executor: an
+abort frees the request in the scheduler, and a worker that dies fails the whole engine.
+Left out: ``collective_rpc``, KV-cache sizing, profiling, LoRA, sleep mode.
+
+How the class changed from vLLM 0.9.2 to 0.30.0, line by line: ``docs/fidelity/engine_and_executors.md``.
 """
 
 from __future__ import annotations

@@ -124,9 +124,9 @@ def _ignore_interrupts() -> None:
     """Interrupt Kernel signals the kernel's whole process group, this worker too. Rank 0
     handles it (``generate`` aborts and shuts the workers down through ``_stop_workers``);
     a worker that raised ``KeyboardInterrupt`` as well would print its own traceback into
-    the notebook ("Process stage-1: ...") and leave its peers mid-message. vLLM 0.9.2's
-    workers instead exit on SIGINT (``WorkerProc.worker_main``, ``multiproc_executor.py``
-    446-454): its engine runs in a server process, not a notebook, and a lost worker fails it."""
+    the notebook and leave its peers mid-message (vLLM's workers exit on SIGINT instead:
+    ``docs/fidelity/engine_and_executors.md``).
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -388,8 +388,8 @@ def _stop_workers(groups: list, workers: list) -> None:
 class TorchrunExecutor(MultiprocExecutor):
     """Rank 0's side when ``torchrun`` started every rank: the other ranks serve their stages
     through ``serve_stage`` (``minispec.entrypoints.cli.serve.run_headless``). vLLM's torchrun
-    backend, ``ExecutorWithExternalLauncher`` (0.30.0 ``uniproc_executor.py`` 161-176), runs a
-    whole engine on every rank instead."""
+    backend runs a whole engine on every rank instead.
+    """
 
     backend = "torchrun"
 

@@ -1,12 +1,9 @@
 """Every pipeline stage in one process: one ``GPUModelRunner`` per stage
-(vLLM 0.13.0: ``vllm/v1/executor/uniproc_executor.py``, ``UniProcExecutor``; in
-0.9.2 that class is in ``vllm/v1/executor/abstract.py``, line 99).
+(vLLM 0.13.0: ``vllm/v1/executor/uniproc_executor.py``, ``UniProcExecutor``).
 
-vLLM's ``UniProcExecutor`` runs one worker in-process (its ``driver_worker``,
-0.14.0 ``uniproc_executor.py`` 27-48), so it has no pipeline: vLLM runs pipeline
-stages one process each (``multiproc_executor.py``) and sends hidden states
-between them with ``torch.distributed``. minispec's runs every stage in this one
-process, each an object, and the hand-off is a function argument, which makes
+vLLM's ``UniProcExecutor`` runs one worker in-process, so it has no pipeline: vLLM runs
+pipeline stages one process each (``multiproc_executor.py``). minispec's runs every stage in
+this one process, each an object, and the hand-off is a function argument, which makes
 every stage event deterministic and steppable. The stages stay readable as
 ``runners`` for the notebooks and tests that look inside them.
 
@@ -14,14 +11,11 @@ Time advances in *ticks*: in one tick every stage that has a batch waiting runs
 it, oldest batch (the one furthest along) first, so a batch moves one stage per
 tick and two batches can be on two stages at once -- the overlap a real
 pipeline has. ``wait(batch)`` ticks until that batch has left the last stage. A stage
-whose batch needs a message not sent yet waits its turn (``tick``), so V1's stage 0 under
-pipeline parallelism with async scheduling idles until the last stage has sampled the batch
-before (what vLLM's GPU does too, waiting on the broadcast in ``_prepare_input_ids``).
-Recovery is plain: ``abort_all`` empties the pipeline and gives every stage a
-fresh start (``WorkerBase.drop_all_requests``), and nothing can
+whose batch needs a message not sent yet waits its turn (``tick``), as vLLM's GPU waits on the
+broadcast. Recovery is plain: ``abort_all`` gives every stage a fresh start, and nothing can
 fail outside this process, so ``check_health`` has nothing to check.
 Left out: vLLM's worker wrapper and its RPCs (``collective_rpc``): the executor
-calls each runner directly.
+calls each runner directly. vLLM's lines: ``docs/fidelity/engine_and_executors.md``.
 """
 
 from __future__ import annotations

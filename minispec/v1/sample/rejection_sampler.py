@@ -10,18 +10,12 @@ that end at them, emit the accepted drafts, then one more token:
   ``min(1, p_i(d) / q_i(d))``; on rejection the recovered token is drawn from
   ``normalise(max(0, p_i - q_i))``; the bonus token from ``p_k``. This keeps the
   target distribution exactly. Drafts without probabilities (n-gram) count as
-  one-hot ``q``.
+  one-hot ``q``; minispec's draft model returns its ``q`` and the runner passes it here.
 
-July-2025 V1 never passed draft probabilities: v0.9.2's runner calls its
-rejection sampler with ``draft_probs=None`` for every proposer (n-gram and the
-learned heads alike; ``vllm/v1/worker/gpu_model_runner.py``), so random drafts
-were verified as one-hot ``q``. minispec's draft model returns its ``q`` and
-the runner passes it here.
-
-vLLM's ``RejectionSampler`` does this for the whole batch in Triton kernels and pads
-the output with ``PLACEHOLDER_TOKEN_ID``; minispec's handles one request at a time
-and returns the emitted tokens as a list. Left out: the batched metadata
-(``SpecDecodeMetadata``), the Triton kernels, logprobs.
+vLLM's ``RejectionSampler`` does this for the whole batch in Triton kernels; minispec's handles
+one request at a time and returns the emitted tokens as a list. Left out: the batched metadata
+(``SpecDecodeMetadata``), the Triton kernels, logprobs. What July-2025 vLLM passed it:
+``docs/fidelity/spec_decode.md``.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 """The proposers both runner designs draft with, and ``make_drafter``, which picks one.
 
 ``make_drafter`` is the last stage's choice of proposer from ``SpeculativeConfig.method``.
-vLLM 0.9.2's V1 runner makes that choice inline in ``GPUModelRunner.__init__``
-(``gpu_model_runner.py`` 174-193); vLLM 0.30.0's Model Runner V2 calls ``init_speculator``,
-kept beside its own speculators in ``vllm/v1/worker/gpu/spec_decode/__init__.py`` (8-58),
-which offers EAGLE, MTP, DFlash and other learned drafters and raises
-``NotImplementedError`` for anything else. minispec's designs run the same
+vLLM's V1 runner makes that choice inline; Model Runner V2 keeps it beside its own speculators
+(vLLM 0.30.0: ``vllm/v1/worker/gpu/spec_decode/__init__.py``). minispec's designs run the same
 proposers (``ngram_proposer.py``, ``draft_model.py``, ``eagle.py``; and the explorer's
-``scripted_proposer.py``, which has no vLLM twin), so the choice lives here, beside
-them, as V2's does beside its own, and neither runner imports the other. ``capture_hidden_states``
-is the one seam through which a runner hands the target's hidden states to a proposer that reads them.
+``scripted_proposer.py``, which has no vLLM twin), so the choice lives here, beside them, and
+neither runner imports the other. ``capture_hidden_states`` is the one seam through which a
+runner hands the target's hidden states to a proposer that reads them.
 """
 
 from __future__ import annotations

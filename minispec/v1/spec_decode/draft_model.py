@@ -1,33 +1,24 @@
 """Drafting with a small model (vLLM 0.15.0: ``vllm/v1/spec_decode/draft_model.py``).
 
-A note on history: vLLM V1 gained draft-model drafting after v0.14.0 (PR
-#24322): 0.14.0 still raises ``NotImplementedError`` for
-``method="draft_model"`` (``vllm/engine/arg_utils.py``), 0.15.0 ships
-``vllm/v1/spec_decode/draft_model.py`` and 0.16.0 has its
-``DraftModelProposer``. In July 2025 V1 drafted with n-gram lookup or learned
-heads (EAGLE, Medusa, MTP), which also run on the last stage after sampling.
-minispec's small draft model stands in for those learned proposers: the runner
-faults it exposes do not depend on which proposer made the drafts.
+minispec's small draft model stands in for the learned proposers that run on the last stage
+after sampling: the runner faults it exposes do not depend on which proposer made the drafts.
 
 The draft keeps its own paged KV cache, separate from the target's. For each
 request it remembers how many leading tokens of the history it has cached;
 after verification it feeds only the tokens it has not seen (the accepted drafts
-and the token emitted after them: bonus, or recovered after a rejection), then
-generates ``k`` drafts one position at a time, all requests batched together.
-Keeping the cache costs some bookkeeping but makes a draft step cost one token
-per request; recomputing the whole context every step would cost more than the
-target's own forward.
+and the token emitted after them), then generates ``k`` drafts one position at a time, all
+requests batched together: a draft step costs one token per request.
 
 Draft KV written for positions beyond the history is never trusted: the next
 call feeds from the end of the real history again and overwrites it. When the
 pool runs short, the least recently used request not in this call loses its
 draft cache and simply starts over next time.
 
-For a random request the draft samples from its own processed distribution and
-returns it, so the rejection sampler can use ``p / q`` (vLLM's runner, in
-0.9.2 and still in 0.16.0, passes ``draft_probs=None`` instead); a greedy
-request gets the argmax and no probabilities (one-hot). EAGLE heads reuse this class's cache
-and loop (``eagle.py``). Left out: MTP heads, draft tensor parallelism, CUDA graphs.
+For a random request the draft returns its processed distribution, so the rejection sampler
+can use ``p / q``; a greedy request gets the argmax and no probabilities (one-hot). EAGLE heads
+reuse this class's cache and loop (``eagle.py``). Left out: MTP heads, draft tensor parallelism, CUDA graphs.
+
+When vLLM gained draft-model drafting, and what it passes the sampler: ``docs/fidelity/spec_decode.md``.
 """
 
 from __future__ import annotations

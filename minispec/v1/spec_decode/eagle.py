@@ -1,40 +1,25 @@
 """Drafting with an EAGLE head that reads the target's hidden states (vLLM 0.30.0:
-``vllm/v1/spec_decode/eagle.py``'s ``EagleProposer`` over ``llm_base_proposer.py``; Model
-Runner V2's ``v1/worker/gpu/spec_decode/eagle/``; from reading the code).
+``vllm/v1/spec_decode/eagle.py``'s ``EagleProposer``; from reading the code).
 
 **What it reads.** For each target position ``i`` the head takes the token at ``i + 1`` and a
 feature of the target at ``i``: EAGLE-3 (``method="eagle3"``) the taps entering early, middle
 and late layers, concatenated and projected by the head's ``fc``; ``method="eagle"`` the
 target's last hidden state. After each forward the last stage hands the drafter every
 computed position's feature (``capture``); the drafter keeps them per request, by position,
-and then drafts as ``draft_model.py`` does, sharing its paged cache and loop: step 0 feeds the
-pairs it has not cached (``SHIFT = 1``: the token after each position), every later step the
-draft just made, paired with the head's own output stream at the step before (vLLM: the
-``hidden_states`` the head returns, ``llama_eagle3.py`` 283-288). Features at positions whose
-drafts were rejected are overwritten when the target computes those positions again, before
-they are read.
+and then drafts as ``draft_model.py`` does, sharing its paged cache and loop. Features at
+positions whose drafts were rejected are overwritten before they are read.
 
-**Under pipeline parallelism the taps live on other stages** (the target's 4 layers, taps
-entering layers 1, 2, 3: at PP 4 the last stage captures none of them). This is the design
-question of SGLang #39644 and vLLM #50514 (both verified in their threads):
-
-* *Carry them* (minispec, as vLLM 0.30.0's ``EagleModelMixin`` does, ``interfaces.py``
-  1569-1641, with Model Runner V2's PP support, PR #50514): every stage appends the taps it
-  captured to the ``IntermediateTensors`` it sends on, and passes on what it received, so the
-  last stage returns ``(hidden_states, taps)`` with all of them
-  (``model_executor/models/llama.py``). Cost: ``len(taps) * hidden_size`` more floats per token
-  on every hop after the first capture.
-* *Refuse the configuration* (SGLang PR #39644, open, 2026-09-15): its target models capture
-  only on the last rank, so under PP the default taps (layers 2, n/2, n-3) were silently
-  missing; the PR raises ``NotImplementedError`` when aux capture is asked for with
-  ``pp_size > 1`` and leaves single-layer EAGLE/MTP alone. minispec keeps that fault as the
-  preset ``v2-eagle3-taps-dropped`` (non-last stages fill no taps; their slots travel as zeros)
-  and refuses the configuration where a design cannot carry the taps: each design's record
-  says whether it can (``Design.can_carry_hidden_states``, ``minispec/v1/worker/designs.py``),
-  and the engine's arguments are refused on it (``engine/arg_utils.py``).
+**Under pipeline parallelism the taps live on other stages.** minispec carries them: every
+stage appends the taps it captured to the ``IntermediateTensors`` it sends on, so the last
+stage has them all, at ``len(taps) * hidden_size`` more floats per token per hop. The preset
+``v2-eagle3-taps-dropped`` puts back the fault of capturing on the last rank only, and a design
+that cannot carry the taps (``Design.can_carry_hidden_states``) is refused.
 
 Left out: vLLM's padded/parallel drafting, CUDA graphs, a reduced draft vocabulary, tree
 drafts, MTP, and sharing the target's embedding and ``lm_head`` (the head ships its own).
+
+The two answers vLLM and SGLang gave to the taps under PP, with their lines and pull requests:
+``docs/fidelity/spec_decode.md``.
 """
 
 from __future__ import annotations

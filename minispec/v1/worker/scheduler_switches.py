@@ -2,21 +2,16 @@
 each fix and never a switch back to the fault; what a switch and a preset are:
 ``minispec.v1.worker.switches``).
 
-* ``STALE_OUTPUT_V1``, ``STALE_OUTPUT_V2``: what ``Scheduler.update_from_output`` does with the output of a batch that
-  was in flight when its request was preempted. The fix, ``deliver_stale_output``, delivers it as
-  vLLM 0.30.0 does (PR #48245; ``vllm/v1/core/sched/scheduler.py`` 1946-1969, from reading the code). The fault,
-  ``drop_stale_output``, discards it, as vllm-gaudi's ``HPUAsyncScheduler`` override did once
-  PR #48245 zeroed the placeholders of a preempted request (vllm-project/vllm-gaudi#1794, merged,
-  and its cherry-pick vllm-project/vllm-gaudi#1803, which keep the output again). The token is
-  sampled again after the recompute: upstream's output is not corrupted, the work is done twice
-  (invariant 8 names it). It is preset ``stale-output-dropped``.
+* ``STALE_OUTPUT_V1``, ``STALE_OUTPUT_V2``: what ``Scheduler.update_from_output`` does with the
+  output of a batch that was in flight when its request was preempted. The fix,
+  ``deliver_stale_output``, delivers it as vLLM does; the fault, ``drop_stale_output``, discards
+  it, so the token is sampled again after the recompute: output is not corrupted, the work is
+  done twice (invariant 8 names it). Preset ``stale-output-dropped``.
 
-The scheduler serves every runner design, so the switch is declared once for each design whose
-greedy runs the preset was checked on (V1 and Model Runner V2), its record names it
-(``Design.stale_output``), and the preset turns both. It
-lives beside the runners' switches, not the scheduler, so the engine's core imports no
-switch machinery: the scheduler holds the fix (``deliver_stale_output``) and takes the
-function to call as a plain argument.
+The switch is declared once for each design whose greedy runs the preset was checked on (V1
+and Model Runner V2; ``Design.stale_output``). It lives beside the runners' switches so the
+engine's core imports no switch machinery: the scheduler takes the function as an argument.
+Where the fix and the fault come from: ``docs/fidelity/designs.md``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,13 @@
 """Every runner switch in one place, and the one resolver that checks ``fixes=`` and
 ``faults=`` against ``model_runner=`` when the config is built. vLLM has no switches; the
 nearest thing is how it refuses a feature the chosen runner lacks when its config is
-built (vLLM 0.30.0: ``vllm/config/vllm.py``, ``__post_init__`` 1853-1856 calls
-``_validate_v1_model_runner`` 3090-3095 or ``_validate_v2_model_runner`` 3079-3088:
-"Model Runner V2 does not yet support: ...").
+built (vLLM 0.30.0: ``vllm/config/vllm.py``, ``__post_init__``; its lines:
+``docs/fidelity/designs.md``).
 
-Each design's switches live next to its code (``runner_fixes.py`` for V1,
-``gpu/runner_fixes.py`` for V2, ``relay/runner_fixes.py`` for the relay; replicated
-drafting has none), and each design's record (``designs.py``) names its settings and presets:
-``arguments()`` gathers what each engine argument takes from the registered designs.
-A preset, or a learner's ``RunnerFixes``, given with a design it does not apply to is
-refused with the argument, the value and the design, e.g.
+Each design's switches live next to its code, and each design's record (``designs.py``) names
+its settings and presets: ``arguments()`` gathers what each engine argument takes. A preset, or
+a learner's ``RunnerFixes``, given with a design it does not apply to is refused with the
+argument, the value and the design, e.g.
 ``fixes='vllm-0.9.2' applies to model_runner='v1'; got model_runner='v2'``; so is a fault
 preset whose switch runs inside a function a learner's ``RunnerFixes`` replaces. Nothing
 given is ever ignored. The result, ``Switches``, is what the runners read.

@@ -1,23 +1,16 @@
 """What a runner switch is: the design it belongs to, the presets that name a setting
 of switches, a learner's settings, and what a runner reads once they are resolved
 (minispec's own idea: vLLM ships each fix and never a switch back to the fault; the
-design enum stands for vLLM's choice of runner, ``VllmConfig.use_v2_model_runner``,
-vLLM 0.30.0: ``vllm/config/vllm.py`` 674-723).
+design enum stands for vLLM's choice of runner, vLLM 0.30.0: ``vllm/config/vllm.py``).
 
-* ``ModelRunner``: the built-in runner designs' names, values of ``model_runner=`` (every
-  registered design, its record included: ``designs.py``).
+* ``ModelRunner``: the built-in runner designs' names, values of ``model_runner=``.
 * ``Switch``: one seam in one design's runner where one of three functions runs: the
   runner's own (the fix), the fault put back, or a learner's function plugged in.
-  A switch without a fault is a plug point only. Each declares its design.
-* ``SwitchPreset``: the one preset type. Every named preset, the July-2025 ones
-  (``fixes=``) and the 2026 ones (``faults=``), is a member of a subclass and names
-  the switches it turns to their fault; it applies to the designs those switches
-  belong to, or to every registered design if it turns none.
-* ``SwitchSettings``: a learner's setting of each switch of one design, one field per
-  switch (each design's ``RunnerFixes``), checked when it is built.
-* ``Switches``: the resolved result (``minispec.v1.worker.switchboard``), held in
-  ``VllmConfig.switches``; a runner asks it once per switch, when it is built, for the
-  one function to call (``pick``).
+* ``SwitchPreset``: a named preset (``fixes=`` or ``faults=``) names the switches it turns
+  to their fault; it applies to their designs, or to every design if it turns none.
+* ``SwitchSettings``: a learner's setting of each switch of one design (its ``RunnerFixes``).
+* ``Switches``: the resolved result, held in ``VllmConfig.switches``; a runner asks it once
+  per switch, when it is built, for the one function to call (``pick``).
 """
 
 from __future__ import annotations
