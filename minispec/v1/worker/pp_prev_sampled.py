@@ -3,30 +3,18 @@ previous sampled tokens (vLLM 0.30.0: ``vllm/v1/worker/gpu_model_runner.py``,
 ``_pp_broadcast_prev_sampled_token_ids`` and ``_pp_receive_prev_sampled_token_ids_to_input_batch``).
 
 Under async scheduling the scheduler schedules a request again before its batch's output is
-back, so it cannot relay what was sampled; only the last stage knows. The last stage
-broadcasts each batch's sampled tokens after sampling it, and each non-last stage receives
-them before it builds its next inputs, over the pipeline's checked transport (invariant 7
-checks every message); both sides skip the message when no row of the batch samples.
+back, so it cannot relay what was sampled; only the last stage knows. It broadcasts each
+batch's sampled tokens, and each non-last stage applies them before it builds its next inputs.
+What travels, for the batch's rows (``PrevSampledLayout``): every token sampled
+``[num_reqs, k + 1]``, the valid counts and the number of next drafts ``[2, num_reqs]``, and
+the next drafts ``[num_reqs, k]``. vLLM sends one column: V1 under PP + async has no
+speculative decoding in any release, and this is **minispec's fix where no release has one**
+(the preset ``v1-pp-async-column-0`` puts the one column back).
 
-What travels, for the batch's rows in batch order (``PrevSampledLayout``):
-
-1. ``sampled_token_ids`` ``[num_reqs, k + 1]`` int64, -1 padded: every token sampled;
-2. ``[num_sampled; num_drafts]`` ``[2, num_reqs]`` int32: how many of each row are valid, and
-   how many drafts the last stage proposed next;
-3. with ``k > 0``, the next drafts ``[num_reqs, k]`` int64.
-
-vLLM sends one column: V1 under PP + async has no speculative decoding in any release. The
-three messages are **minispec's fix where no release has one**: a non-last stage needs every
-accepted token (else its history loses them, fault 2 again), their number, and the next drafts.
-The preset ``v1-pp-async-column-0`` puts back the one-column patch (``column_zero_layout``).
-
-A non-last stage applies entries at the start of a step, before ``_update_states``, oldest
-first, up to the newest one that holds a request scheduled now. Taking an entry appends its
-tokens to each request's ``output_token_ids`` and, where the request holds a row, writes them at
-``num_tokens_no_spec`` and advances it; the drafts become the stage's own.
-
-In one process (``UniProcExecutor``) a receive not sent yet raises ``NotSentYet``; the
-executor runs the other stages first and retries, and a retry never takes a message twice.
+A non-last stage applies entries at the start of a step, oldest first: their tokens go to each
+request's ``output_token_ids`` and, where it holds a row, at ``num_tokens_no_spec``; the drafts
+become the stage's own. In one process a receive not sent yet raises ``NotSentYet`` and the
+executor retries after running the other stages.
 Left out: CUDA streams and the GPU scatter of
 ``prev_sampled_token_ids`` into ``input_ids``, ``discard_request_mask``, torchrun's
 ``broadcast_pp_output`` mode.

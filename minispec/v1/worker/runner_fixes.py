@@ -2,40 +2,23 @@
 plug points in V1's runner (minispec's own; vLLM has no twin: it ships one behaviour per
 release of the code they switch, ``_update_states`` in ``vllm/v1/worker/gpu_model_runner.py``).
 Every switch here belongs to ``ModelRunner.V1``; what a switch, a preset and a learner's
-settings are: ``minispec.v1.worker.switches`` and ``minispec.v1.worker.switchboard``.
+settings are: ``minispec.v1.worker.switches``.
 
-* ``READD_SPEC_TOKENS`` (fix 1): when a cached request is re-added to the persistent batch,
-  write its scheduled draft tokens into its row, as the in-batch path does.
-  ``readd_spec_tokens(runner, row, spec_token_ids) -> None``; the fix is
-  ``GPUModelRunner._write_spec_tokens``, the fault ``skip_spec_tokens``.
-* ``SYNC_ACCEPTED_TOKENS`` (fix 2): under pipeline parallelism a non-last stage is sent only
-  the last token emitted; with the fix it takes the accepted drafts from the drafts it was given
-  last step, so its history stays complete.
-  ``sync_accepted_tokens(state, num_computed_tokens, new_token_ids) -> list[int]``; the fix is
-  ``take_accepted_drafts``, the fault ``slice_relayed_tokens``.
-* ``MOVE_ROW``: condense's row move, the workshop's bonus exercise:
-  ``move_row(batch, src, tgt) -> None``; ``None`` is ``InputBatch._move_row``.
+* ``READD_SPEC_TOKENS`` (fix 1): a re-added row gets its scheduled drafts written, as the
+  in-batch path does; plugged in as ``readd_spec_tokens(runner, row, spec_token_ids)``.
+* ``SYNC_ACCEPTED_TOKENS`` (fix 2): a non-last stage takes the drafts accepted last step, which
+  are never relayed; ``sync_accepted_tokens(state, num_computed_tokens, new_token_ids)``
+  returns the tokens to append.
+* ``MOVE_ROW``: condense's row move, the workshop's bonus exercise: ``move_row(batch, src, tgt)``.
+* Under PP with async scheduling (``pp_prev_sampled.py``), the in-flight family:
+  ``PREV_SAMPLED_LAYOUT``, ``TRIM_OPTIMISTIC`` and ``NUM_TOKENS_NO_SPEC``, each with a
+  ``faults=`` preset.
 
-The presets (``fixes=``): ``"vllm-0.9.2"`` has both faults, ``"vllm-0.14"`` fix 1 only, ``"all"``
-both fixes (every design's default). A learner's ``RunnerFixes`` sets each field to ``True``,
-``False`` or a function that takes the built-in's place; the runner asks
-``VllmConfig.switches`` once per switch, when it is built.
-
-Under pipeline parallelism with async scheduling (``pp_prev_sampled.py``), three more switches,
-each with a fault preset of the in-flight family (``minispec.lab.faults.in_flight``):
-
-* ``PREV_SAMPLED_LAYOUT``: what the last stage's broadcast of the previous sampled tokens
-  carries; fix ``full_layout``, fault ``column_zero_layout`` (``v1-pp-async-column-0``).
-* ``TRIM_OPTIMISTIC``: ``(state, num_computed_tokens, is_last_rank) -> int``, each stage's
-  take-back of the scheduler's optimistic count; fix ``take_back_rejected`` (every stage),
-  fault ``trim_on_last_rank_only`` (``v1-pp-async-trim-last-rank``).
-* ``NUM_TOKENS_NO_SPEC``: ``(start, num_computed_tokens, num_new) -> int``, where a non-last
-  stage's row ends once the relayed tokens are in; fix ``end_of_history``, fault
-  ``end_from_num_computed`` (``v1-pp-async-num-tokens-no-spec``).
-
-``LEFT_OUT`` names a fault of V1's runner that is not a preset, and why. The releases and
-pull requests behind each switch: ``docs/fidelity/model_runner_v1.md``. Model Runner V2's
-switches are ``minispec/v1/worker/gpu/runner_fixes.py``.
+The fix is the runner's own code or the function below; the fault is the function named after
+it. The ``fixes=`` presets: ``"vllm-0.9.2"`` (both faults), ``"vllm-0.14"`` (fix 1 only),
+``"all"`` (every design's default). ``LEFT_OUT`` names a fault of V1's runner that is not a
+preset, and why. The releases and pull requests behind each switch:
+``docs/fidelity/model_runner_v1.md``.
 """
 
 from __future__ import annotations

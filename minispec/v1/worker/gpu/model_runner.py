@@ -1,36 +1,21 @@
 """One pipeline stage of Model Runner V2 (vLLM 0.30.0: ``vllm/v1/worker/gpu/model_runner.py``,
 ``GPUModelRunner``; selected by ``model_runner="v2"`` or ``MINISPEC_USE_V2_MODEL_RUNNER``, see ``__init__.py``).
 
-Each step, in vLLM's order (``execute_model``):
+Each step, in vLLM's order: a non-last stage applies the last stage's broadcast of earlier
+batches to its slots (``update_pp_decode_requests``); slots are freed and filled
+(``finish_requests``, ``add_requests``, ``update_requests``); the input batch is gathered from
+the slots (``prepare_inputs``); the layers run. Then a non-last stage posts its receives and
+advances ``num_computed_tokens`` optimistically, drafts included, to be corrected when the
+broadcast arrives; the last stage samples, broadcasts, updates its slots and proposes the next
+drafts.
 
-1. ``update_pp_decode_requests``: a non-last stage applies the last stage's
-   broadcast of earlier batches to its slots (``pp_utils.py``);
-2. ``finish_requests``, ``add_requests``, ``update_requests``: slots are freed and
-   filled; a cached request only gets new blocks: the runner keeps its own count;
-3. ``prepare_inputs``: the input batch is gathered from the slots (``input_batch.py``);
-4. the stage's layers run; then
+The scheduler's ``new_token_ids`` relay and its draft token *values* are never read: from the
+scheduler this runner takes only how many tokens and drafts to run. That is the difference from
+V1, where a non-last stage rebuilt its rows from the relay and lost the accepted drafts.
 
-   * a non-last stage posts its receives for this batch's broadcast and advances
-     ``num_computed_tokens`` optimistically, drafts included; the rejected part is
-     taken back when the broadcast is applied;
-   * the last stage samples or rejection-samples the drafts it embedded, broadcasts
-     tokens and counts, updates its slots, proposes the next drafts and broadcasts those too.
-
-The scheduler's ``new_token_ids`` relay and its draft token *values* are never read:
-from the scheduler this runner takes only how many tokens and drafts to run. That
-is the difference from V1, where a non-last stage rebuilt its rows from the relay and lost
-the accepted drafts; V1's switches do not apply here. Its own switches
-(``gpu/runner_fixes.py``) are resolved to functions when the runner is built.
-
-The stage itself, everything above but the broadcast and the switches, is
-``model_runner_base.GPUModelRunnerBase``, which the relay design shares; this class adds
-V2's handler and its switches. It implements the runner contract (``worker_base.WorkerBase``)
-and describes its rows off its slots, so the invariants check V2's own state.
-
-Preemption: ``finish_requests`` frees a preempted request's slot at once, so the slot may go
-to another request before it resumes; a resumed request is added again from every token it
-has, and keeps its prompt length, ``max_tokens`` and sampling state (``preempted``).
-Async scheduling needs nothing of this runner: it already takes only counts.
+The stage itself is ``model_runner_base.GPUModelRunnerBase``, which the relay design shares;
+this class adds V2's handler and its switches (``gpu/runner_fixes.py``). A preempted request's
+slot is freed at once; on resuming, it is added again from every token it has.
 Left out: CUDA graphs, Triton kernels (numpy loops stand in),
 async output copies, streams, structured output, logprobs, penalties, LoRA,
 multimodal, pooling, KV connectors, data and context parallelism, EPLB.

@@ -1,41 +1,26 @@
 """Pipeline parallelism for Model Runner V2: the last stage's broadcast (vLLM 0.30.0:
 ``vllm/v1/worker/gpu/pp_utils.py``, ``PPHandler``).
 
-Only the last stage samples and drafts. After each batch it sends every other
-stage, for the batch's rows in batch order:
+Only the last stage samples and drafts. After each batch it sends every other stage, for the
+batch's rows in batch order, ``sampled_tokens`` ``[num_reqs, k + 1]`` (padded to the full
+width), ``num_sampled`` and ``num_rejected`` as ``[2, num_reqs]`` int32, and with drafts the
+next ``draft_tokens`` ``[num_reqs, k]``; none of the three when no row of the batch sampled
+(``compute_need_sampled_mask``, which each side computes alike).
 
-1. ``sampled_tokens`` ``[num_reqs, k + 1]``, padded to the full width (``broadcast``);
-2. ``num_sampled`` and ``num_rejected`` stacked as ``[2, num_reqs]`` int32;
-3. with drafts (``k > 0``), the next ``draft_tokens`` ``[num_reqs, k]`` (``broadcast_drafts``).
+A non-last stage posts its receives right after its own forward of the batch (``receive``) and
+applies them on first need: at the start of a step, oldest first, every entry up to the newest
+one that holds a request scheduled now (``get_prev_sampled_outputs``). The last stage runs
+batches in order, so nothing is waited for that is not already sent. An entry's rows whose slot
+was freed since its receive are skipped (a generation counter per slot), so a finished
+request's tokens never land in the slot's next occupant.
 
-It skips all three when no row of the batch sampled (``compute_need_sampled_mask``:
-every row is a prefill chunk that is not the last); each non-last stage computes
-the same mask from the same batch and skips its receive too.
-
-A non-last stage posts its three receives right after its own forward of the batch
-(``receive``) and applies them later, at the start of a step, before it touches its slots.
-When is "later"? vLLM applies step T's entry at step T + pp_size, since its async scheduler
-makes a decoding request wait that long. minispec's scheduler may return an output any number
-of steps later, so here a stage applies entries on first need: oldest first, every entry up to
-the newest one that holds a request scheduled now (``get_prev_sampled_outputs``). The last
-stage runs batches in order, so nothing is waited for that is not already sent.
-
-Each slot has a generation counter bumped when it is freed (``on_req_idx_freed``); an entry's
-rows whose slot was freed since its receive are skipped, so a finished request's tokens never
-land in the slot's next occupant.
-
-Two fault presets switch this file, each handed to ``PPHandler`` by V2's runner:
-``live_rows`` (``v2-slot-reuse``) and ``sample_width`` (``v2-broadcast-width``). So this file
-imports no switch, and the relay design can share its two pure functions,
-``compute_need_sampled_mask`` and ``same_occupant``.
-
-The messages go over the pipeline's own point-to-point group, checked (invariant 7 holds on
-every receive, ``send_checked`` / ``post_checked``), the same in both executors; minispec
-sends one message per non-last rank. Each handler also tells its listeners (``subscribe``,
-minispec's: vLLM has none) what it did with a batch's broadcast, as a ``PPMessage``.
+Two fault presets switch this file through ``live_rows`` and ``sample_width``, handed in by V2's
+runner, so this file imports no switch and the relay can share its pure functions. Messages are
+checked (invariant 7, ``send_checked`` / ``post_checked``); ``subscribe`` (minispec's) tells
+listeners what a handler did with each broadcast, as a ``PPMessage``.
 Left out: streams and events, the aux-hidden-state relay (EAGLE 3), XPU.
 
-vLLM's lines, and why first need: ``docs/fidelity/model_runner_v2.md``.
+vLLM's lines, and why first need and not vLLM's fixed delay: ``docs/fidelity/model_runner_v2.md``.
 """
 
 from __future__ import annotations
