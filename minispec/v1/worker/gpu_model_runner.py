@@ -3,24 +3,16 @@
 Every stage runs the same ``execute_model``: ``_update_states`` brings its
 persistent ``InputBatch`` in line with the ``SchedulerOutput``,
 ``_prepare_inputs`` gathers ``input_ids`` from ``token_ids_cpu``, the stage's
-layers run, and then
-
-* a non-last stage returns ``IntermediateTensors`` for the next stage;
-* the last stage computes logits, samples (or rejection-samples the drafts it
-  reads back out of its own ``input_ids``), appends the result to its own copy
-  of each request, proposes new drafts and returns a ``ModelRunnerOutput``.
+layers run, and then a non-last stage returns ``IntermediateTensors`` for the next stage,
+while the last stage computes logits, samples (or rejection-samples the drafts it reads back
+out of its own ``input_ids``), appends the result to its own copy of each request, proposes
+new drafts and returns a ``ModelRunnerOutput``.
 
 ``_update_states`` follows vLLM v0.9.2 step by step (split into helpers named
 after its phases), including its two faults under pipeline parallelism, each
-switchable (``minispec.v1.worker.runner_fixes``). minispec adds bookkeeping vLLM
-does not have: ``row_paths`` for traces and each request's last drafts for fix 2.
-
-Built as vLLM builds it, from the ``VllmConfig`` alone: the runner picks its drafter (last
-stage only), its samplers, and the one function each of V1's switches calls. It is one
-implementation of the runner contract (``worker_base.WorkerBase``). Under pipeline parallelism
-with async scheduling the scheduler relays no tokens: the last stage broadcasts each batch's
-sampled tokens (``pp_prev_sampled.py``). A resumed request that still holds a row is evicted
-first, so it is re-added with its new blocks alone.
+switchable (``minispec.v1.worker.runner_fixes``). minispec adds ``row_paths`` for traces and
+each request's last drafts for fix 2. Under PP with async scheduling the last stage broadcasts
+what it sampled instead (``pp_prev_sampled.py``).
 Left out: CUDA graphs, the Worker class, structured output, LoRA, multimodal.
 
 The release lines, the one departure from 0.9.2, and how ``make vllm-check`` runs vLLM's own

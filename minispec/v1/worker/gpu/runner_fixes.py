@@ -1,29 +1,20 @@
 """Model Runner V2's switches: its 2026 faults, their presets, and the workshop's plug
 point in V2's runner (vLLM 0.30.0: ``vllm/v1/worker/gpu/pp_utils.py``, the file most of
 them switch; minispec's own idea: vLLM ships each fix, never a switch). Every switch
-here belongs to ``ModelRunner.V2``; what a switch, a preset and a learner's settings
-are: ``minispec.v1.worker.switches`` and ``minispec.v1.worker.switchboard``.
+here belongs to ``ModelRunner.V2``; what a switch is: ``minispec.v1.worker.switches``.
 
-The switches, each resolved once when the runner is built; the fix is the runner's own
-code (``model_runner.py``, ``pp_utils.py``), the fault is below:
+Each switch is resolved once when the runner is built; the fix is the runner's own code, the
+fault is below: ``APPLY_DRAFTS`` (fault ``keep_stale_drafts``), ``NUM_REJECTED_ON_APPLY``
+(``ignore_rejected``), ``LIVE_ROWS`` (``every_row_live``), ``SAMPLE_WIDTH`` (``natural_width``),
+``POST_DRAFTS`` (``post_drafts_twice``) and, with an EAGLE-3 head, ``CAPTURES_TAPS``
+(``capture_on_last_rank_only``). ``APPLY_BROADCAST`` is notebook 08's last exercise, a
+non-last stage's whole post-processing of one batch's broadcast, ``apply_broadcast(states,
+slots, sampled_tokens, num_sampled, num_rejected, draft_tokens) -> None``; it replaces
+``apply_drafts`` and ``num_rejected_on_apply`` (``Switch.within``).
 
-* ``APPLY_DRAFTS``: the broadcast's drafts are written into the slots; fault ``keep_stale_drafts``.
-* ``NUM_REJECTED_ON_APPLY``: the rejected part of the optimistic count is taken back;
-  fault ``ignore_rejected``.
-* ``LIVE_ROWS``: only rows whose slot still holds their request are applied; fault ``every_row_live``.
-* ``SAMPLE_WIDTH``: the sampled tokens travel at the width every receive was posted for;
-  fault ``natural_width``.
-* ``POST_DRAFTS``: the last stage posts a batch's next drafts once; fault ``post_drafts_twice``.
-* ``CAPTURES_TAPS`` (with an EAGLE-3 head): every stage fills the slots of the taps it owns;
-  fault ``capture_on_last_rank_only`` (preset ``v2-eagle3-taps-dropped``).
-* ``APPLY_BROADCAST``: notebook 08's last exercise, a non-last stage's whole post-processing of
-  one batch's broadcast, ``apply_broadcast(states, slots, sampled_tokens, num_sampled,
-  num_rejected, draft_tokens) -> None``; it replaces ``apply_drafts`` and
-  ``num_rejected_on_apply`` (``Switch.within``), so a fault preset on either cannot be combined with it.
-
-The presets (``faults=``) each put one fault back. What each reproduces, where it is
-documented, and where it bites: ``FAULTS`` in ``minispec/lab/faults/catalogue.py``; the
-pull requests behind them: ``docs/fidelity/model_runner_v2.md``.
+What each preset reproduces and where it bites: ``FAULTS`` in
+``minispec/lab/faults/catalogue.py``; what each switch guards, and the pull requests behind
+them: ``docs/fidelity/model_runner_v2.md``.
 """
 
 from __future__ import annotations

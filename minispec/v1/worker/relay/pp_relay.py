@@ -2,30 +2,19 @@
 in ``python/sglang/srt/managers/scheduler_pp_mixin.py``, extended for speculative decoding;
 minispec's stand-in for V2's ``PPHandler``, ``gpu/pp_utils.py``).
 
-Only the last stage samples and drafts. After each batch it sends one payload to stage
-0, and every non-last stage, once it has applied it, forwards it to the next stage, up to
-the stage before the last: last -> 0 -> 1 -> ... -> pp_size - 2. V2's ``PPHandler`` sends
-the same facts from the last stage to each stage directly; here every hop is one send by a
-different rank, and a stage cannot apply a payload before the one behind it has. The payload,
-for the batch's rows in batch order (minispec's drafts are a chain, not a tree):
+Only the last stage samples and drafts. After each batch it sends one payload to stage 0, and
+every non-last stage, once it has applied it, forwards it to the next: last -> 0 -> 1 -> ... ->
+pp_size - 2. Every hop is one send by a different rank, so a stage cannot apply a payload
+before the one behind it has. The payload, for the batch's rows in batch order:
+``sampled_tokens`` ``[num_reqs, k + 1]``; ``[accept_lens; new_seq_lens]`` ``[2, num_reqs]``
+int32; and, unless drafting is replicated, the next drafts ``[num_reqs, k]``. A non-last stage
+*sets* its count from ``new_seq_lens``, where V2 subtracts ``num_rejected``.
 
-1. ``sampled_tokens`` ``[num_reqs, k + 1]``: the accepted drafts, then the bonus token;
-2. ``[accept_lens; new_seq_lens]`` ``[2, num_reqs]`` int32: how many tokens each row
-   sampled, and how many of its tokens have KV once the rejected drafts are dropped;
-3. with drafts (``k > 0``, and not replicated drafting), the next drafts ``[num_reqs, k]``.
-
-A non-last stage *sets* its count from ``new_seq_lens``, where V2 subtracts ``num_rejected``
-from an optimistic count.
-
-Micro-batch slots: as SGLang's loop keeps one slot per micro-batch in flight, the ``c``-th
-batch a stage runs gets slot ``c % pp_size``, and a payload is paired with the slot of the
-batch it reports (``mb_slot``). A stage takes the payload of batch ``c`` before it runs batch
-``c + pp_size``, so the slot still holds that batch, and otherwise on first need. Every payload
-a step takes is received whole before any leaves the queue, so a step run again after
-``NotSentYet`` finds it still queued. The fault preset ``relay-pairing`` pairs it with the slot
-of the stage's previous forward.
-
-Messages go over the pipeline's own group, checked (``send_checked`` / ``post_checked``), as V2's.
+Micro-batch slots: the ``c``-th batch a stage runs gets slot ``c % pp_size``, and a payload is
+paired with the slot of the batch it reports (``mb_slot``), taken before batch ``c + pp_size``
+runs and otherwise on first need. Every payload a step takes is received whole before any
+leaves the queue, so a step run again after ``NotSentYet`` finds it still queued. The fault
+preset ``relay-pairing`` pairs it with the slot of the stage's previous forward.
 Left out: SGLang's Python-object dicts (``point_to_point_pyobj``), proxy tensors, the
 accepted tree indices a tree of drafts would need, logprobs, overlap scheduling.
 SGLang's lines and pull requests: ``docs/fidelity/relay.md``.
