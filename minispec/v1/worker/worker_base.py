@@ -1,24 +1,18 @@
 """What every runner design offers its executor and the trace recorder (vLLM 0.30.0:
 ``vllm/v1/worker/worker_base.py``, ``WorkerBase``).
 
-One pipeline stage of either design (V1's ``GPUModelRunner`` in ``gpu_model_runner.py``,
-Model Runner V2's in ``gpu/model_runner.py``) is a ``WorkerBase``: the executors build
-it with ``gpu_worker.make_runner`` and use nothing but what is declared here, so a new
-design plugs in by implementing these four methods (``docs/adding_a_runner.md``):
+One pipeline stage of any design is a ``WorkerBase``: the executors build it with
+``gpu_worker.make_runner`` and use nothing but what is declared here, so a new design plugs in
+by implementing four methods (``docs/adding_a_runner.md``): ``execute_model`` (run one scheduled
+batch through this stage), ``drop_all_requests`` (after the engine aborted them all),
+``bind_pp_group`` (the group this stage talks to the others on) and ``describe_rows`` (this
+step's rows as ``RowRecord`` data, for the trace recorder). The rest of what the engine needs
+to know about a design is its record in ``designs.py``.
 
-* ``execute_model``: run one scheduled batch through this stage;
-* ``drop_all_requests``: forget every request (after the engine aborted them all);
-* ``bind_pp_group``: take the group this stage talks to the other stages on;
-* ``describe_rows``: this step's rows as ``RowRecord`` data, for the trace recorder.
-
-What the engine needs to know about a design besides its class is its record in ``designs.py``.
-
-Why this name: in vLLM the executor talks to a stage through its worker, and the worker holds
-the model runner; v1 has no model-runner base class. minispec leaves the worker out and its
-executors drive the runners directly, so the runner takes the worker's place and its base class
-name. It is an ``ABC``, so a design that forgets a method cannot be built, and ``TypeError``
-names the method. ``bind_pp_group`` (minispec builds several pipelines in one process) and
-``describe_rows`` (vLLM has no recorder) are minispec's. Left out: device
+In vLLM the executor talks to a stage through its worker, which holds the model runner;
+minispec leaves the worker out, so the runner takes its place and its base class name. It is an
+``ABC``, so a design that forgets a method cannot be built, and ``TypeError`` names it.
+Left out: device
 initialisation, memory profiling, KV-cache sizing, LoRA, sleep mode, ``sample_tokens``
 (vLLM's split of ``execute_model`` for structured output).
 

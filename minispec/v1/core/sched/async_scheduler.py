@@ -1,20 +1,13 @@
 """The scheduler under async scheduling (vLLM 0.30.0: ``vllm/v1/core/sched/async_scheduler.py``,
-``AsyncScheduler``; chosen by ``scheduler_config.async_scheduling``, as vLLM's
-``SchedulerConfig.get_scheduler_cls`` does).
+``AsyncScheduler``; chosen by ``scheduler_config.async_scheduling``).
 
-The engine schedules the next step before this step's output is back. A request whose batch
-is in flight can then be scheduled again, because its future tokens are counted as
-*placeholders*:
-
-* ``num_output_placeholders``: once a step that samples for a request is scheduled, it owes
-  ``1 + d`` tokens (the bonus and its ``d`` drafts, all assumed accepted), counted as tokens to
-  compute; a returning output takes back the rejected drafts and then every token it appended.
-* ``spec_token_ids`` becomes ``[-1] * k``: the scheduler schedules ``k`` drafts whose values it
-  never learns; the stages take them from the last stage. So a returning output's drafts are
-  not taken (``_take_drafts`` does nothing).
-* With a design that waits (V2's stages, the relay), a decoding request is next eligible
-  ``decode_wait_batches`` batches later, read off the design's record
-  (``minispec/v1/worker/designs.py``).
+The engine schedules the next step before this step's output is back. A request whose batch is
+in flight can then be scheduled again, because its future tokens are counted as
+*placeholders* (``num_output_placeholders``: ``1 + d`` per sampling step, every draft assumed
+accepted), taken back when the output returns. Its drafts are scheduled as ``[-1] * k``: the
+stages take their values from the last stage, so a returning output's drafts are not taken.
+With a design that waits, a decoding request is next eligible ``decode_wait_batches`` batches
+later (``designs.py``).
 
 For the fault family: the placeholders are added in ``_update_after_schedule`` and taken back
 in ``_update_request_with_output`` and ``Scheduler.update_from_output``; ``_wait_for_output``

@@ -8,22 +8,15 @@ was scheduled, drafts included, so a request whose batch is still in flight has
 nothing left to schedule: that is why, with a batch queue, decode batches
 alternate between two sets of requests.
 
+Preemption takes the last of ``running`` and frees its blocks at once (stages run batches in
+order, so the batch in flight reads them first). Its output still in flight is *stale*:
+appended when it returns, but it no longer moves the counters preemption reset, and the request
+is not resumed while it is in flight. A preempted request loses its drafts.
 Left out: priorities, prefix caching, encoder inputs, structured output, LoRA.
-What async scheduling needs from this class is here (placeholders count as tokens to
-compute); ``AsyncScheduler`` sets the placeholders.
 
-A request leaves ``requests`` when it finishes, so an engine reused all afternoon holds only
-what is unfinished (``totals()`` keeps the counts for ``LLM.stats``); a finished id goes out
-with the next ``SchedulerOutput`` and is forgotten.
-
-Preemption: the victim is the last of ``running``, and may have batches in flight. Its blocks
-are freed at once (every stage runs batches in order, so the batch in flight reads them before
-a later batch writes them). Its output still to come is *stale*: delivered and appended when it
-returns, but it no longer moves the counters preemption reset, and the request is not resumed
-while it is in flight. A preempted request loses its drafts.
-
-The release lines behind each rule, the deliberate differences from vLLM 0.9.2 and 0.30.0, and
-what ``make vllm-check`` showed: ``docs/fidelity/scheduler.md``.
+What async scheduling needs of this class, the release lines behind each rule, the deliberate
+differences from vLLM 0.9.2 and 0.30.0, and what ``make vllm-check`` showed:
+``docs/fidelity/scheduler.md``.
 """
 
 from __future__ import annotations
