@@ -1,4 +1,4 @@
-"""The one table of cited GitHub threads (minispec/lab/records/threads.py): every reference anywhere in
+"""The one table of cited GitHub threads (minispec/lab/records/threads.json, built by threads.py): every reference anywhere in
 the repository is in it, every entry is cited somewhere, every date and quoted sentence next to a reference in
 prose is the table's, and the presets and the timeline draw from it."""
 
@@ -26,6 +26,7 @@ from minispec.lab.records.threads import (
     ThreadKind,
     ThreadState,
     Verified,
+    load_threads,
     references,
     thread,
 )
@@ -33,7 +34,7 @@ from minispec.lab.records.threads import (
 ROOT = Path(__file__).resolve().parents[1]
 SUFFIXES = (".py", ".md", ".ipynb", ".txt", ".rst", ".cfg", ".toml")
 NOT_READ = ("tests/test_threads.py",)  # its made-up references below
-TABLE = "minispec/lab/records/threads.py"
+TABLE = "minispec/lab/records/threads.json"  # the entries (threads.py builds them)
 
 
 def tracked_text() -> dict[str, str]:
@@ -72,7 +73,7 @@ def test_every_reference_in_the_repository_is_in_the_table():
                 thread(repo, number)
             except KeyError:
                 missing.setdefault(f"{repo}#{number}", []).append(name)
-    assert missing == {}, "cited but not in minispec/lab/records/threads.py THREADS"
+    assert missing == {}, "cited but not in minispec/lab/records/threads.json"
 
 
 def test_every_entry_is_cited_somewhere_and_listed_once():
@@ -202,4 +203,21 @@ def test_every_date_and_quote_next_to_a_reference_is_the_tables():
         if name != TABLE and name.endswith((".py", ".md", ".ipynb", ".rst")):
             if problems := disagreements(prose(name, text)):
                 found[name] = problems
-    assert found == {}, "not in minispec/lab/records/threads.py THREADS: add the post or quote, or correct it"
+    assert found == {}, "not in minispec/lab/records/threads.json: add the post or quote, or correct it"
+
+
+def test_the_table_is_data_and_a_malformed_entry_is_named(tmp_path):
+    """Issue 33: the entries left the package's Python for threads.json; each is built and checked
+    as it loads. Planted: an unknown state, a missing title, a post out of order."""
+    rows = json.loads((ROOT / TABLE).read_text(encoding="utf-8"))
+    assert len(rows) == len(THREADS) and THREADS[0].number == rows[0]["number"]
+    path = tmp_path / "threads.json"
+    for i, broken in ((0, {"state": "REOPENED"}), (3, {"title": None}), (0, {"posts": [
+            {"kind": "REVIEW", "posted": "2026-02-02"}, {"kind": "DESCRIPTION", "posted": "2026-01-01"}]})):
+        planted = [dict(r) for r in rows]
+        planted[i] = {k: v for k, v in {**planted[i], **broken}.items() if v is not None}
+        path.write_text(json.dumps(planted))
+        with pytest.raises(ValueError, match=rf"threads.json entry {i} \(vllm-project/vllm#{rows[i]['number']}\)"):
+            load_threads(path)
+    path.write_text(json.dumps(rows))
+    assert load_threads(path) == THREADS

@@ -17,7 +17,9 @@ a release cannot be fetched, or a pin is used by no citation.
     python tools/cite_check.py --repin      # record the pins of the ranges cited now; print what changed
 
 A Python file is one block (a release named in its docstring carries through the file), a
-notebook cell is one, and a markdown file has one per section. ``tests/test_citations.py``
+notebook cell is one, a markdown file has one per section (the fidelity pages, ``docs/fidelity/``,
+hold most of the release lines that used to sit in ``minispec/v1``'s docstrings), and each entry's
+note in a data file of ``DATA`` (the cited threads' table) is one. ``tests/test_citations.py``
 and the parser's own docstring hold made-up examples and are not read.
 """
 
@@ -44,10 +46,15 @@ from reference.sources import cached_sources, release_sources  # noqa: E402
 
 SUFFIXES = (".py", ".md", ".ipynb", ".txt", ".rst")
 NOT_READ = ("tests/test_citations.py", "reference/citations.py")
+# data files whose entries' notes cite releases: each entry's "note" is one block
+DATA = ("minispec/lab/records/threads.json",)
 
 
 def blocks(path: Path, name: str) -> list[Block]:
     text = path.read_text(encoding="utf-8")
+    if name.endswith(".json") and Path(name).name in {Path(d).name for d in DATA}:
+        entries = json.loads(text)
+        return [Block(f"{name} entry {i}", e["note"]) for i, e in enumerate(entries) if e.get("note")]
     if name.endswith(".ipynb"):
         cells = json.loads(text)["cells"]
         return [Block(f"{name} cell {i}", "".join(c["source"])) for i, c in enumerate(cells)]
@@ -63,7 +70,7 @@ def blocks(path: Path, name: str) -> list[Block]:
 
 def tracked() -> list[Path]:
     names = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    return [ROOT / n for n in names if n.endswith(SUFFIXES) and n not in NOT_READ]
+    return [ROOT / n for n in names if (n.endswith(SUFFIXES) or n in DATA) and n not in NOT_READ]
 
 
 class ReleaseFiles(frozenset):
