@@ -108,7 +108,7 @@ mutants: $(LAB_STAMP)
 	$(BIN)/python benchmarks/bench_mutants.py
 
 train: $(LAB_STAMP)
-	$(BIN)/python -m minispec.training.train --out minispec/checkpoints
+	$(BIN)/python -m training.train --out minispec/checkpoints
 
 clean:
 	rm -rf $(VENV) *.egg-info

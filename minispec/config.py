@@ -18,7 +18,7 @@ from pathlib import Path
 CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"
 DEFAULT_TARGET = CHECKPOINT_DIR / "target"
 DEFAULT_DRAFT = CHECKPOINT_DIR / "draft"
-DEFAULT_EAGLE3 = CHECKPOINT_DIR / "eagle3"  # EAGLE heads trained on the target (minispec.training.eagle)
+DEFAULT_EAGLE3 = CHECKPOINT_DIR / "eagle3"  # EAGLE heads trained on the target (training.eagle)
 DEFAULT_EAGLE = CHECKPOINT_DIR / "eagle"
 
 

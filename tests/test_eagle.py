@@ -59,9 +59,9 @@ def test_intermediate_tensors_travel_as_one_message():
 
 
 def test_the_training_forward_is_the_engines_paged_forward():
-    """``minispec.training.eagle`` trains the head with batched, unpaged attention; its step 1
+    """``training.eagle`` trains the head with batched, unpaged attention; its step 1
     must be the drafter's paged forward, or the head learns something the engine never runs."""
-    from minispec.training.eagle import _attend, _qkv
+    from training.eagle import _attend, _qkv
 
     head_arch = LlamaArchitecture.from_pretrained(DEFAULT_EAGLE3)
     head = load_eagle_head(DEFAULT_EAGLE3, head_arch, "cpu", torch.float32)

@@ -1,3 +1,3 @@
-"""The model shop: the corpus, the character tokenizer and the training script
-that rebuild the shipped checkpoints (``python -m minispec.training.train``).
-Nothing at serving time imports it."""
+"""The training corpus and its split (``corpus.py``), which notebook 02 and the tests read. The
+scripts that rebuild the shipped checkpoints live beside the package, in ``training/``
+(``python -m training.train``). Nothing at serving time imports it."""

@@ -2,7 +2,7 @@
 
 vLLM's ``get_tokenizer`` goes through transformers' ``AutoTokenizer`` and a
 tokenizer cache; minispec's checkpoints carry a plain ``tokenizer.json`` (one
-token per character, built by ``minispec.training.tokenizer``), which the
+token per character, built by ``training.tokenizer``), which the
 ``tokenizers`` library reads directly, so ``import transformers`` stays off the
 serving path. Left out: slow tokenizers, chat templates, detokenizer caches.
 """

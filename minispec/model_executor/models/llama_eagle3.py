@@ -83,7 +83,7 @@ class Eagle3LlamaForCausalLM(nn.Module):
 
 
 def load_eagle_head(path: str | Path, arch: LlamaArchitecture, device, dtype) -> Eagle3LlamaForCausalLM:
-    """The head in ``path`` (config.json and model.safetensors, as ``minispec.training.eagle`` saves it)."""
+    """The head in ``path`` (config.json and model.safetensors, as ``training.eagle`` saves it)."""
     from safetensors.torch import load_file
 
     path = Path(path)

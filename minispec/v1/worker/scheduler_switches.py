@@ -4,7 +4,8 @@ each fix and never a switch back to the fault; what a switch and a preset are:
 
 * ``STALE_OUTPUT_V1``, ``STALE_OUTPUT_V2``: what ``Scheduler.update_from_output`` does with the
   output of a batch that was in flight when its request was preempted. The fix,
-  ``deliver_stale_output``, delivers it as vLLM does; the fault, ``drop_stale_output``, discards
+  ``deliver_stale_output``, delivers it as vLLM's scheduler does
+  (``vllm/v1/core/sched/scheduler.py``, the file it switches); the fault, ``drop_stale_output``, discards
   it, so the token is sampled again after the recompute: output is not corrupted, the work is
   done twice (invariant 8 names it). Preset ``stale-output-dropped``.
 

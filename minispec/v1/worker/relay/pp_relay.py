@@ -16,7 +16,8 @@ runs and otherwise on first need. Every payload a step takes is received whole b
 leaves the queue, so a step run again after ``NotSentYet`` finds it still queued. The fault
 preset ``relay-pairing`` pairs it with the slot of the stage's previous forward.
 Left out: SGLang's Python-object dicts (``point_to_point_pyobj``), proxy tensors, the
-accepted tree indices a tree of drafts would need, logprobs, overlap scheduling.
+accepted tree indices a tree of drafts would need (from reading SGLang PR #30775's payload),
+logprobs, overlap scheduling.
 SGLang's lines and pull requests: ``docs/fidelity/relay.md``.
 (vLLM 0.30.0: ``vllm/v1/worker/gpu/pp_utils.py``, its nearest twin.)
 """

@@ -9,7 +9,7 @@ the history alone, so the payload leaves them out. A proposer that reads anythin
 draft model's KV cache, a random generator) cannot be replicated so, and the design's record
 (``designs.py``) accepts the n-gram proposer only. It reads no switch.
 
-Left out: the suffix tree, accept indices (minispec's drafts are a chain).
+Left out: the suffix tree, SGLang PR #27620's accept indices (minispec's drafts are a chain).
 Where it comes from: ``docs/fidelity/relay.md``.
 (vLLM 0.30.0: ``vllm/v1/spec_decode/ngram_proposer.py``, which runs on the last rank only.)
 """

@@ -1,6 +1,6 @@
 """Train the shipped target and draft checkpoints from CPython's own text.
 
-    python -m minispec.training.train --out minispec/checkpoints
+    python -m training.train --out minispec/checkpoints
 
 Both models are transformers ``LlamaForCausalLM`` so that any transformers user
 can load them; minispec's own forward (``minispec.model_executor``) is tested
@@ -22,7 +22,7 @@ import torch
 from tqdm import tqdm
 
 from minispec.training.corpus import split_text
-from minispec.training.tokenizer import EOS, UNK, build_tokenizer
+from training.tokenizer import EOS, UNK, build_tokenizer
 
 
 @dataclass
@@ -174,7 +174,7 @@ def main(argv=None) -> None:
     heldout_ids = np.array(tok.encode(heldout_text).ids, dtype=np.int64)
     vocab, eos_id = tok.get_vocab_size(), tok.token_to_id(EOS)
 
-    metrics = {"python": platform.python_version(), "command": " ".join(["python -m minispec.training.train", *(argv or [])])}
+    metrics = {"python": platform.python_version(), "command": " ".join(["python -m training.train", *(argv or [])])}
     models = {}
     for spec in (TARGET, DRAFT):
         t0 = time.time()

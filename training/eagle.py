@@ -1,6 +1,6 @@
 """Train the shipped EAGLE heads on the shipped target (``minispec/checkpoints/eagle3``, ``eagle``).
 
-    nice -n 10 python -m minispec.training.eagle --out minispec/checkpoints
+    nice -n 10 python -m training.eagle --out minispec/checkpoints
 
 The target is frozen; its features come from transformers' ``output_hidden_states``
 (``hidden_states[i]`` is the stream entering layer ``i``, the tap minispec's stages capture,
@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from minispec.config import DEFAULT_TARGET, LlamaArchitecture
 from minispec.model_executor.models.llama_eagle3 import Eagle3LlamaForCausalLM
 from minispec.training.corpus import split_text
-from minispec.training.train import batches, lr_at
+from training.train import batches, lr_at
 
 TAPS = (1, 2, 3)  # the streams entering layers 1, 2, 3 of the 4: early, middle, late
 HEAD_MLP = 256
@@ -170,7 +170,7 @@ def model_card(name: str, head, metrics: dict, args) -> str:
 
 An EAGLE draft head for `minispec/checkpoints/target`: one Llama decoder layer whose attention
 reads the next token's embedding beside a feature of the target: {reads}.
-Trained with `minispec.training.eagle` on CPython's `pydoc_data.topics` (the target's corpus),
+Trained with `training.eagle` on CPython's `pydoc_data.topics` (the target's corpus),
 against the frozen target's own next-token distributions, unrolled {args.unroll} draft steps.
 
 | | |
@@ -182,7 +182,7 @@ against the frozen target's own next-token distributions, unrolled {args.unroll}
 | training time | {metrics['seconds']:.0f} s wall, {metrics['cpu_seconds']:.0f} s CPU, on {torch.get_num_threads()} CPU thread(s) |
 | first draft = target's greedy token | {metrics['step1_agreement']:.1%} of held-out positions |
 
-Reproduce: `python -m minispec.training.eagle --out minispec/checkpoints`
+Reproduce: `python -m training.eagle --out minispec/checkpoints`
 """
 
 
