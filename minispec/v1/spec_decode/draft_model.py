@@ -1,24 +1,16 @@
-"""Drafting with a small model (vLLM 0.15.0: ``vllm/v1/spec_decode/draft_model.py``).
+"""Drafting with a small model (vLLM 0.15.0: ``vllm/v1/spec_decode/draft_model.py``), a stand-in for
+the learned proposers that run on the last stage after sampling: the runner faults do not depend
+on which proposer made the drafts.
 
-minispec's small draft model stands in for the learned proposers that run on the last stage
-after sampling: the runner faults it exposes do not depend on which proposer made the drafts.
-
-The draft keeps its own paged KV cache, separate from the target's. For each
-request it remembers how many leading tokens of the history it has cached;
-after verification it feeds only the tokens it has not seen (the accepted drafts
-and the token emitted after them), then generates ``k`` drafts one position at a time, all
-requests batched together: a draft step costs one token per request.
-
-Draft KV written for positions beyond the history is never trusted: the next
-call feeds from the end of the real history again and overwrites it. When the
-pool runs short, the least recently used request not in this call loses its
-draft cache and simply starts over next time.
-
-For a random request the draft returns its processed distribution, so the rejection sampler
-can use ``p / q``; a greedy request gets the argmax and no probabilities (one-hot). EAGLE heads
-reuse this class's cache and loop (``eagle.py``). Left out: MTP heads, draft tensor parallelism, CUDA graphs.
-
-When vLLM gained draft-model drafting, and what it passes the sampler: ``docs/fidelity/spec_decode.md``.
+The draft keeps its own paged KV cache. For each request it remembers how many leading tokens of
+the history it has cached, feeds only the tokens it has not seen (the accepted drafts and the
+token emitted after them), then generates ``k`` drafts one position at a time, all requests
+batched: a draft step costs one token per request. Draft KV beyond the history is never trusted
+(the next call overwrites it); when the pool runs short, the least recently used request not in
+this call loses its draft cache. A random request's draft returns its distribution ``q`` for the
+rejection sampler. EAGLE heads reuse this class's cache and loop (``eagle.py``).
+Left out: MTP heads, draft tensor parallelism, CUDA graphs.
+When vLLM gained draft-model drafting: ``docs/fidelity/spec_decode.md``.
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
 """Drafting with an EAGLE head that reads the target's hidden states (vLLM 0.30.0:
 ``vllm/v1/spec_decode/eagle.py``'s ``EagleProposer``; from reading the code).
 
-**What it reads.** For each target position ``i`` the head takes the token at ``i + 1`` and a
-feature of the target at ``i``: EAGLE-3 (``method="eagle3"``) the taps entering early, middle
-and late layers, concatenated and projected by the head's ``fc``; ``method="eagle"`` the
-target's last hidden state. After each forward the last stage hands the drafter every
-computed position's feature (``capture``); the drafter keeps them per request, by position,
-and then drafts as ``draft_model.py`` does, sharing its paged cache and loop. Features at
-positions whose drafts were rejected are overwritten before they are read.
-
-**Under pipeline parallelism the taps live on other stages.** minispec carries them: every
-stage appends the taps it captured to the ``IntermediateTensors`` it sends on, so the last
-stage has them all, at ``len(taps) * hidden_size`` more floats per token per hop. The preset
-``v2-eagle3-taps-dropped`` puts back the fault of capturing on the last rank only, and a design
-that cannot carry the taps (``Design.can_carry_hidden_states``) is refused.
+For each target position ``i`` the head takes the token at ``i + 1`` and a feature of the target
+at ``i``: EAGLE-3 (``method="eagle3"``) the taps entering early, middle and late layers,
+concatenated and projected by the head's ``fc``; ``method="eagle"`` the target's last hidden
+state. The last stage hands the drafter every computed position's feature (``capture``), kept
+per request by position; it then drafts as ``draft_model.py`` does, sharing its cache and loop.
+Under pipeline parallelism the taps live on other stages, and minispec carries them in the
+``IntermediateTensors``; a design that cannot is refused (``Design.can_carry_hidden_states``).
 
 Left out: vLLM's padded/parallel drafting, CUDA graphs, a reduced draft vocabulary, tree
 drafts, MTP, and sharing the target's embedding and ``lm_head`` (the head ships its own).
-
-The two answers vLLM and SGLang gave to the taps under PP, with their lines and pull requests:
-``docs/fidelity/spec_decode.md``.
+The two answers vLLM and SGLang gave to the taps under PP: ``docs/fidelity/spec_decode.md``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """The input batch, built from the request slots each step (vLLM 0.30.0:
 ``vllm/v1/worker/gpu/input_batch.py``).
 
-V1 kept a persistent batch whose rows *were* the state; V2's ``InputBatch`` is a
-throw-away view: ``idx_mapping`` maps batch row ``i`` to its slot, and every array
-is gathered from the slots (``states.py``). The functions below are the Triton
-kernels of that file, one request at a time in numpy, under the kernels' names:
-
-* ``prepare_prefill_inputs``: a prefill chunk's ids come from ``all_token_ids``;
-* ``combine_sampled_and_draft_tokens``: a decode step embeds ``last_sampled_tokens``
-  and then the slot's ``draft_tokens``, never a token list from the scheduler;
-* ``post_update``: after sampling, the slot learns the tokens, ``last_sampled_tokens``
-  and ``num_computed_tokens += query_len - num_rejected`` (on a non-last stage,
-  ``query_len`` was added already at its own forward, ``post_update_num_computed_tokens``,
-  and only ``- num_rejected`` is left when the broadcast arrives).
+V1 kept a persistent batch whose rows *were* the state; V2's ``InputBatch`` is a throw-away
+view: ``idx_mapping`` maps batch row ``i`` to its slot, and every array is gathered from the
+slots (``states.py``). The functions below are that file's Triton kernels, one request at a
+time in numpy, under the kernels' names: a prefill chunk's ids come from ``all_token_ids``
+(``prepare_prefill_inputs``); a decode step embeds ``last_sampled_tokens`` and then the slot's
+``draft_tokens``, never a token list from the scheduler (``combine_sampled_and_draft_tokens``);
+after sampling, ``post_update`` writes the tokens and advances ``num_computed_tokens`` by
+``query_len - num_rejected`` (a non-last stage added ``query_len`` at its own forward).
 
 Left out: padding for CUDA graphs, ``expanded_idx_mapping`` (per-logit slots for the
 batched sampler), adaptive verification, prompt logprobs, context parallelism.

@@ -3,19 +3,11 @@ decided (vLLM 0.30.0: ``vllm/v1/worker/gpu/model_runner.py``, ``GPUModelRunner``
 two designs share, V2 (``model_runner.py``: the last stage's broadcast) and the relay
 (``minispec/v1/worker/relay/``: SGLang's payload around the ring).
 
-vLLM has one class; minispec splits it so that a second design can use V2's persistent
-slots (``states.py``), its input batch (``input_batch.py``), its sampling and drafting
-without inheriting V2's runner or reading V2's switches (the house rule: a runner reads
-only its own design's switches, ``tests/test_switchboard.py``). This class reads no switch
-at all. A design built on it says two things:
-
-* ``bind_pp_group``: which handler carries the last stage's results (``self.pp_handler``:
-  ``broadcast``/``broadcast_drafts`` on the last stage, ``receive`` after a non-last
-  stage's forward, ``get_prev_sampled_outputs`` before its next step, ``on_req_idx_freed``
-  and ``reset``);
-* ``apply_entry``: how a non-last stage applies one entry the handler hands it.
-
-Everything else, in vLLM's order, is described in ``model_runner.py``'s docstring.
+vLLM has one class; minispec splits it so that a second design can use V2's slots, input batch,
+sampling and drafting without inheriting V2's runner or reading its switches (a runner reads
+only its own design's switches, ``tests/test_switchboard.py``). This class reads no switch. A
+design built on it says which handler carries the last stage's results (``bind_pp_group``,
+``self.pp_handler``) and how a non-last stage applies one entry of it (``apply_entry``).
 Left out: as ``model_runner.py``.
 """
 

@@ -1,19 +1,12 @@
 """Per-request state in persistent slots (vLLM 0.30.0: ``vllm/v1/worker/gpu/states.py``,
 ``RequestState``).
 
-Model Runner V2 gives each request a *slot* (``req_idx``) when it is added and keeps
-it until the request finishes or is preempted. Everything a stage needs to build
-its next input lives in that slot, on every stage alike:
-
-* ``all_token_ids[slot, :total_len]``: prompt and every token sampled so far;
-* ``num_computed_tokens[slot]``: the runner's own count, from which positions and
-  sequence lengths are built; ``num_computed_tokens_np[slot]`` mirrors the scheduler's;
-* ``last_sampled_tokens[slot]``: the token a decode step embeds first;
-* ``draft_tokens[slot]``: the drafts it embeds after it.
-
-Nothing moves between slots: the input batch is built from the slots each step
-(``input_batch.py``), and a freed slot is handed to the next new request (``free_indices``
-is a stack, as in vLLM).
+Model Runner V2 gives each request a *slot* (``req_idx``) when it is added and keeps it until
+the request finishes or is preempted. Everything a stage needs to build its next input lives
+there, on every stage alike: ``all_token_ids`` (prompt and every token sampled),
+``num_computed_tokens`` (the runner's own count; ``num_computed_tokens_np`` mirrors the
+scheduler's), ``last_sampled_tokens`` (embedded first by a decode step) and ``draft_tokens``
+(embedded after it). Nothing moves between slots; a freed slot goes to the next new request.
 
 Left out: the UVA/GPU split and staged writes (``StagedWriteTensor``,
 ``UvaBackedTensor``: minispec's slots are numpy arrays), ``next_prefill_tokens``

@@ -2,19 +2,12 @@
 what the last stage decided (``model_runner="relay"``; SGLang's
 ``SchedulerPPMixin.event_loop_pp`` in ``python/sglang/srt/managers/scheduler_pp_mixin.py``).
 
-SGLang names no runner for it: the relay lives in its scheduler's PP loop, which minispec's
-engine does not have, so here it is a runner design beside V1 and V2.
-
-Drafts are proposed only on the last stage, which after each batch starts one payload
-around the ring (``pp_relay.py``), each stage applying it to its own state and forwarding it.
-A stage's state is Model Runner V2's (persistent slots, an input batch gathered from them),
-shared through ``gpu/model_runner_base.GPUModelRunnerBase`` and ``stage.RelayStage``; this
-design adds what travels and along which path (``RelayHandler``). It imports nothing of V2's
-runner or switches (``tests/test_layout.py``).
-
-Its switches (``runner_fixes.py``), each resolved once here: ``pairing`` (fault preset
-``relay-pairing``) and ``commit`` (``relay-no-seq-lens``: the non-last stages keep their
-optimistic count).
+SGLang's relay lives in its scheduler's PP loop, which minispec's engine does not have, so here
+it is a runner design beside V1 and V2. The last stage drafts and starts one payload around the
+ring after each batch (``pp_relay.py``); every other stage applies it to its own state, Model
+Runner V2's slots (``stage.RelayStage``), and forwards it. Its switches, each resolved once here:
+``pairing`` (preset ``relay-pairing``) and ``commit`` (``relay-no-seq-lens``). It imports nothing
+of V2's runner or switches.
 
 Left out: everything SGLang's scheduler does besides the relay (its radix cache, its own
 micro-batch scheduler; minispec's scheduler is V1's), trees of drafts, EAGLE's draft
