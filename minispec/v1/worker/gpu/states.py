@@ -28,7 +28,7 @@ class RequestState:
 
         self.all_token_ids = np.zeros((max_num_reqs, max_model_len), dtype=np.int64)
         # prompt_len: the user's prompt; prefill_len: what the runner was given to
-        # prefill, prompt plus outputs for a request resumed after preemption (vLLM 40-48).
+        # prefill, prompt plus outputs for a request resumed after preemption (vLLM ``states.py`` 40-48).
         self.prompt_len = np.zeros(max_num_reqs, dtype=np.int64)
         self.prefill_len = np.zeros(max_num_reqs, dtype=np.int64)
         self.total_len = np.zeros(max_num_reqs, dtype=np.int64)
