@@ -148,11 +148,11 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
             self.requests[req_id].spec_token_ids = list(drafts)
 
     def _scheduled_drafts(self, out: SchedulerOutput) -> dict[str, list[int]]:
-        """The drafts each request runs this step. Synchronous: the values the scheduler sent.
-        Async: the scheduler sent ``-1`` placeholders and only their number counts; the values
-        are the last stage's proposals (on a non-last stage, from its broadcast) (vLLM 0.30.0 copies them on the GPU from
-        ``_draft_token_ids``, ``gpu_model_runner.py`` 1795-1830), 0 where it proposed fewer (a
-        0 that is accepted is the target's own greedy token, so output is unchanged)."""
+        """The drafts each request runs this step. Synchronous: the values the scheduler sent. Async: only
+        the number of the scheduler's ``-1`` placeholders counts; the values are the last stage's
+        proposals (on a non-last stage, from its broadcast), 0 where it proposed fewer (an accepted 0
+        is the target's own greedy token, so output is unchanged).
+        """
         if not self.use_async_scheduling:
             return out.scheduled_spec_decode_tokens
         spec = {}
@@ -179,8 +179,8 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
                 self.drafter.remove(req_id)
         # Requests in the batch but not scheduled now lose their row (their
         # state is kept). Under PP with two batches in flight this is "the
-        # other batch", every step. A resumed request loses a row it still holds
-        # (vLLM 0.14.0 line 878, 0.30.0 1263-1276): see the module docstring.
+        # other batch", every step. A resumed request loses a row it still holds (vLLM 0.14.0
+        # ``gpu_model_runner.py`` line 878, 0.30.0 1263-1276): see docs/fidelity/model_runner_v1.md.
         cached = out.scheduled_cached_reqs
         resumed = {r for r, flag in zip(cached.req_ids, cached.resumed_from_preemption) if flag}
         for req_id in set(self.input_batch.req_id_to_index) - (set(out.num_scheduled_tokens) - resumed):
@@ -205,7 +205,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         state = self.requests[req_id]
         num_computed = self._num_computed(state, cached.num_computed_tokens[i])
         state.num_computed_tokens = num_computed
-        # Under PP + async scheduling the scheduler relays nothing (vLLM 0.30.0 1427-1430): the
+        # Under PP + async the scheduler relays nothing (vLLM 0.30.0 ``gpu_model_runner.py`` 1427-1430): the
         # tokens came with the last stage's broadcast (_pp_receive_prev_sampled_token_ids).
         new_token_ids = cached.new_token_ids[i] if cached.new_token_ids else []
         if not self.is_last_rank and self.pp_prev_sampled is None:
@@ -231,9 +231,9 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         return True
 
     def _write_relayed_tokens(self, row: int, num_computed: int, new_token_ids: list[int]) -> None:
-        """A non-last stage's row: the relayed tokens written at ``num_computed`` (as 0.17.0 does);
-        under async scheduling none are relayed and the row ends where its history does, the
-        broadcast's tokens included (``num_tokens_no_spec_end``, PR #41133's switch)."""
+        """A non-last stage's row: the relayed tokens written at ``num_computed``; under async scheduling
+        none are relayed and the row ends where its history does (``num_tokens_no_spec_end``).
+        """
         batch = self.input_batch
         if self.pp_prev_sampled is None:
             end = num_computed + len(new_token_ids)
@@ -243,13 +243,10 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         batch.num_tokens_no_spec[row] = batch.num_tokens[row] = end
 
     def _append_relayed_tokens(self, state: CachedRequestState, num_computed: int, new_token_ids: list[int]):
-        """Non-last stages learn sampled tokens only from the scheduler, which
-        relays the last token emitted (bonus, or recovered after a rejection)
-        and not the drafts accepted before it (fault 2, ``slice_relayed_tokens``;
-        fix 2 is ``take_accepted_drafts``, both in ``runner_fixes``). vLLM 0.14.0's
-        runner still extends ``output_token_ids`` from that one-token list; the V2
-        model runner broadcasts sampled tokens and counts from the last rank
-        instead (``vllm/v1/worker/gpu/pp_utils.py``, from 0.17.0)."""
+        """Non-last stages learn sampled tokens only from the scheduler, which relays the last token
+        emitted (bonus, or recovered after a rejection) and not the drafts accepted before it (fault 2,
+        ``slice_relayed_tokens``; fix 2 is ``take_accepted_drafts``, both in ``runner_fixes``).
+        """
         if num_computed + len(new_token_ids) > state.num_tokens:  # behind: tokens were sampled since
             state.output_token_ids.extend(self.sync_accepted_tokens(state, num_computed, list(new_token_ids)))
 

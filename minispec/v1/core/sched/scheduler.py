@@ -239,10 +239,9 @@ class Scheduler:
             request.num_inflight_batches += 1
 
     def _allocate_or_preempt(self, request, n, preempted) -> list[int] | None:
-        """Allocate, preempting from the back of ``running`` until it fits (vLLM 0.30.0
-        ``scheduler.py`` 733-795). ``request`` is the first of ``running`` not yet looked at,
-        so the victim, the last, is never one already scheduled in this step; it may be in
-        flight (see the module docstring)."""
+        """Allocate, preempting from the back of ``running`` until it fits. ``request`` is the first
+        of ``running`` not yet looked at, so the victim is never one already scheduled in this step.
+        """
         while (blocks := self.kv_cache_manager.allocate_slots(request, n)) is None:
             victim = self.running[-1]
             self._preempt(victim)

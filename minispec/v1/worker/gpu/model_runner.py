@@ -97,12 +97,10 @@ class GPUModelRunner(GPUModelRunnerBase):
 
     def _apply_broadcast(self, states: RequestState, slots: np.ndarray, sampled_tokens: np.ndarray,
                          num_sampled: np.ndarray, num_rejected: np.ndarray, draft_tokens: np.ndarray | None) -> None:
-        """A non-last stage's post-processing of one batch's broadcast, row ``i`` for slot
-        ``slots[i]`` (-1: skip): the tokens, ``last_sampled_tokens`` and the rejected part of
-        the optimistic ``num_computed_tokens`` (``post_update``), then the next drafts (vLLM
-        0.30.0: ``postprocess_sampled``, model_runner.py 1590-1619, and the draft write in
-        ``PPHandler.get_prev_sampled_outputs``, pp_utils.py 144-154), through this runner's
-        fault switches."""
+        """A non-last stage's post-processing of one batch's broadcast, row ``i`` for slot ``slots[i]``
+        (-1: skip): the tokens, ``last_sampled_tokens`` and the rejected part of the optimistic count
+        (``post_update``), then the next drafts, through this runner's fault switches.
+        """
         sampled = SampledOutputs(slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
         post_update(sampled.idx_mapping, states, sampled.sampled_tokens, sampled.num_sampled,
                     self.num_rejected_on_apply(sampled), query_lens=None)

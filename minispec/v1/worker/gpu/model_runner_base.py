@@ -115,9 +115,9 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
         self.draft_probs.pop(req_idx, None)
 
     def finish_requests(self, out: SchedulerOutput) -> None:
-        """Free the slots of finished and preempted requests, in one sorted pass (vLLM
-        0.30.0 model_runner.py 1091-1103): the free-slot stack's order decides which slot
-        each later request gets."""
+        """Free the slots of finished and preempted requests, in one sorted pass: the free-slot stack's
+        order decides which slot each later request gets.
+        """
         for req_id in sorted(out.finished_req_ids | out.preempted_req_ids):
             if req_id in out.preempted_req_ids:
                 self._keep_preempted(req_id)  # the drafter keeps its cache of it: it resumes
