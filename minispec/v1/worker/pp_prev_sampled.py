@@ -2,24 +2,17 @@
 previous sampled tokens (vLLM 0.30.0: ``vllm/v1/worker/gpu_model_runner.py``,
 ``_pp_broadcast_prev_sampled_token_ids`` and ``_pp_receive_prev_sampled_token_ids_to_input_batch``).
 
-Under async scheduling the scheduler schedules a request again before its batch's output is
-back, so it cannot relay what was sampled; only the last stage knows. It broadcasts each
-batch's sampled tokens, and each non-last stage applies them before it builds its next inputs.
-What travels, for the batch's rows (``PrevSampledLayout``): every token sampled
-``[num_reqs, k + 1]``, the valid counts and the number of next drafts ``[2, num_reqs]``, and
-the next drafts ``[num_reqs, k]``. vLLM sends one column: V1 under PP + async has no
-speculative decoding in any release, and this is **minispec's fix where no release has one**
-(the preset ``v1-pp-async-column-0`` puts the one column back).
-
-A non-last stage applies entries at the start of a step, oldest first: their tokens go to each
-request's ``output_token_ids`` and, where it holds a row, at ``num_tokens_no_spec``; the drafts
-become the stage's own. In one process a receive not sent yet raises ``NotSentYet`` and the
-executor retries after running the other stages.
+Under async scheduling a request is scheduled again before its output is back, so the scheduler
+cannot relay what was sampled: the last stage broadcasts it, and each non-last stage applies it
+at the start of a step, oldest first, before ``_update_states``. ``PrevSampledLayout`` carries
+every token sampled, the counts and the next drafts, where vLLM sends one column: **minispec's
+fix where no release has one** (the preset ``v1-pp-async-column-0`` puts the one column back).
+In one process a receive not sent yet raises ``NotSentYet`` and the executor retries.
 Left out: CUDA streams and the GPU scatter of
 ``prev_sampled_token_ids`` into ``input_ids``, ``discard_request_mask``, torchrun's
 ``broadcast_pp_output`` mode.
 
-Where each step is in vLLM 0.30.0, line by line: ``docs/fidelity/model_runner_v1.md``.
+The layout, and where each step is in vLLM 0.30.0: ``docs/fidelity/model_runner_v1.md``.
 """
 
 from __future__ import annotations

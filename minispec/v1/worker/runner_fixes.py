@@ -1,24 +1,18 @@
 """V1's switches: the two runner faults of July 2025, their presets, and the workshop's
 plug points in V1's runner (minispec's own; vLLM has no twin: it ships one behaviour per
 release of the code they switch, ``_update_states`` in ``vllm/v1/worker/gpu_model_runner.py``).
-Every switch here belongs to ``ModelRunner.V1``; what a switch, a preset and a learner's
-settings are: ``minispec.v1.worker.switches``.
+Every switch here belongs to ``ModelRunner.V1`` (what a switch is: ``minispec.v1.worker.switches``).
 
-* ``READD_SPEC_TOKENS`` (fix 1): a re-added row gets its scheduled drafts written, as the
-  in-batch path does; plugged in as ``readd_spec_tokens(runner, row, spec_token_ids)``.
-* ``SYNC_ACCEPTED_TOKENS`` (fix 2): a non-last stage takes the drafts accepted last step, which
-  are never relayed; ``sync_accepted_tokens(state, num_computed_tokens, new_token_ids)``
-  returns the tokens to append.
-* ``MOVE_ROW``: condense's row move, the workshop's bonus exercise: ``move_row(batch, src, tgt)``.
-* Under PP with async scheduling (``pp_prev_sampled.py``), the in-flight family:
-  ``PREV_SAMPLED_LAYOUT``, ``TRIM_OPTIMISTIC`` and ``NUM_TOKENS_NO_SPEC``, each with a
-  ``faults=`` preset.
-
-The fix is the runner's own code or the function below; the fault is the function named after
-it. The ``fixes=`` presets: ``"vllm-0.9.2"`` (both faults), ``"vllm-0.14"`` (fix 1 only),
-``"all"`` (every design's default). ``LEFT_OUT`` names a fault of V1's runner that is not a
-preset, and why. The releases and pull requests behind each switch:
-``docs/fidelity/model_runner_v1.md``.
+``READD_SPEC_TOKENS`` (fix 1: a re-added row gets its scheduled drafts written),
+``SYNC_ACCEPTED_TOKENS`` (fix 2: a non-last stage takes the drafts accepted last step, which are
+never relayed) and ``MOVE_ROW`` (condense's row move, the workshop's bonus exercise); under PP
+with async scheduling, ``PREV_SAMPLED_LAYOUT``, ``TRIM_OPTIMISTIC`` and ``NUM_TOKENS_NO_SPEC``.
+Each fix is the runner's own code or a function below, each fault the function named after it;
+a learner's function takes the signature of the one it replaces (the fault's; ``MOVE_ROW``'s is
+``InputBatch._move_row``'s). The ``fixes=`` presets:
+``"vllm-0.9.2"`` (both faults), ``"vllm-0.14"`` (fix 1 only), ``"all"`` (every design's default).
+``LEFT_OUT`` names a fault of V1's runner that is not a preset, and why. What each switch
+guards, and the releases and pull requests behind it: ``docs/fidelity/model_runner_v1.md``.
 """
 
 from __future__ import annotations

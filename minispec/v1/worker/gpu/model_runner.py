@@ -2,25 +2,18 @@
 ``GPUModelRunner``; selected by ``model_runner="v2"`` or ``MINISPEC_USE_V2_MODEL_RUNNER``, see ``__init__.py``).
 
 Each step, in vLLM's order: a non-last stage applies the last stage's broadcast of earlier
-batches to its slots (``update_pp_decode_requests``); slots are freed and filled
-(``finish_requests``, ``add_requests``, ``update_requests``); the input batch is gathered from
-the slots (``prepare_inputs``); the layers run. Then a non-last stage posts its receives and
-advances ``num_computed_tokens`` optimistically, drafts included, to be corrected when the
-broadcast arrives; the last stage samples, broadcasts, updates its slots and proposes the next
-drafts.
-
-The scheduler's ``new_token_ids`` relay and its draft token *values* are never read: from the
-scheduler this runner takes only how many tokens and drafts to run. That is the difference from
-V1, where a non-last stage rebuilt its rows from the relay and lost the accepted drafts.
-
-The stage itself is ``model_runner_base.GPUModelRunnerBase``, which the relay design shares;
-this class adds V2's handler and its switches (``gpu/runner_fixes.py``). A preempted request's
-slot is freed at once; on resuming, it is added again from every token it has.
+batches to its slots; slots are freed and filled; the input batch is gathered from the slots;
+the layers run. A non-last stage then advances ``num_computed_tokens`` optimistically, to be
+corrected when the broadcast arrives; the last stage samples, broadcasts, and drafts.
+The scheduler's ``new_token_ids`` relay and draft *values* are never read, only how many tokens
+and drafts to run: unlike V1, no stage rebuilds its rows from the relay. The stage itself is
+``model_runner_base.GPUModelRunnerBase``, shared with the relay; this class adds V2's handler and
+switches (``gpu/runner_fixes.py``).
 Left out: CUDA graphs, Triton kernels (numpy loops stand in),
 async output copies, streams, structured output, logprobs, penalties, LoRA,
 multimodal, pooling, KV connectors, data and context parallelism, EPLB.
 
-vLLM 0.30.0's lines for each step and the one departure: ``docs/fidelity/model_runner_v2.md``.
+vLLM 0.30.0's lines for each step, preemption, and the one departure: ``docs/fidelity/model_runner_v2.md``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """Pipeline parallelism for Model Runner V2: the last stage's broadcast (vLLM 0.30.0:
 ``vllm/v1/worker/gpu/pp_utils.py``, ``PPHandler``).
 
-Only the last stage samples and drafts. After each batch it sends every other stage, for the
-batch's rows in batch order, ``sampled_tokens`` ``[num_reqs, k + 1]`` (padded to the full
-width), ``num_sampled`` and ``num_rejected`` as ``[2, num_reqs]`` int32, and with drafts the
-next ``draft_tokens`` ``[num_reqs, k]``; none of the three when no row of the batch sampled
-(``compute_need_sampled_mask``, which each side computes alike).
-
-A non-last stage posts its receives right after its own forward of the batch (``receive``) and
-applies them on first need: at the start of a step, oldest first, every entry up to the newest
-one that holds a request scheduled now (``get_prev_sampled_outputs``). The last stage runs
-batches in order, so nothing is waited for that is not already sent. An entry's rows whose slot
-was freed since its receive are skipped (a generation counter per slot), so a finished
-request's tokens never land in the slot's next occupant.
-
-Two fault presets switch this file through ``live_rows`` and ``sample_width``, handed in by V2's
-runner, so this file imports no switch and the relay can share its pure functions. Messages are
-checked (invariant 7, ``send_checked`` / ``post_checked``); ``subscribe`` (minispec's) tells
-listeners what a handler did with each broadcast, as a ``PPMessage``.
+Only the last stage samples and drafts. After each batch it sends every other stage the
+sampled tokens ``[num_reqs, k + 1]``, the counts ``[2, num_reqs]`` (sampled, rejected) and the
+next drafts ``[num_reqs, k]``, unless no row of the batch sampled. A non-last stage posts its
+receives right after its own forward (``receive``) and applies entries on first need, oldest
+first, up to the newest one that holds a request scheduled now (``get_prev_sampled_outputs``);
+rows whose slot was freed since are skipped (a generation counter per slot). ``live_rows`` and
+``sample_width`` are handed in by V2's runner (two fault presets), so this file imports no
+switch. ``subscribe`` (minispec's) tells listeners what a handler did, as a ``PPMessage``.
 Left out: streams and events, the aux-hidden-state relay (EAGLE 3), XPU.
 
 vLLM's lines, and why first need and not vLLM's fixed delay: ``docs/fidelity/model_runner_v2.md``.

@@ -2,23 +2,16 @@
 in ``python/sglang/srt/managers/scheduler_pp_mixin.py``, extended for speculative decoding;
 minispec's stand-in for V2's ``PPHandler``, ``gpu/pp_utils.py``).
 
-Only the last stage samples and drafts. After each batch it sends one payload to stage 0, and
-every non-last stage, once it has applied it, forwards it to the next: last -> 0 -> 1 -> ... ->
-pp_size - 2. Every hop is one send by a different rank, so a stage cannot apply a payload
-before the one behind it has. The payload, for the batch's rows in batch order:
-``sampled_tokens`` ``[num_reqs, k + 1]``; ``[accept_lens; new_seq_lens]`` ``[2, num_reqs]``
-int32; and, unless drafting is replicated, the next drafts ``[num_reqs, k]``. A non-last stage
-*sets* its count from ``new_seq_lens``, where V2 subtracts ``num_rejected``.
-
-Micro-batch slots: the ``c``-th batch a stage runs gets slot ``c % pp_size``, and a payload is
-paired with the slot of the batch it reports (``mb_slot``), taken before batch ``c + pp_size``
-runs and otherwise on first need. Every payload a step takes is received whole before any
-leaves the queue, so a step run again after ``NotSentYet`` finds it still queued. The fault
-preset ``relay-pairing`` pairs it with the slot of the stage's previous forward.
+After each batch the last stage sends one payload to stage 0, and each non-last stage, once it
+has applied it, forwards it to the next: last -> 0 -> 1 -> ... -> pp_size - 2. It holds the
+sampled tokens, ``[accept_lens; new_seq_lens]`` and, unless drafting is replicated, the next
+drafts; a non-last stage *sets* its count from ``new_seq_lens``. The ``c``-th batch a stage runs
+gets micro-batch slot ``c % pp_size``, and a payload is applied to the slot of the batch it
+reports (``mb_slot``); the preset ``relay-pairing`` pairs it with the previous forward's slot.
 Left out: SGLang's Python-object dicts (``point_to_point_pyobj``), proxy tensors, the
 accepted tree indices a tree of drafts would need (from reading SGLang PR #30775's payload),
 logprobs, overlap scheduling.
-SGLang's lines and pull requests: ``docs/fidelity/relay.md``.
+SGLang's lines, and when a payload is taken: ``docs/fidelity/relay.md``.
 (vLLM 0.30.0: ``vllm/v1/worker/gpu/pp_utils.py``, its nearest twin.)
 """
 
