@@ -1,19 +1,14 @@
 """Pipeline stages in separate processes, talking only over ``torch.distributed``
 (vLLM: ``vllm/v1/executor/multiproc_executor.py``).
 
-Rank 0 is the engine's own process and runs stage 0; ranks 1..PP-1 run the other stages.
-Everything travels as point-to-point messages on one gloo process group, so the same stage loop
-runs on one machine (``"mp"``: the engine spawns the other ranks) or on several
-(``"torchrun"``): rank 0 sends each ``SchedulerOutput`` to every other rank (vLLM broadcasts it
-through a shared-memory ring buffer, which stops at the machine's edge); each stage passes its
-hidden states on; the last stage sends its ``ModelRunnerOutput`` back to rank 0, and every stage
-sends rank 0 a ``StageSpan`` saying when it worked (``self.timeline``).
-
-Each receive is posted before its message is sent, so a stage busy in a forward pass never
-delays the message the next stage is waiting for. A receive that gets nothing within
-``MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS`` fails the executor, which then refuses further work.
-An abort (``abort_all``) stops every stage, since a worker may be mid-message; the next batch
-starts them again, except under torchrun. Left out: tensor
+Rank 0 is the engine's own process and runs stage 0; ranks 1..PP-1 run the other stages, on one
+machine (``"mp"``: the engine spawns them) or several (``"torchrun"``). Everything travels as
+point-to-point messages on one gloo group: rank 0 sends each ``SchedulerOutput`` to every rank
+(vLLM's shared-memory broadcast stops at the machine's edge), each stage passes its hidden
+states on, and the last sends its ``ModelRunnerOutput`` back, with every stage's ``StageSpan``.
+Each receive is posted before its message is sent, so a busy stage never delays the next; one
+that gets nothing within ``MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS`` fails the executor. An abort
+stops every stage (a worker may be mid-message); the next batch starts them again. Left out: tensor
 parallelism, vLLM's worker RPCs (``collective_rpc``) and its shared-memory
 queues. Backend: gloo, which sends CPU tensors only, so on a GPU the hidden
 states go through host memory (NCCL would send them GPU to GPU; no GPU run here).

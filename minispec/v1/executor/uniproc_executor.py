@@ -1,19 +1,13 @@
 """Every pipeline stage in one process: one ``GPUModelRunner`` per stage
 (vLLM 0.13.0: ``vllm/v1/executor/uniproc_executor.py``, ``UniProcExecutor``).
 
-vLLM's ``UniProcExecutor`` runs one worker in-process, so it has no pipeline: vLLM runs
-pipeline stages one process each (``multiproc_executor.py``). minispec's runs every stage in
-this one process, each an object, and the hand-off is a function argument, which makes
-every stage event deterministic and steppable. The stages stay readable as
-``runners`` for the notebooks and tests that look inside them.
-
-Time advances in *ticks*: in one tick every stage that has a batch waiting runs
-it, oldest batch (the one furthest along) first, so a batch moves one stage per
-tick and two batches can be on two stages at once -- the overlap a real
-pipeline has. ``wait(batch)`` ticks until that batch has left the last stage. A stage
-whose batch needs a message not sent yet waits its turn (``tick``), as vLLM's GPU waits on the
-broadcast. Recovery is plain: ``abort_all`` gives every stage a fresh start, and nothing can
-fail outside this process, so ``check_health`` has nothing to check.
+vLLM's ``UniProcExecutor`` runs one worker and has no pipeline; minispec's runs every stage
+here, each an object handing the next a function argument, so every stage event is
+deterministic and steppable (``runners`` for the notebooks). Time advances in *ticks*: each
+stage with a batch waiting runs it, oldest batch first, so a batch moves one stage per tick and
+two batches can be on two stages at once, as in a real pipeline. ``wait(batch)`` ticks until it
+has left the last stage; a stage waiting for a message not sent yet sits a tick out. Recovery is
+plain: ``abort_all`` gives every stage a fresh start, and ``check_health`` has nothing to check.
 Left out: vLLM's worker wrapper and its RPCs (``collective_rpc``): the executor
 calls each runner directly. vLLM's lines: ``docs/fidelity/engine_and_executors.md``.
 """

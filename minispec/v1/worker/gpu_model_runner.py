@@ -1,22 +1,16 @@
 """One pipeline stage's model runner (vLLM: ``vllm/v1/worker/gpu_model_runner.py``).
 
-Every stage runs the same ``execute_model``: ``_update_states`` brings its
-persistent ``InputBatch`` in line with the ``SchedulerOutput``,
-``_prepare_inputs`` gathers ``input_ids`` from ``token_ids_cpu``, the stage's
-layers run, and then a non-last stage returns ``IntermediateTensors`` for the next stage,
-while the last stage computes logits, samples (or rejection-samples the drafts it reads back
-out of its own ``input_ids``), appends the result to its own copy of each request, proposes
-new drafts and returns a ``ModelRunnerOutput``.
-
-``_update_states`` follows vLLM v0.9.2 step by step (split into helpers named
-after its phases), including its two faults under pipeline parallelism, each
-switchable (``minispec.v1.worker.runner_fixes``). minispec adds ``row_paths`` for traces and
-each request's last drafts for fix 2. Under PP with async scheduling the last stage broadcasts
-what it sampled instead (``pp_prev_sampled.py``).
+Every stage runs the same ``execute_model``: ``_update_states`` brings its persistent
+``InputBatch`` in line with the ``SchedulerOutput``, ``_prepare_inputs`` gathers ``input_ids``
+from ``token_ids_cpu``, the layers run; a non-last stage returns ``IntermediateTensors``, the
+last stage samples (or rejection-samples the drafts it reads back out of its own ``input_ids``),
+appends the result to its own copy of each request and proposes new drafts.
+``_update_states`` follows vLLM v0.9.2 step by step, including its two faults under pipeline
+parallelism, each switchable (``runner_fixes``); under PP with async scheduling the last stage
+broadcasts what it sampled instead (``pp_prev_sampled.py``).
 Left out: CUDA graphs, the Worker class, structured output, LoRA, multimodal.
-
-The release lines, the one departure from 0.9.2, and how ``make vllm-check`` runs vLLM's own
-``_update_states`` on minispec's schedules: ``docs/fidelity/model_runner_v1.md``.
+The release lines, the one departure from 0.9.2, and ``make vllm-check``:
+``docs/fidelity/model_runner_v1.md``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,16 @@
 """The v1 scheduler (vLLM: ``vllm/v1/core/sched/scheduler.py``, July 2025 logic).
 
-There are no separate prefill and decode phases: every request simply has
-``num_tokens_with_spec - num_computed_tokens`` tokens left to compute, and one
-token budget is shared by all. Running requests are served first (FCFS), then
-waiting ones. ``num_computed_tokens`` is advanced at schedule time by all that
-was scheduled, drafts included, so a request whose batch is still in flight has
-nothing left to schedule: that is why, with a batch queue, decode batches
-alternate between two sets of requests.
-
-Preemption takes the last of ``running`` and frees its blocks at once (stages run batches in
-order, so the batch in flight reads them first). Its output still in flight is *stale*:
-appended when it returns, but it no longer moves the counters preemption reset, and the request
-is not resumed while it is in flight. A preempted request loses its drafts.
+There are no separate prefill and decode phases: every request has
+``num_tokens_with_spec - num_computed_tokens`` tokens left to compute, within one shared token
+budget; running requests first (FCFS), then waiting ones. ``num_computed_tokens`` advances at
+schedule time, drafts included, so a request whose batch is in flight has nothing left to
+schedule: that is why, with a batch queue, decode batches alternate between two sets of requests.
+Preemption takes the last of ``running`` and frees its blocks at once; its output still in
+flight is *stale*: appended when it returns, but it moves no counter preemption reset, and the
+request is not resumed before it is back. A preempted request loses its drafts.
 Left out: priorities, prefix caching, encoder inputs, structured output, LoRA.
-
-What async scheduling needs of this class, the release lines behind each rule, the deliberate
-differences from vLLM 0.9.2 and 0.30.0, and what ``make vllm-check`` showed:
-``docs/fidelity/scheduler.md``.
+Async scheduling's part, the release lines behind each rule, the deliberate differences from vLLM
+0.9.2 and 0.30.0, and what ``make vllm-check`` showed: ``docs/fidelity/scheduler.md``.
 """
 
 from __future__ import annotations
