@@ -2,16 +2,12 @@
 
 No vLLM twin (vLLM's proposers are `ngram_proposer.py`, `eagle.py`, `medusa.py`, ... in its
 `v1/spec_decode/`; this one takes their place in ``propose``'s interface only). The explorer
-(``minispec.lab.explorer.explorer``) must choose how many drafts the rejection sampler accepts, step by
-step, to reach every path a runner takes (all accepted, some, none). With the stand-in model
-as the target the right continuation is known exactly (``greedy_continuation``), so the
-proposer drafts it and spoils the tail: for the n-th proposal of a request whose script says
-``a``, the first ``a`` drafts are right and the rest are not (the right token plus one). A
-request without a script, or past its end, gets k right drafts. A script entry
-``SCRIPT_REPEAT`` makes that proposal all wrong and the request's next one the very same list
-(as an n-gram proposer repeats itself on a repetitive history): the same values a step later,
-at new positions, which a runner must write again. Left out: draft
-probabilities (the rejection sampler treats these drafts as one-hot, as n-gram drafts).
+must choose how many drafts are accepted, step by step, to reach every path a runner takes. With
+the stand-in model as the target the right continuation is known (``greedy_continuation``), so
+for the n-th proposal of a request whose script says ``a``, the first ``a`` drafts are right and
+the rest are not (the right token plus one); without a script, all ``k`` are right. A script
+entry ``SCRIPT_REPEAT`` makes a proposal all wrong and the next one the very same list, as an
+n-gram proposer repeats itself. Left out: draft probabilities (one-hot, as n-gram drafts).
 """
 
 from __future__ import annotations

@@ -4,13 +4,10 @@ nearest thing is how it refuses a feature the chosen runner lacks when its confi
 built (vLLM 0.30.0: ``vllm/config/vllm.py``, ``__post_init__``; its lines:
 ``docs/fidelity/designs.md``).
 
-Each design's switches live next to its code, and each design's record (``designs.py``) names
-its settings and presets: ``arguments()`` gathers what each engine argument takes. A preset, or
-a learner's ``RunnerFixes``, given with a design it does not apply to is refused with the
-argument, the value and the design, e.g.
-``fixes='vllm-0.9.2' applies to model_runner='v1'; got model_runner='v2'``; so is a fault
-preset whose switch runs inside a function a learner's ``RunnerFixes`` replaces. Nothing
-given is ever ignored. The result, ``Switches``, is what the runners read.
+Each design's record (``designs.py``) names its settings and presets; ``arguments()`` gathers
+what each engine argument takes. A preset or a learner's ``RunnerFixes`` given with a design it
+does not apply to is refused, naming the argument, the value and the design; so is a fault
+preset inside a function a learner's ``RunnerFixes`` replaces. Nothing given is ever ignored.
 """
 
 from __future__ import annotations

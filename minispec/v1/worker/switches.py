@@ -3,14 +3,11 @@ of switches, a learner's settings, and what a runner reads once they are resolve
 (minispec's own idea: vLLM ships each fix and never a switch back to the fault; the
 design enum stands for vLLM's choice of runner, vLLM 0.30.0: ``vllm/config/vllm.py``).
 
-* ``ModelRunner``: the built-in runner designs' names, values of ``model_runner=``.
-* ``Switch``: one seam in one design's runner where one of three functions runs: the
-  runner's own (the fix), the fault put back, or a learner's function plugged in.
-* ``SwitchPreset``: a named preset (``fixes=`` or ``faults=``) names the switches it turns
-  to their fault; it applies to their designs, or to every design if it turns none.
-* ``SwitchSettings``: a learner's setting of each switch of one design (its ``RunnerFixes``).
-* ``Switches``: the resolved result, held in ``VllmConfig.switches``; a runner asks it once
-  per switch, when it is built, for the one function to call (``pick``).
+``ModelRunner`` names the built-in designs; a ``Switch`` is one seam in one design's runner
+where the fix, the fault or a learner's function runs; a ``SwitchPreset`` (``fixes=`` or
+``faults=``) names the switches it turns to their fault; ``SwitchSettings`` is a learner's
+setting of one design's switches (its ``RunnerFixes``); ``Switches``, the resolved result in
+``VllmConfig.switches``, gives a runner the one function to call per switch (``pick``).
 """
 
 from __future__ import annotations
