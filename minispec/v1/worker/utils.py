@@ -1,13 +1,9 @@
 """What every runner design and the draft proposer build the same way (vLLM 0.30.0:
 ``vllm/v1/worker/utils.py``, whose ``allocate_kv_cache`` and ``bind_kv_cache`` give each
-attention layer its cache).
-
-* ``load_stage_model``: a stage's weights, with its KV cache bound, and the EAGLE-3 taps it captures;
-* ``bind_kv_cache``: one paged cache per attention layer, for a stage or a draft model;
-* ``request_generator``: a random request's own ``torch.Generator``, seeded from the request's
-  seed or, without one, from the engine's and the request id, so each request draws the same
-  numbers in every run (vLLM samples those from the global generator).
-
+attention layer its cache): ``load_stage_model`` (a stage's weights, its KV cache bound, the
+EAGLE-3 taps it captures), ``bind_kv_cache`` (one paged cache per attention layer) and
+``request_generator`` (a random request's own ``torch.Generator``, seeded from its seed or from
+the engine's and its id, so it draws the same numbers in every run).
 Left out: KV-cache layouts, cache groups and sharing between layers, the forward context.
 """
 

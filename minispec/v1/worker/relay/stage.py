@@ -1,10 +1,7 @@
 """What the relay and replicated drafting share: a stage on Model Runner V2's slots
-(``gpu/model_runner_base.py``) whose non-last stages learn what the last one decided from a
-payload relayed around the ring (``pp_relay.py``), applied with the fixes of the relay's
-two switches. Neither design reads a switch here: the relay resolves its own in
-``model_runner.py``; replicated drafting (``replicated.py``) has none.
-(SGLang: the result processing of ``SchedulerPPMixin.event_loop_pp``,
-``python/sglang/srt/managers/scheduler_pp_mixin.py``, from reading the code; vLLM 0.30.0:
+(``gpu/model_runner_base.py``) whose non-last stages apply a payload relayed around the ring
+(``pp_relay.py``) with the fixes of the relay's two switches; neither design reads a switch here.
+(SGLang: the result processing of ``SchedulerPPMixin.event_loop_pp``; vLLM 0.30.0:
 ``vllm/v1/worker/gpu/model_runner.py``, ``postprocess_sampled``, its nearest twin.)
 """
 
