@@ -19,12 +19,10 @@ from typing import ClassVar
 
 
 class ModelRunner(StrEnum):
-    """The names of the four built-in runner designs (``model_runner=``): V1's ``GPUModelRunner``
-    (``minispec/v1/worker/gpu_model_runner.py``), Model Runner V2 (``minispec/v1/worker/gpu/``),
-    SGLang's relay around the ring and replicated drafting (``minispec/v1/worker/relay/``).
-    A ``StrEnum``, so ``"v1"`` and ``ModelRunner.V1`` are the same argument. What each design is
-    and needs is its record in ``designs.py``, which also holds any design registered later:
-    nothing outside the designs branches on these names."""
+    """The names of the four built-in runner designs (``model_runner=``): V1, V2, the relay and
+    replicated drafting. A ``StrEnum``, so ``"v1"`` and ``ModelRunner.V1`` are the same argument;
+    what each design needs is its record in ``designs.py``, and nothing else branches on these names.
+    """
 
     V1 = "v1"
     V2 = "v2"

@@ -1,18 +1,16 @@
 """One pipeline stage of Model Runner V2 (vLLM 0.30.0: ``vllm/v1/worker/gpu/model_runner.py``,
 ``GPUModelRunner``; selected by ``model_runner="v2"`` or ``MINISPEC_USE_V2_MODEL_RUNNER``, see ``__init__.py``).
 
-Each step, in vLLM's order: a non-last stage applies the last stage's broadcast of earlier
-batches to its slots; slots are freed and filled; the input batch is gathered from the slots;
-the layers run. A non-last stage then advances ``num_computed_tokens`` optimistically, to be
-corrected when the broadcast arrives; the last stage samples, broadcasts, and drafts.
-The scheduler's ``new_token_ids`` relay and draft *values* are never read, only how many tokens
-and drafts to run: unlike V1, no stage rebuilds its rows from the relay. The stage itself is
-``model_runner_base.GPUModelRunnerBase``, shared with the relay; this class adds V2's handler and
+Each step, in vLLM's order: a non-last stage applies the broadcast of earlier batches to its
+slots; slots are freed and filled; the input batch is gathered from them; the layers run; a
+non-last stage advances its count optimistically (corrected when the broadcast arrives), the
+last samples, broadcasts and drafts. From the scheduler it takes only how many tokens and
+drafts to run, never the relay or draft values: unlike V1, no stage rebuilds its rows from the
+relay. The stage is ``model_runner_base.GPUModelRunnerBase``; this class adds V2's handler and
 switches (``gpu/runner_fixes.py``).
 Left out: CUDA graphs, Triton kernels (numpy loops stand in),
 async output copies, streams, structured output, logprobs, penalties, LoRA,
 multimodal, pooling, KV connectors, data and context parallelism, EPLB.
-
 vLLM 0.30.0's lines for each step, preemption, and the one departure: ``docs/fidelity/model_runner_v2.md``.
 """
 

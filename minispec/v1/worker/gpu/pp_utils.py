@@ -65,12 +65,11 @@ class PPMessageKind(Enum):
 
 @dataclass(frozen=True)
 class PPMessage:
-    """One batch's broadcast as one stage handled it, for a listener (``PPHandler.subscribe``).
-
-    ``tensors`` are what went on the wire, in order (SAMPLED: the padded tokens and the
-    ``[2, num_reqs]`` counts; DRAFTS: the drafts; POSTED: none). A POSTED message comes
-    before the stage advances its slots' ``num_computed_tokens``: its slots then still hold
-    what this batch's inputs were built from, as the last stage's do when it sends."""
+    """One batch's broadcast as one stage handled it, for a listener (``PPHandler.subscribe``):
+    ``tensors`` went on the wire, in order (SAMPLED: the padded tokens and the counts; DRAFTS: the
+    drafts; POSTED: none, sent before the stage advances its slots' counts, so they still hold what
+    this batch's inputs were built from).
+    """
 
     kind: PPMessageKind
     rank: int
