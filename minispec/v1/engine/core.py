@@ -1,16 +1,16 @@
 """The engine loop (vLLM: ``vllm/v1/engine/core.py``).
 
-``EngineCore(vllm_config, executor_class)`` builds its executor, KV-cache manager (sized from
-``CacheConfig.num_gpu_blocks``) and scheduler, as vLLM's does. ``step_with_batch_queue`` keeps up
-to ``max_concurrent_batches`` batches in flight: it schedules a new batch while the queue has
-room and anything can be scheduled, and otherwise waits for the oldest batch and feeds its output
-back. Requests in flight have nothing left to schedule, so decode batches alternate between two
-sets of requests; with one stage the loop is vLLM's plain ``step()``. ``iter_events`` takes a
-step one event at a time (the notebooks' walk through the forum thread); ``abort_requests`` and
-``abort_all`` finish requests as aborted.
-Left out: the ZMQ engine-core process, KV-cache sizing by profiling, structured outputs,
-output processing.
-vLLM 0.30.0's lines for each part: ``docs/fidelity/engine_and_executors.md``.
+``EngineCore(vllm_config, executor_class)`` builds its executor, KV-cache manager (sized
+from ``CacheConfig.num_gpu_blocks``) and scheduler, as vLLM's does.
+``step_with_batch_queue`` keeps up to ``max_concurrent_batches`` batches in flight: it
+schedules a new batch while the queue has room and anything can be scheduled, and
+otherwise waits for the oldest batch and feeds its output back. Requests in flight have
+nothing left to schedule, so decode batches alternate between two sets of requests; with
+one stage the loop is vLLM's plain ``step()``. ``iter_events`` takes a step one event at
+a time (the notebooks' walk through the forum thread); ``abort_requests`` and
+``abort_all`` finish requests as aborted. Left out: the ZMQ engine-core process,
+KV-cache sizing by profiling, structured outputs, output processing. vLLM 0.30.0's lines
+for each part: ``docs/fidelity/engine_and_executors.md``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,16 @@
 """What the engine may ask of an executor (vLLM: ``vllm/v1/executor/abstract.py``).
 
-An executor takes each scheduled batch (``execute_model``, returning a ``PendingBatch``), runs
-it through every stage and completes it when the engine waits for it (``wait``, yielding an
-``Event`` as each stage's forward is done, so a notebook can step through it). It owns its
-stages and their recovery: ``abort_all`` forgets every batch in flight and every request a stage
-holds; ``check_health`` raises if it cannot take work; ``shutdown`` stops it; ``stage_runners``
-hands over in-process stages for ``LLM.stage_runners``. ``Executor.get_class(vllm_config)`` picks
-the class from ``distributed_executor_backend``, as vLLM does. vLLM has no abort on the executor.
-Left out: ``collective_rpc``, KV-cache sizing, profiling, LoRA, sleep mode.
-How the class changed from vLLM 0.9.2 to 0.30.0, line by line: ``docs/fidelity/engine_and_executors.md``.
+An executor takes each scheduled batch (``execute_model``, returning a
+``PendingBatch``), runs it through every stage and completes it when the engine waits
+for it (``wait``, yielding an ``Event`` as each stage's forward is done, so a notebook
+can step through it). It owns its stages and their recovery: ``abort_all`` forgets every
+batch in flight and every request a stage holds; ``check_health`` raises if it cannot
+take work; ``shutdown`` stops it; ``stage_runners`` hands over in-process stages for
+``LLM.stage_runners``. ``Executor.get_class(vllm_config)`` picks the class from
+``distributed_executor_backend``, as vLLM does. vLLM has no abort on the executor. Left
+out: ``collective_rpc``, KV-cache sizing, profiling, LoRA, sleep mode. How the class
+changed from vLLM 0.9.2 to 0.30.0, line by line:
+``docs/fidelity/engine_and_executors.md``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,18 @@
 """Pipeline stages in separate processes, talking only over ``torch.distributed``
 (vLLM: ``vllm/v1/executor/multiproc_executor.py``).
 
-Rank 0 is the engine's own process and runs stage 0; ranks 1..PP-1 run the other stages, on one
-machine (``"mp"``: the engine spawns them) or several (``"torchrun"``). Everything travels as
-point-to-point messages on one gloo group: rank 0 sends each ``SchedulerOutput`` to every rank
-(vLLM's shared-memory broadcast stops at the machine's edge), each stage passes its hidden
-states on, and the last sends its ``ModelRunnerOutput`` back, with every stage's ``StageSpan``.
-Each receive is posted before its message is sent, so a busy stage never delays the next; one
-that gets nothing within ``MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS`` fails the executor. An abort
-stops every stage (a worker may be mid-message); the next batch starts them again. Left out: tensor
-parallelism, vLLM's worker RPCs (``collective_rpc``) and its shared-memory
-queues. Backend: gloo, which sends CPU tensors only, so on a GPU the hidden
-states go through host memory (NCCL would send them GPU to GPU; no GPU run here).
+Rank 0 is the engine's own process and runs stage 0; ranks 1..PP-1 run the other stages,
+on one machine (``"mp"``: the engine spawns them) or several (``"torchrun"``).
+Everything travels as point-to-point messages on one gloo group: rank 0 sends each
+``SchedulerOutput`` to every rank (vLLM's shared-memory broadcast stops at the machine's
+edge), each stage passes its hidden states on, and the last sends its
+``ModelRunnerOutput`` back, with every stage's ``StageSpan``. Each receive is posted
+before its message is sent, so a busy stage never delays the next; one that gets nothing
+within ``MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS`` fails the executor. An abort stops
+every stage (a worker may be mid-message); the next batch starts them again. Left out:
+tensor parallelism, vLLM's worker RPCs (``collective_rpc``) and its shared-memory
+queues. Backend: gloo, which sends CPU tensors only, so on a GPU the hidden states go
+through host memory (NCCL would send them GPU to GPU; no GPU run here).
 """
 
 from __future__ import annotations
@@ -106,10 +107,10 @@ def share_cores(pp: int) -> None:
 
 def _ignore_interrupts() -> None:
     """Interrupt Kernel signals the kernel's whole process group, this worker too. Rank 0
-    handles it (``generate`` aborts and shuts the workers down through ``_stop_workers``);
-    a worker that raised ``KeyboardInterrupt`` as well would print its own traceback into
-    the notebook and leave its peers mid-message (vLLM's workers exit on SIGINT instead:
-    ``docs/fidelity/engine_and_executors.md``).
+    handles it (``generate`` aborts and shuts the workers down through
+    ``_stop_workers``); a worker that raised ``KeyboardInterrupt`` as well would print
+    its own traceback into the notebook and leave its peers mid-message (vLLM's workers
+    exit on SIGINT instead: ``docs/fidelity/engine_and_executors.md``).
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -370,9 +371,9 @@ def _stop_workers(groups: list, workers: list) -> None:
 
 # -- torchrun: every rank started from outside ----------------------------------
 class TorchrunExecutor(MultiprocExecutor):
-    """Rank 0's side when ``torchrun`` started every rank: the other ranks serve their stages
-    through ``serve_stage`` (``minispec.entrypoints.cli.serve.run_headless``). vLLM's torchrun
-    backend runs a whole engine on every rank instead.
+    """Rank 0's side when ``torchrun`` started every rank: the other ranks serve their
+    stages through ``serve_stage`` (``minispec.entrypoints.cli.serve.run_headless``).
+    vLLM's torchrun backend runs a whole engine on every rank instead.
     """
 
     backend = "torchrun"

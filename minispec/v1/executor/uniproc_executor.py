@@ -1,15 +1,16 @@
-"""Every pipeline stage in one process: one ``GPUModelRunner`` per stage
-(vLLM 0.13.0: ``vllm/v1/executor/uniproc_executor.py``, ``UniProcExecutor``).
+"""Every pipeline stage in one process: one ``GPUModelRunner`` per stage (vLLM 0.13.0:
+``vllm/v1/executor/uniproc_executor.py``, ``UniProcExecutor``).
 
-vLLM's ``UniProcExecutor`` runs one worker and has no pipeline; minispec's runs every stage
-here, each an object handing the next a function argument, so every stage event is
-deterministic and steppable (``runners`` for the notebooks). Time advances in *ticks*: each
-stage with a batch waiting runs it, oldest batch first, so a batch moves one stage per tick and
-two batches can be on two stages at once, as in a real pipeline. ``wait(batch)`` ticks until it
-has left the last stage; a stage waiting for a message not sent yet sits a tick out. Recovery is
-plain: ``abort_all`` gives every stage a fresh start, and ``check_health`` has nothing to check.
-Left out: vLLM's worker wrapper and its RPCs (``collective_rpc``): the executor
-calls each runner directly. vLLM's lines: ``docs/fidelity/engine_and_executors.md``.
+vLLM's ``UniProcExecutor`` runs one worker and has no pipeline; minispec's runs every
+stage here, each an object handing the next a function argument, so every stage event is
+deterministic and steppable (``runners`` for the notebooks). Time advances in *ticks*:
+each stage with a batch waiting runs it, oldest batch first, so a batch moves one stage
+per tick and two batches can be on two stages at once, as in a real pipeline.
+``wait(batch)`` ticks until it has left the last stage; a stage waiting for a message
+not sent yet sits a tick out. Recovery is plain: ``abort_all`` gives every stage a fresh
+start, and ``check_health`` has nothing to check. Left out: vLLM's worker wrapper and
+its RPCs (``collective_rpc``): the executor calls each runner directly. vLLM's lines:
+``docs/fidelity/engine_and_executors.md``.
 """
 
 from __future__ import annotations

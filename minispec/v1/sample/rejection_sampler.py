@@ -1,15 +1,16 @@
 """Verifying draft tokens (vLLM: ``vllm/v1/sample/rejection_sampler.py``).
 
-Given ``k`` draft tokens and the target's logits at the ``k + 1`` positions that end at them,
-emit the accepted drafts, then one more token. Greedy: a draft is accepted while it equals the
-target's argmax; the first mismatch is replaced by the argmax (the *recovered* token); if all
-``k`` are accepted, the argmax after the last is the *bonus* token. Random: draft ``d`` at
-position ``i`` is accepted with probability ``min(1, p_i(d) / q_i(d))``; on rejection the
-recovered token is drawn from ``normalise(max(0, p_i - q_i))``, the bonus token from ``p_k``,
-which keeps the target distribution exactly. Drafts without probabilities (n-gram) count as
-one-hot ``q``. One request at a time, where vLLM batches it in Triton kernels.
-Left out: the batched metadata (``SpecDecodeMetadata``), the Triton kernels, logprobs.
-What July-2025 vLLM passed it: ``docs/fidelity/spec_decode.md``.
+Given ``k`` draft tokens and the target's logits at the ``k + 1`` positions that end at
+them, emit the accepted drafts, then one more token. Greedy: a draft is accepted while
+it equals the target's argmax; the first mismatch is replaced by the argmax (the
+*recovered* token); if all ``k`` are accepted, the argmax after the last is the *bonus*
+token. Random: draft ``d`` at position ``i`` is accepted with probability ``min(1,
+p_i(d) / q_i(d))``; on rejection the recovered token is drawn from ``normalise(max(0,
+p_i - q_i))``, the bonus token from ``p_k``, which keeps the target distribution
+exactly. Drafts without probabilities (n-gram) count as one-hot ``q``. One request at a
+time, where vLLM batches it in Triton kernels. Left out: the batched metadata
+(``SpecDecodeMetadata``), the Triton kernels, logprobs. What July-2025 vLLM passed it:
+``docs/fidelity/spec_decode.md``.
 """
 
 from __future__ import annotations

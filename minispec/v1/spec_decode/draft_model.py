@@ -1,16 +1,17 @@
-"""Drafting with a small model (vLLM 0.15.0: ``vllm/v1/spec_decode/draft_model.py``), a stand-in for
-the learned proposers that run on the last stage after sampling: the runner faults do not depend
-on which proposer made the drafts.
+"""Drafting with a small model (vLLM 0.15.0: ``vllm/v1/spec_decode/draft_model.py``), a
+stand-in for the learned proposers that run on the last stage after sampling: the runner
+faults do not depend on which proposer made the drafts.
 
-The draft keeps its own paged KV cache. For each request it remembers how many leading tokens of
-the history it has cached, feeds only the tokens it has not seen (the accepted drafts and the
-token emitted after them), then generates ``k`` drafts one position at a time, all requests
-batched: a draft step costs one token per request. Draft KV beyond the history is never trusted
-(the next call overwrites it); when the pool runs short, the least recently used request not in
-this call loses its draft cache. A random request's draft returns its distribution ``q`` for the
-rejection sampler. EAGLE heads reuse this class's cache and loop (``eagle.py``).
-Left out: MTP heads, draft tensor parallelism, CUDA graphs.
-When vLLM gained draft-model drafting: ``docs/fidelity/spec_decode.md``.
+The draft keeps its own paged KV cache. For each request it remembers how many leading
+tokens of the history it has cached, feeds only the tokens it has not seen (the accepted
+drafts and the token emitted after them), then generates ``k`` drafts one position at a
+time, all requests batched: a draft step costs one token per request. Draft KV beyond
+the history is never trusted (the next call overwrites it); when the pool runs short,
+the least recently used request not in this call loses its draft cache. A random
+request's draft returns its distribution ``q`` for the rejection sampler. EAGLE heads
+reuse this class's cache and loop (``eagle.py``). Left out: MTP heads, draft tensor
+parallelism, CUDA graphs. When vLLM gained draft-model drafting:
+``docs/fidelity/spec_decode.md``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,19 @@
 """Drafting with an EAGLE head that reads the target's hidden states (vLLM 0.30.0:
 ``vllm/v1/spec_decode/eagle.py``'s ``EagleProposer``; from reading the code).
 
-For each target position ``i`` the head takes the token at ``i + 1`` and a feature of the target
-at ``i``: EAGLE-3 (``method="eagle3"``) the taps entering early, middle and late layers,
-concatenated and projected by the head's ``fc``; ``method="eagle"`` the target's last hidden
-state. The last stage hands the drafter every computed position's feature (``capture``), kept
-per request by position; it then drafts as ``draft_model.py`` does, sharing its cache and loop.
-Under pipeline parallelism the taps live on other stages, and minispec carries them in the
-``IntermediateTensors``; a design that cannot is refused (``Design.can_carry_hidden_states``).
+For each target position ``i`` the head takes the token at ``i + 1`` and a feature of
+the target at ``i``: EAGLE-3 (``method="eagle3"``) the taps entering early, middle and
+late layers, concatenated and projected by the head's ``fc``; ``method="eagle"`` the
+target's last hidden state. The last stage hands the drafter every computed position's
+feature (``capture``), kept per request by position; it then drafts as
+``draft_model.py`` does, sharing its cache and loop. Under pipeline parallelism the taps
+live on other stages, and minispec carries them in the ``IntermediateTensors``; a design
+that cannot is refused (``Design.can_carry_hidden_states``).
 
 Left out: vLLM's padded/parallel drafting, CUDA graphs, a reduced draft vocabulary, tree
-drafts, MTP, and sharing the target's embedding and ``lm_head`` (the head ships its own).
-The two answers vLLM and SGLang gave to the taps under PP: ``docs/fidelity/spec_decode.md``.
+drafts, MTP, and sharing the target's embedding and ``lm_head`` (the head ships its
+own). The two answers vLLM and SGLang gave to the taps under PP:
+``docs/fidelity/spec_decode.md``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """Drafts whose quality a schedule sets, for the explorer's stand-in model.
 
-No vLLM twin (vLLM's proposers are `ngram_proposer.py`, `eagle.py`, `medusa.py`, ... in its
-`v1/spec_decode/`; this one takes their place in ``propose``'s interface only). The explorer
-must choose how many drafts are accepted, step by step, to reach every path a runner takes. With
-the stand-in model as the target the right continuation is known (``greedy_continuation``), so
-for the n-th proposal of a request whose script says ``a``, the first ``a`` drafts are right and
-the rest are not (the right token plus one); without a script, all ``k`` are right. A script
-entry ``SCRIPT_REPEAT`` makes a proposal all wrong and the next one the very same list, as an
-n-gram proposer repeats itself. Left out: draft probabilities (one-hot, as n-gram drafts).
+No vLLM twin (vLLM's proposers are `ngram_proposer.py`, `eagle.py`, `medusa.py`, ... in
+its `v1/spec_decode/`; this one takes their place in ``propose``'s interface only). The
+explorer must choose how many drafts are accepted, step by step, to reach every path a
+runner takes. With the stand-in model as the target the right continuation is known
+(``greedy_continuation``), so for the n-th proposal of a request whose script says
+``a``, the first ``a`` drafts are right and the rest are not (the right token plus one);
+without a script, all ``k`` are right. A script entry ``SCRIPT_REPEAT`` makes a proposal
+all wrong and the next one the very same list, as an n-gram proposer repeats itself.
+Left out: draft probabilities (one-hot, as n-gram drafts).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ a design, so that the config, the engine, the executors, the command line and th
 instruments ask the record and never test a design's name.
 
 vLLM has two designs and one flag, ``VllmConfig.use_v2_model_runner`` (vLLM 0.30.0:
-``vllm/config/vllm.py``; where it is read: ``docs/fidelity/designs.md``). minispec has four
-designs and room for more, so each of those answers is a field of a ``Design``:
+``vllm/config/vllm.py``; where it is read: ``docs/fidelity/designs.md``). minispec has
+four designs and room for more, so each of those answers is a field of a ``Design``:
 
 * ``runner``: its ``WorkerBase`` class, or the class's qualified name, imported when a stage
   is first built (as vLLM's worker imports its runner only once it has chosen it);

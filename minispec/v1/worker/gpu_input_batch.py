@@ -1,14 +1,15 @@
 """The persistent batch (vLLM: ``vllm/v1/worker/gpu_input_batch.py``).
 
-Each pipeline stage keeps one. A request occupies a row of ``token_ids_cpu`` for as long as it
-is scheduled step after step; only the tokens that change are written. ``remove_request`` frees
-the row but leaves its token ids in place, ``add_request`` takes the smallest free row and copies
-*prompt + output tokens only*, and ``condense`` moves the highest rows into the holes. A re-added
-row therefore shows its previous occupant's tokens in every slot it does not overwrite --
-including the draft slots, unless something writes them (fix 1). The free rows are the batch's
-own (``removed``), as in vLLM 0.9.2 (``docs/fidelity/model_runner_v1.md``).
-Left out: the sampling-parameter tensors, logits processors, LoRA and
-multimodal state, the GPU copies.
+Each pipeline stage keeps one. A request occupies a row of ``token_ids_cpu`` for as long
+as it is scheduled step after step; only the tokens that change are written.
+``remove_request`` frees the row but leaves its token ids in place, ``add_request``
+takes the smallest free row and copies *prompt + output tokens only*, and ``condense``
+moves the highest rows into the holes. A re-added row therefore shows its previous
+occupant's tokens in every slot it does not overwrite -- including the draft slots,
+unless something writes them (fix 1). The free rows are the batch's own (``removed``),
+as in vLLM 0.9.2 (``docs/fidelity/model_runner_v1.md``). Left out: the
+sampling-parameter tensors, logits processors, LoRA and multimodal state, the GPU
+copies.
 """
 
 from __future__ import annotations

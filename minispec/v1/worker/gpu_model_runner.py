@@ -1,16 +1,16 @@
 """One pipeline stage's model runner (vLLM: ``vllm/v1/worker/gpu_model_runner.py``).
 
 Every stage runs the same ``execute_model``: ``_update_states`` brings its persistent
-``InputBatch`` in line with the ``SchedulerOutput``, ``_prepare_inputs`` gathers ``input_ids``
-from ``token_ids_cpu``, the layers run; a non-last stage returns ``IntermediateTensors``, the
-last stage samples (or rejection-samples the drafts it reads back out of its own ``input_ids``),
-appends the result to its own copy of each request and proposes new drafts.
-``_update_states`` follows vLLM v0.9.2 step by step, including its two faults under pipeline
-parallelism, each switchable (``runner_fixes``); under PP with async scheduling the last stage
-broadcasts what it sampled instead (``pp_prev_sampled.py``).
-Left out: CUDA graphs, the Worker class, structured output, LoRA, multimodal.
-The release lines, the one departure from 0.9.2, and ``make vllm-check``:
-``docs/fidelity/model_runner_v1.md``.
+``InputBatch`` in line with the ``SchedulerOutput``, ``_prepare_inputs`` gathers
+``input_ids`` from ``token_ids_cpu``, the layers run; a non-last stage returns
+``IntermediateTensors``, the last stage samples (or rejection-samples the drafts it
+reads back out of its own ``input_ids``), appends the result to its own copy of each
+request and proposes new drafts. ``_update_states`` follows vLLM v0.9.2 step by step,
+including its two faults under pipeline parallelism, each switchable (``runner_fixes``);
+under PP with async scheduling the last stage broadcasts what it sampled instead
+(``pp_prev_sampled.py``). Left out: CUDA graphs, the Worker class, structured output,
+LoRA, multimodal. The release lines, the one departure from 0.9.2, and ``make
+vllm-check``: ``docs/fidelity/model_runner_v1.md``.
 """
 
 from __future__ import annotations
@@ -142,10 +142,11 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
             self.requests[req_id].spec_token_ids = list(drafts)
 
     def _scheduled_drafts(self, out: SchedulerOutput) -> dict[str, list[int]]:
-        """The drafts each request runs this step. Synchronous: the values the scheduler sent. Async: only
-        the number of the scheduler's ``-1`` placeholders counts; the values are the last stage's
-        proposals (on a non-last stage, from its broadcast), 0 where it proposed fewer (an accepted 0
-        is the target's own greedy token, so output is unchanged).
+        """The drafts each request runs this step. Synchronous: the values the scheduler
+        sent. Async: only the number of the scheduler's ``-1`` placeholders counts; the
+        values are the last stage's proposals (on a non-last stage, from its broadcast),
+        0 where it proposed fewer (an accepted 0 is the target's own greedy token, so
+        output is unchanged).
         """
         if not self.use_async_scheduling:
             return out.scheduled_spec_decode_tokens
@@ -225,8 +226,9 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         return True
 
     def _write_relayed_tokens(self, row: int, num_computed: int, new_token_ids: list[int]) -> None:
-        """A non-last stage's row: the relayed tokens written at ``num_computed``; under async scheduling
-        none are relayed and the row ends where its history does (``num_tokens_no_spec_end``).
+        """A non-last stage's row: the relayed tokens written at ``num_computed``; under
+        async scheduling none are relayed and the row ends where its history does
+        (``num_tokens_no_spec_end``).
         """
         batch = self.input_batch
         if self.pp_prev_sampled is None:

@@ -1,11 +1,12 @@
 """Building one stage's runner from a ``VllmConfig`` (vLLM: ``vllm/v1/worker/gpu_worker.py``).
 
-vLLM's ``Worker`` also initialises the device and the distributed groups and profiles memory;
-minispec's executors do the first two and size the KV cache from ``CacheConfig``. Both executors
-build their stages here, so a stage is the same object in one process or many: the class the
-design's record names, or one handed in through ``worker_cls`` (a qualified name or a class,
-checked against ``WorkerBase``), as vLLM's ``ParallelConfig.worker_cls``
-(``docs/fidelity/model_runner_v1.md``). Left out: the ``Worker`` class itself.
+vLLM's ``Worker`` also initialises the device and the distributed groups and profiles
+memory; minispec's executors do the first two and size the KV cache from
+``CacheConfig``. Both executors build their stages here, so a stage is the same object
+in one process or many: the class the design's record names, or one handed in through
+``worker_cls`` (a qualified name or a class, checked against ``WorkerBase``), as vLLM's
+``ParallelConfig.worker_cls`` (``docs/fidelity/model_runner_v1.md``). Left out: the
+``Worker`` class itself.
 """
 
 from __future__ import annotations

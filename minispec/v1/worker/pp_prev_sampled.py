@@ -1,15 +1,17 @@
 """V1 under pipeline parallelism with async scheduling: the last stage's broadcast of the
 previous sampled tokens (vLLM 0.30.0: ``vllm/v1/worker/gpu_model_runner.py``,
-``_pp_broadcast_prev_sampled_token_ids`` and ``_pp_receive_prev_sampled_token_ids_to_input_batch``).
+``_pp_broadcast_prev_sampled_token_ids`` and
+``_pp_receive_prev_sampled_token_ids_to_input_batch``).
 
-A request is scheduled again before its output is back, so the scheduler cannot relay what was
-sampled: the last stage broadcasts it, and each non-last stage applies it at the start of a
-step, before ``_update_states``. ``PrevSampledLayout`` carries every token sampled, the counts
-and the next drafts, where vLLM sends one column: **minispec's fix where no release has one**
-(preset ``v1-pp-async-column-0`` puts the column back). In one process a receive not sent yet
-raises ``NotSentYet`` and the executor retries. Left out: CUDA streams and the GPU scatter of
-``prev_sampled_token_ids`` into ``input_ids``, ``discard_request_mask``, torchrun's
-``broadcast_pp_output`` mode. The layout and vLLM's lines: ``docs/fidelity/model_runner_v1.md``.
+A request is scheduled again before its output is back, so the scheduler cannot relay
+what was sampled: the last stage broadcasts it, and each non-last stage applies it at
+the start of a step, before ``_update_states``. ``PrevSampledLayout`` carries every
+token sampled, the counts and the next drafts, where vLLM sends one column: **minispec's
+fix where no release has one** (preset ``v1-pp-async-column-0`` puts the column back).
+In one process a receive not sent yet raises ``NotSentYet`` and the executor retries.
+Left out: CUDA streams and the GPU scatter of ``prev_sampled_token_ids`` into
+``input_ids``, ``discard_request_mask``, torchrun's ``broadcast_pp_output`` mode. The
+layout and vLLM's lines: ``docs/fidelity/model_runner_v1.md``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,20 @@
 """V1's switches: the two runner faults of July 2025, their presets, and the workshop's
 plug points in V1's runner (minispec's own; vLLM has no twin: it ships one behaviour per
-release of the code they switch, ``_update_states`` in ``vllm/v1/worker/gpu_model_runner.py``).
-Every switch here belongs to ``ModelRunner.V1`` (what a switch is: ``minispec.v1.worker.switches``).
+release of the code they switch, ``_update_states`` in
+``vllm/v1/worker/gpu_model_runner.py``). Every switch here belongs to ``ModelRunner.V1``
+(what a switch is: ``minispec.v1.worker.switches``).
 
 ``READD_SPEC_TOKENS`` (fix 1: a re-added row gets its scheduled drafts written),
-``SYNC_ACCEPTED_TOKENS`` (fix 2: a non-last stage takes the drafts accepted last step, which are
-never relayed) and ``MOVE_ROW`` (condense's row move, the workshop's bonus exercise); under PP
-with async scheduling, ``PREV_SAMPLED_LAYOUT``, ``TRIM_OPTIMISTIC`` and ``NUM_TOKENS_NO_SPEC``.
-Each fix is the runner's own code or a function below, each fault the function named after it;
-a learner's function takes the signature of the one it replaces (the fault's; ``MOVE_ROW``'s is
-``InputBatch._move_row``'s). The ``fixes=`` presets:
-``"vllm-0.9.2"`` (both faults), ``"vllm-0.14"`` (fix 1 only), ``"all"`` (every design's default).
-``LEFT_OUT`` names a fault of V1's runner that is not a preset, and why. What each switch
-guards, and the releases and pull requests behind it: ``docs/fidelity/model_runner_v1.md``.
+``SYNC_ACCEPTED_TOKENS`` (fix 2: a non-last stage takes the drafts accepted last step,
+which are never relayed) and ``MOVE_ROW`` (condense's row move, the workshop's bonus
+exercise); under PP with async scheduling, ``PREV_SAMPLED_LAYOUT``, ``TRIM_OPTIMISTIC``
+and ``NUM_TOKENS_NO_SPEC``. Each fix is the runner's own code or a function below, each
+fault the function named after it; a learner's function takes the signature of the one
+it replaces (the fault's; ``MOVE_ROW``'s is ``InputBatch._move_row``'s). The ``fixes=``
+presets: ``"vllm-0.9.2"`` (both faults), ``"vllm-0.14"`` (fix 1 only), ``"all"`` (every
+design's default). ``LEFT_OUT`` names a fault of V1's runner that is not a preset, and
+why. What each switch guards, and the releases and pull requests behind it:
+``docs/fidelity/model_runner_v1.md``.
 """
 
 from __future__ import annotations
@@ -57,9 +59,9 @@ def column_zero_layout(num_speculative_tokens: int) -> PrevSampledLayout:
 
 
 def take_back_rejected(state: CachedRequestState, num_computed_tokens: int, is_last_rank: bool) -> int:
-    """The scheduler's ``num_computed_tokens`` assumes every draft of the batches in flight is
-    accepted; this stage has applied them all, so a request that sampled has computed all but its
-    last token. On every stage.
+    """The scheduler's ``num_computed_tokens`` assumes every draft of the batches in flight
+    is accepted; this stage has applied them all, so a request that sampled has computed
+    all but its last token. On every stage.
     """
     if not state.output_token_ids:
         return num_computed_tokens
@@ -79,8 +81,8 @@ def end_of_history(start: int, num_computed_tokens: int, num_new: int) -> int:
 
 
 def end_from_num_computed(start: int, num_computed_tokens: int, num_new: int) -> int:
-    """v1-pp-async-num-tokens-no-spec: the scheduler's count plus the relayed tokens, of which async
-    scheduling relays none: the row ends before the last sampled token.
+    """v1-pp-async-num-tokens-no-spec: the scheduler's count plus the relayed tokens, of
+    which async scheduling relays none: the row ends before the last sampled token.
     """
     return num_computed_tokens + num_new
 

@@ -1,12 +1,14 @@
-"""The scheduler's switch and its fault preset (minispec's own, as every switch is: vLLM ships
-each fix and never a switch back to the fault; what a switch is: ``minispec.v1.worker.switches``).
+"""The scheduler's switch and its fault preset (minispec's own, as every switch is: vLLM
+ships each fix and never a switch back to the fault; what a switch is:
+``minispec.v1.worker.switches``).
 
-``STALE_OUTPUT_V1``, ``STALE_OUTPUT_V2``: what ``Scheduler.update_from_output`` does with the
-output of a batch in flight when its request was preempted. The fix, ``deliver_stale_output``,
-delivers it as vLLM's scheduler does (``vllm/v1/core/sched/scheduler.py``, the file it
-switches); the fault, ``drop_stale_output`` (preset ``stale-output-dropped``), discards it, so
-the token is sampled again: the work is done twice (invariant 8 names it). Declared for each
-design the preset was checked on (``Design.stale_output``); it lives here so the engine's core
+``STALE_OUTPUT_V1``, ``STALE_OUTPUT_V2``: what ``Scheduler.update_from_output`` does
+with the output of a batch in flight when its request was preempted. The fix,
+``deliver_stale_output``, delivers it as vLLM's scheduler does
+(``vllm/v1/core/sched/scheduler.py``, the file it switches); the fault,
+``drop_stale_output`` (preset ``stale-output-dropped``), discards it, so the token is
+sampled again: the work is done twice (invariant 8 names it). Declared for each design
+the preset was checked on (``Design.stale_output``); it lives here so the engine's core
 imports no switch. Where the fix and the fault come from: ``docs/fidelity/designs.md``.
 """
 

@@ -1,13 +1,14 @@
 """Every runner switch in one place, and the one resolver that checks ``fixes=`` and
-``faults=`` against ``model_runner=`` when the config is built. vLLM has no switches; the
-nearest thing is how it refuses a feature the chosen runner lacks when its config is
+``faults=`` against ``model_runner=`` when the config is built. vLLM has no switches;
+the nearest thing is how it refuses a feature the chosen runner lacks when its config is
 built (vLLM 0.30.0: ``vllm/config/vllm.py``, ``__post_init__``; its lines:
 ``docs/fidelity/designs.md``).
 
-Each design's record (``designs.py``) names its settings and presets; ``arguments()`` gathers
-what each engine argument takes. A preset or a learner's ``RunnerFixes`` given with a design it
-does not apply to is refused, naming the argument, the value and the design; so is a fault
-preset inside a function a learner's ``RunnerFixes`` replaces. Nothing given is ever ignored.
+Each design's record (``designs.py``) names its settings and presets; ``arguments()``
+gathers what each engine argument takes. A preset or a learner's ``RunnerFixes`` given
+with a design it does not apply to is refused, naming the argument, the value and the
+design; so is a fault preset inside a function a learner's ``RunnerFixes`` replaces.
+Nothing given is ever ignored.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
-"""What a runner switch is: the design it belongs to, the presets that name a setting
-of switches, a learner's settings, and what a runner reads once they are resolved
+"""What a runner switch is: the design it belongs to, the presets that name a setting of
+switches, a learner's settings, and what a runner reads once they are resolved
 (minispec's own idea: vLLM ships each fix and never a switch back to the fault; the
 design enum stands for vLLM's choice of runner, vLLM 0.30.0: ``vllm/config/vllm.py``).
 
-``ModelRunner`` names the built-in designs; a ``Switch`` is one seam in one design's runner
-where the fix, the fault or a learner's function runs; a ``SwitchPreset`` (``fixes=`` or
-``faults=``) names the switches it turns to their fault; ``SwitchSettings`` is a learner's
-setting of one design's switches (its ``RunnerFixes``); ``Switches``, the resolved result in
-``VllmConfig.switches``, gives a runner the one function to call per switch (``pick``).
+``ModelRunner`` names the built-in designs; a ``Switch`` is one seam in one design's
+runner where the fix, the fault or a learner's function runs; a ``SwitchPreset``
+(``fixes=`` or ``faults=``) names the switches it turns to their fault;
+``SwitchSettings`` is a learner's setting of one design's switches (its
+``RunnerFixes``); ``Switches``, the resolved result in ``VllmConfig.switches``, gives a
+runner the one function to call per switch (``pick``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from typing import ClassVar
 
 
 class ModelRunner(StrEnum):
-    """The names of the four built-in runner designs (``model_runner=``): V1, V2, the relay and
-    replicated drafting. A ``StrEnum``, so ``"v1"`` and ``ModelRunner.V1`` are the same argument;
-    what each design needs is its record in ``designs.py``, and nothing else branches on these names.
+    """The names of the four built-in runner designs (``model_runner=``): V1, V2, the relay
+    and replicated drafting. A ``StrEnum``, so ``"v1"`` and ``ModelRunner.V1`` are the
+    same argument; what each design needs is its record in ``designs.py``, and nothing
+    else branches on these names.
     """
 
     V1 = "v1"

@@ -1,10 +1,10 @@
 """What every runner design and the draft proposer build the same way (vLLM 0.30.0:
 ``vllm/v1/worker/utils.py``, whose ``allocate_kv_cache`` and ``bind_kv_cache`` give each
-attention layer its cache): ``load_stage_model`` (a stage's weights, its KV cache bound, the
-EAGLE-3 taps it captures), ``bind_kv_cache`` (one paged cache per attention layer) and
-``request_generator`` (a random request's own ``torch.Generator``, seeded from its seed or from
-the engine's and its id, so it draws the same numbers in every run).
-Left out: KV-cache layouts, cache groups and sharing between layers, the forward context.
+attention layer its cache): ``load_stage_model`` (a stage's weights, its KV cache bound,
+the EAGLE-3 taps it captures), ``bind_kv_cache`` (one paged cache per attention layer)
+and ``request_generator`` (a random request's own ``torch.Generator``, seeded from its
+seed or from the engine's and its id, so it draws the same numbers in every run). Left
+out: KV-cache layouts, cache groups and sharing between layers, the forward context.
 """
 
 from __future__ import annotations

@@ -2,15 +2,15 @@
 ``vllm/v1/worker/worker_base.py``, ``WorkerBase``).
 
 One pipeline stage of any design is a ``WorkerBase``: the executors build it with
-``gpu_worker.make_runner`` and use nothing else, so a new design plugs in by implementing
-``execute_model``, ``drop_all_requests``, ``bind_pp_group`` and ``describe_rows``
-(``docs/adding_a_runner.md``); the rest is its record in ``designs.py``. In vLLM the executor
-talks to a worker that holds the runner; minispec leaves the worker out, so the runner takes its
-place and its base class name. It is an ``ABC``: a design that forgets a method is not built.
-Left out: device
-initialisation, memory profiling, KV-cache sizing, LoRA, sleep mode, ``sample_tokens``
-(vLLM's split of ``execute_model`` for structured output).
-vLLM 0.30.0's worker and runner classes, line by line: ``docs/fidelity/model_runner_v1.md``.
+``gpu_worker.make_runner`` and use nothing else, so a new design plugs in by
+implementing ``execute_model``, ``drop_all_requests``, ``bind_pp_group`` and
+``describe_rows`` (``docs/adding_a_runner.md``); the rest is its record in
+``designs.py``. In vLLM the executor talks to a worker that holds the runner; minispec
+leaves the worker out, so the runner takes its place and its base class name. It is an
+``ABC``: a design that forgets a method is not built. Left out: device initialisation,
+memory profiling, KV-cache sizing, LoRA, sleep mode, ``sample_tokens`` (vLLM's split of
+``execute_model`` for structured output). vLLM 0.30.0's worker and runner classes, line
+by line: ``docs/fidelity/model_runner_v1.md``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,18 @@
-"""The scheduler under async scheduling (vLLM 0.30.0: ``vllm/v1/core/sched/async_scheduler.py``,
-``AsyncScheduler``; chosen by ``scheduler_config.async_scheduling``).
+"""The scheduler under async scheduling (vLLM 0.30.0:
+``vllm/v1/core/sched/async_scheduler.py``, ``AsyncScheduler``; chosen by
+``scheduler_config.async_scheduling``).
 
-The engine schedules the next step before this step's output is back. A request in flight can
-then be scheduled again, because its future tokens count as *placeholders*
-(``num_output_placeholders``: ``1 + d`` per sampling step, every draft assumed accepted), taken
-back when the output returns. Its drafts are scheduled as ``[-1] * k``; the stages take their
-values from the last stage. With a design that waits, a decoding request is next eligible
-``decode_wait_batches`` batches later. For the fault family, override where the placeholders are
-added (``_update_after_schedule``), taken back (``_update_request_with_output``,
-``Scheduler.update_from_output``) and who waits (``_wait_for_output``).
-Left out: structured output, the diffusion-model variant (no bonus token), prefix caching's
-``cache_blocks``. The lines of each: ``docs/fidelity/scheduler.md``.
+The engine schedules the next step before this step's output is back. A request in
+flight can then be scheduled again, because its future tokens count as *placeholders*
+(``num_output_placeholders``: ``1 + d`` per sampling step, every draft assumed
+accepted), taken back when the output returns. Its drafts are scheduled as ``[-1] * k``;
+the stages take their values from the last stage. With a design that waits, a decoding
+request is next eligible ``decode_wait_batches`` batches later. For the fault family,
+override where the placeholders are added (``_update_after_schedule``), taken back
+(``_update_request_with_output``, ``Scheduler.update_from_output``) and who waits
+(``_wait_for_output``). Left out: structured output, the diffusion-model variant (no
+bonus token), prefix caching's ``cache_blocks``. The lines of each:
+``docs/fidelity/scheduler.md``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,17 @@
 """The v1 scheduler (vLLM: ``vllm/v1/core/sched/scheduler.py``, July 2025 logic).
 
 There are no separate prefill and decode phases: every request has
-``num_tokens_with_spec - num_computed_tokens`` tokens left to compute, within one shared token
-budget; running requests first (FCFS), then waiting ones. ``num_computed_tokens`` advances at
-schedule time, drafts included, so a request whose batch is in flight has nothing left to
-schedule: that is why, with a batch queue, decode batches alternate between two sets of requests.
-Preemption takes the last of ``running`` and frees its blocks at once; its output still in
-flight is *stale*: appended when it returns, but it moves no counter preemption reset, and the
-request is not resumed before it is back. A preempted request loses its drafts.
-Left out: priorities, prefix caching, encoder inputs, structured output, LoRA.
-Async scheduling's part, the release lines behind each rule, the deliberate differences from vLLM
-0.9.2 and 0.30.0, and what ``make vllm-check`` showed: ``docs/fidelity/scheduler.md``.
+``num_tokens_with_spec - num_computed_tokens`` tokens left to compute, within one shared
+token budget; running requests first (FCFS), then waiting ones. ``num_computed_tokens``
+advances at schedule time, drafts included, so a request whose batch is in flight has
+nothing left to schedule: that is why, with a batch queue, decode batches alternate
+between two sets of requests. Preemption takes the last of ``running`` and frees its
+blocks at once; its output still in flight is *stale*: appended when it returns, but it
+moves no counter preemption reset, and the request is not resumed before it is back. A
+preempted request loses its drafts. Left out: priorities, prefix caching, encoder
+inputs, structured output, LoRA. Async scheduling's part, the release lines behind each
+rule, the deliberate differences from vLLM 0.9.2 and 0.30.0, and what ``make
+vllm-check`` showed: ``docs/fidelity/scheduler.md``.
 """
 
 from __future__ import annotations
@@ -212,11 +213,12 @@ class Scheduler:
         return output
 
     def _wait_for_output(self, request: Request) -> bool:
-        """Async scheduling only (both conditions need placeholders or an eligible step set): is
-        there nothing to schedule for ``request`` until an output comes back? Its batches in
-        flight already reach ``max_tokens`` even if every draft is rejected, or V2's pipeline makes
-        it wait ``pp_size`` steps, counted here in executed batches (``num_scheduled_batches``;
-        ``docs/fidelity/scheduler.md`` says why). Once its batch is back, it waits no more.
+        """Async scheduling only (both conditions need placeholders or an eligible step
+        set): is there nothing to schedule for ``request`` until an output comes back?
+        Its batches in flight already reach ``max_tokens`` even if every draft is
+        rejected, or V2's pipeline makes it wait ``pp_size`` steps, counted here in
+        executed batches (``num_scheduled_batches``; ``docs/fidelity/scheduler.md`` says
+        why). Once its batch is back, it waits no more.
         """
         params = request.sampling_params
         done = (request.num_output_placeholders > 0 and request.num_computed_tokens + 2
@@ -233,8 +235,9 @@ class Scheduler:
             request.num_inflight_batches += 1
 
     def _allocate_or_preempt(self, request, n, preempted) -> list[int] | None:
-        """Allocate, preempting from the back of ``running`` until it fits. ``request`` is the first
-        of ``running`` not yet looked at, so the victim is never one already scheduled in this step.
+        """Allocate, preempting from the back of ``running`` until it fits. ``request`` is
+        the first of ``running`` not yet looked at, so the victim is never one already
+        scheduled in this step.
         """
         while (blocks := self.kv_cache_manager.allocate_slots(request, n)) is None:
             victim = self.running[-1]

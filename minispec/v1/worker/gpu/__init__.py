@@ -3,9 +3,10 @@ in its README), minispec's second runner design: per-request state in persistent
 (``states.py``), an input batch gathered from them each step (``input_batch.py``), and
 under pipeline parallelism the last stage's broadcast of what it sampled and drafted
 (``pp_utils.py``), applied by every other stage (``model_runner.py``). Selected by
-``model_runner="v2"``, or by ``MINISPEC_USE_V2_MODEL_RUNNER`` (vLLM: ``VLLM_USE_V2_MODEL_RUNNER``);
-unset, minispec builds V1, the runner the workshop is about. Left out: vLLM's automatic choice
-and its list of features V2 does not support yet (``_get_v2_model_runner_unsupported_features``).
+``model_runner="v2"``, or by ``MINISPEC_USE_V2_MODEL_RUNNER`` (vLLM:
+``VLLM_USE_V2_MODEL_RUNNER``); unset, minispec builds V1, the runner the workshop is
+about. Left out: vLLM's automatic choice and its list of features V2 does not support
+yet (``_get_v2_model_runner_unsupported_features``).
 """
 
 from __future__ import annotations

@@ -1,17 +1,17 @@
 """One pipeline stage of Model Runner V2 (vLLM 0.30.0: ``vllm/v1/worker/gpu/model_runner.py``,
 ``GPUModelRunner``; selected by ``model_runner="v2"`` or ``MINISPEC_USE_V2_MODEL_RUNNER``, see ``__init__.py``).
 
-Each step, in vLLM's order: a non-last stage applies the broadcast of earlier batches to its
-slots; slots are freed and filled; the input batch is gathered from them; the layers run; a
-non-last stage advances its count optimistically (corrected when the broadcast arrives), the
-last samples, broadcasts and drafts. From the scheduler it takes only how many tokens and
-drafts to run, never the relay or draft values: unlike V1, no stage rebuilds its rows from the
-relay. The stage is ``model_runner_base.GPUModelRunnerBase``; this class adds V2's handler and
-switches (``gpu/runner_fixes.py``).
-Left out: CUDA graphs, Triton kernels (numpy loops stand in),
-async output copies, streams, structured output, logprobs, penalties, LoRA,
-multimodal, pooling, KV connectors, data and context parallelism, EPLB.
-vLLM 0.30.0's lines for each step, preemption, and the one departure: ``docs/fidelity/model_runner_v2.md``.
+Each step, in vLLM's order: a non-last stage applies the broadcast of earlier batches to
+its slots; slots are freed and filled; the input batch is gathered from them; the layers
+run; a non-last stage advances its count optimistically (corrected when the broadcast
+arrives), the last samples, broadcasts and drafts. From the scheduler it takes only how
+many tokens and drafts to run, never the relay or draft values: unlike V1, no stage
+rebuilds its rows from the relay. The stage is ``model_runner_base.GPUModelRunnerBase``;
+this class adds V2's handler and switches (``gpu/runner_fixes.py``). Left out: CUDA
+graphs, Triton kernels (numpy loops stand in), async output copies, streams, structured
+output, logprobs, penalties, LoRA, multimodal, pooling, KV connectors, data and context
+parallelism, EPLB. vLLM 0.30.0's lines for each step, preemption, and the one departure:
+``docs/fidelity/model_runner_v2.md``.
 """
 
 from __future__ import annotations
@@ -88,9 +88,10 @@ class GPUModelRunner(GPUModelRunnerBase):
 
     def _apply_broadcast(self, states: RequestState, slots: np.ndarray, sampled_tokens: np.ndarray,
                          num_sampled: np.ndarray, num_rejected: np.ndarray, draft_tokens: np.ndarray | None) -> None:
-        """A non-last stage's post-processing of one batch's broadcast, row ``i`` for slot ``slots[i]``
-        (-1: skip): the tokens, ``last_sampled_tokens`` and the rejected part of the optimistic count
-        (``post_update``), then the next drafts, through this runner's fault switches.
+        """A non-last stage's post-processing of one batch's broadcast, row ``i`` for slot
+        ``slots[i]`` (-1: skip): the tokens, ``last_sampled_tokens`` and the rejected
+        part of the optimistic count (``post_update``), then the next drafts, through
+        this runner's fault switches.
         """
         sampled = SampledOutputs(slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
         post_update(sampled.idx_mapping, states, sampled.sampled_tokens, sampled.num_sampled,

@@ -3,12 +3,12 @@ decided (vLLM 0.30.0: ``vllm/v1/worker/gpu/model_runner.py``, ``GPUModelRunner``
 two designs share, V2 (``model_runner.py``: the last stage's broadcast) and the relay
 (``minispec/v1/worker/relay/``: SGLang's payload around the ring).
 
-vLLM has one class; minispec splits it so that a second design can use V2's slots, input batch,
-sampling and drafting without inheriting V2's runner or reading its switches (a runner reads
-only its own design's switches, ``tests/test_switchboard.py``). This class reads no switch. A
-design built on it says which handler carries the last stage's results (``bind_pp_group``,
-``self.pp_handler``) and how a non-last stage applies one entry of it (``apply_entry``).
-Left out: as ``model_runner.py``.
+vLLM has one class; minispec splits it so that a second design can use V2's slots, input
+batch, sampling and drafting without inheriting V2's runner or reading its switches (a
+runner reads only its own design's switches, ``tests/test_switchboard.py``). This class
+reads no switch. A design built on it says which handler carries the last stage's
+results (``bind_pp_group``, ``self.pp_handler``) and how a non-last stage applies one
+entry of it (``apply_entry``). Left out: as ``model_runner.py``.
 """
 
 from __future__ import annotations
@@ -52,9 +52,10 @@ def embedded_drafts(batch: InputBatch, row: int) -> list[int]:
 class GPUModelRunnerBase(WorkerBase[InputBatch]):
     PAYLOAD = "the last stage's broadcast"  # what a non-last stage applies, for messages
     def __init__(self, vllm_config, rank: int, device, recorder=None):
-        """The last stage picks its proposer as V1's runner does, with the shared ``make_drafter``
-        (``minispec.v1.spec_decode``); vLLM's V2 builds its own, and offers neither proposer minispec
-        runs here (``docs/fidelity/model_runner_v2.md``).
+        """The last stage picks its proposer as V1's runner does, with the shared
+        ``make_drafter`` (``minispec.v1.spec_decode``); vLLM's V2 builds its own, and
+        offers neither proposer minispec runs here
+        (``docs/fidelity/model_runner_v2.md``).
         """
         super().__init__(vllm_config, rank, device, recorder)
         spec = vllm_config.speculative_config
@@ -115,8 +116,8 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
         self.draft_probs.pop(req_idx, None)
 
     def finish_requests(self, out: SchedulerOutput) -> None:
-        """Free the slots of finished and preempted requests, in one sorted pass: the free-slot stack's
-        order decides which slot each later request gets.
+        """Free the slots of finished and preempted requests, in one sorted pass: the
+        free-slot stack's order decides which slot each later request gets.
         """
         for req_id in sorted(out.finished_req_ids | out.preempted_req_ids):
             if req_id in out.preempted_req_ids:
@@ -233,17 +234,13 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
         return output
 
     def describe_rows(self, scheduler_output: SchedulerOutput, batch: InputBatch) -> list[RowRecord]:
-        """Each batch row read off its slot (minispec's bookkeeping; vLLM has none). Its
-        tokens: ``all_token_ids[slot, :num_computed_tokens]``, then what this step embeds
-        (a decode: ``last_sampled_tokens``, then the ``draft_tokens``), then the rest of a
-        prompt still to prefill. Invariant 3 compares them with the scheduler's tokens, so a
-        stale ``last_sampled_tokens`` or a lost broadcast shows there; invariant 2 sees
-        stale or zero drafts. ``num_computed_tokens`` is the runner's own count, from which
-        it builds positions, not the scheduler's mirror: invariant 4 sees a count the
-        broadcast failed to correct. A row's path is "new" when added this step,
-        "re-added" when resumed into a fresh slot, "stayed" otherwise (V2 never moves a
-        request between slots); ``slot`` makes the recorder track a slot's occupants, not
-        a batch row's."""
+        """Each batch row read off its slot (minispec's bookkeeping; vLLM has none): its
+        tokens (``all_token_ids[slot, :num_computed_tokens]``, then what this step
+        embeds, then the rest of a prompt still to prefill), which invariants 2 and 3
+        check against the scheduler's, and the runner's own ``num_computed_tokens``,
+        which invariant 4 checks. A row's path is "new", "re-added" (resumed into a
+        fresh slot) or "stayed"; ``slot`` makes the recorder track a slot's occupants.
+        """
         states, cached = self.req_states, scheduler_output.scheduled_cached_reqs
         paths = dict.fromkeys((n.req_id for n in scheduler_output.scheduled_new_reqs), RowPath.NEW) | dict.fromkeys(
             (r for r, resumed in zip(cached.req_ids, cached.resumed_from_preemption) if resumed), RowPath.READDED)

@@ -2,16 +2,18 @@
 ``vllm/v1/worker/gpu/pp_utils.py``, ``PPHandler``).
 
 Only the last stage samples and drafts. After each batch it sends every other stage the
-sampled tokens ``[num_reqs, k + 1]``, the counts ``[2, num_reqs]`` (sampled, rejected) and the
-next drafts ``[num_reqs, k]``, unless no row of the batch sampled. A non-last stage posts its
-receives right after its own forward (``receive``) and applies entries on first need, oldest
-first, up to the newest one that holds a request scheduled now (``get_prev_sampled_outputs``);
-rows whose slot was freed since are skipped (a generation counter per slot). ``live_rows`` and
-``sample_width`` are handed in by V2's runner (two fault presets), so this file imports no
-switch. ``subscribe`` (minispec's) tells listeners what a handler did, as a ``PPMessage``.
-Left out: streams and events, the aux-hidden-state relay (EAGLE 3), XPU.
+sampled tokens ``[num_reqs, k + 1]``, the counts ``[2, num_reqs]`` (sampled, rejected)
+and the next drafts ``[num_reqs, k]``, unless no row of the batch sampled. A non-last
+stage posts its receives right after its own forward (``receive``) and applies entries
+on first need, oldest first, up to the newest one that holds a request scheduled now
+(``get_prev_sampled_outputs``); rows whose slot was freed since are skipped (a
+generation counter per slot). ``live_rows`` and ``sample_width`` are handed in by V2's
+runner (two fault presets), so this file imports no switch. ``subscribe`` (minispec's)
+tells listeners what a handler did, as a ``PPMessage``. Left out: streams and events,
+the aux-hidden-state relay (EAGLE 3), XPU.
 
-vLLM's lines, and why first need and not vLLM's fixed delay: ``docs/fidelity/model_runner_v2.md``.
+vLLM's lines, and why first need and not vLLM's fixed delay:
+``docs/fidelity/model_runner_v2.md``.
 """
 
 from __future__ import annotations
@@ -65,10 +67,11 @@ class PPMessageKind(Enum):
 
 @dataclass(frozen=True)
 class PPMessage:
-    """One batch's broadcast as one stage handled it, for a listener (``PPHandler.subscribe``):
-    ``tensors`` went on the wire, in order (SAMPLED: the padded tokens and the counts; DRAFTS: the
-    drafts; POSTED: none, sent before the stage advances its slots' counts, so they still hold what
-    this batch's inputs were built from).
+    """One batch's broadcast as one stage handled it, for a listener
+    (``PPHandler.subscribe``): ``tensors`` went on the wire, in order (SAMPLED: the
+    padded tokens and the counts; DRAFTS: the drafts; POSTED: none, sent before the
+    stage advances its slots' counts, so they still hold what this batch's inputs were
+    built from).
     """
 
     kind: PPMessageKind
@@ -80,20 +83,22 @@ class PPMessage:
 
 
 def compute_need_sampled_mask(batch) -> np.ndarray | None:
-    """Per row: does this batch sample for it? None if for no row (vLLM 0.30.0 ``pp_utils.py`` 37-47).
-    From the scheduler's counts, which every stage was given alike."""
+    """Per row: does this batch sample for it? None if for no row (vLLM 0.30.0
+    ``pp_utils.py`` 37-47). From the scheduler's counts, which every stage was given
+    alike."""
     samples = batch.num_computed_tokens_np + batch.num_scheduled_tokens >= batch.prefill_len_np
     return samples if samples.any() else None
 
 
 def same_occupant(gen_now: np.ndarray, gen_at_receive: np.ndarray) -> np.ndarray:
-    """Per row: is its slot still held by the request it was received for (vLLM 0.30.0 ``pp_utils.py`` 130-134)?"""
+    """Per row: is its slot still held by the request it was received for (vLLM 0.30.0
+    ``pp_utils.py`` 130-134)?"""
     return gen_now == gen_at_receive
 
 
 def padded_width(batch, max_sample_len: int) -> int:
-    """The width the sampled tokens travel at: always the width every receive was posted for
-    (vLLM 0.30.0 ``pp_utils.py`` 256-262)."""
+    """The width the sampled tokens travel at: always the width every receive was posted
+    for (vLLM 0.30.0 ``pp_utils.py`` 256-262)."""
     return max_sample_len
 
 

@@ -3,14 +3,15 @@ point in V2's runner (vLLM 0.30.0: ``vllm/v1/worker/gpu/pp_utils.py``, the file 
 them switch; minispec's own idea: vLLM ships each fix, never a switch). Every switch
 here belongs to ``ModelRunner.V2``; what a switch is: ``minispec.v1.worker.switches``.
 
-Each is resolved once when the runner is built; the fix is the runner's own code, the fault is
-below: ``APPLY_DRAFTS``, ``NUM_REJECTED_ON_APPLY``, ``LIVE_ROWS``, ``SAMPLE_WIDTH``,
-``POST_DRAFTS`` and, with an EAGLE-3 head, ``CAPTURES_TAPS``. ``APPLY_BROADCAST`` is notebook 08's
-last exercise, a non-last stage's whole post-processing of one batch's broadcast,
-``apply_broadcast(states, slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)``; it
-replaces ``apply_drafts`` and ``num_rejected_on_apply`` (``Switch.within``). Where each preset
-bites: ``FAULTS`` in ``minispec/lab/faults/catalogue.py``; what each switch guards and its pull
-requests: ``docs/fidelity/model_runner_v2.md``.
+Each is resolved once when the runner is built; the fix is the runner's own code, the
+fault is below: ``APPLY_DRAFTS``, ``NUM_REJECTED_ON_APPLY``, ``LIVE_ROWS``,
+``SAMPLE_WIDTH``, ``POST_DRAFTS`` and, with an EAGLE-3 head, ``CAPTURES_TAPS``.
+``APPLY_BROADCAST`` is notebook 08's last exercise, a non-last stage's whole
+post-processing of one batch's broadcast, ``apply_broadcast(states, slots,
+sampled_tokens, num_sampled, num_rejected, draft_tokens)``; it replaces ``apply_drafts``
+and ``num_rejected_on_apply`` (``Switch.within``). Where each preset bites: ``FAULTS``
+in ``minispec/lab/faults/catalogue.py``; what each switch guards and its pull requests:
+``docs/fidelity/model_runner_v2.md``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
 """Per-request state in persistent slots (vLLM 0.30.0: ``vllm/v1/worker/gpu/states.py``,
 ``RequestState``).
 
-Model Runner V2 gives each request a *slot* (``req_idx``) when it is added and keeps it until
-the request finishes or is preempted. Everything a stage needs to build its next input lives
-there, on every stage alike: ``all_token_ids`` (prompt and every token sampled),
-``num_computed_tokens`` (the runner's own count; ``num_computed_tokens_np`` mirrors the
-scheduler's), ``last_sampled_tokens`` (embedded first by a decode step) and ``draft_tokens``
-(embedded after it). Nothing moves between slots; a freed slot goes to the next new request.
+Model Runner V2 gives each request a *slot* (``req_idx``) when it is added and keeps it
+until the request finishes or is preempted. Everything a stage needs to build its next
+input lives there, on every stage alike: ``all_token_ids`` (prompt and every token
+sampled), ``num_computed_tokens`` (the runner's own count; ``num_computed_tokens_np``
+mirrors the scheduler's), ``last_sampled_tokens`` (embedded first by a decode step) and
+``draft_tokens`` (embedded after it). Nothing moves between slots; a freed slot goes to
+the next new request.
 
 Left out: the UVA/GPU split and staged writes (``StagedWriteTensor``,
 ``UvaBackedTensor``: minispec's slots are numpy arrays), ``next_prefill_tokens``

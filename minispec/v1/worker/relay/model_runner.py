@@ -1,18 +1,17 @@
-"""One pipeline stage of the relay design: SGLang's way of telling the non-last stages
-what the last stage decided (``model_runner="relay"``; SGLang's
-``SchedulerPPMixin.event_loop_pp`` in ``python/sglang/srt/managers/scheduler_pp_mixin.py``).
+"""One pipeline stage of the relay design: SGLang's way of telling the non-last stages what
+the last stage decided (``model_runner="relay"``; SGLang's
+``SchedulerPPMixin.event_loop_pp`` in
+``python/sglang/srt/managers/scheduler_pp_mixin.py``).
 
-SGLang's relay lives in its scheduler's PP loop, which minispec's engine does not have, so here
-it is a runner design beside V1 and V2. The last stage drafts and starts one payload around the
-ring after each batch (``pp_relay.py``); every other stage applies it to its own state, Model
-Runner V2's slots (``stage.RelayStage``), and forwards it. Its switches, each resolved once here:
-``pairing`` (preset ``relay-pairing``) and ``commit`` (``relay-no-seq-lens``). It imports nothing
-of V2's runner or switches.
-
-Left out: everything SGLang's scheduler does besides the relay (its radix cache, its own
+SGLang's relay lives in its scheduler's PP loop, which minispec's engine does not have,
+so here it is a runner design beside V1 and V2: the last stage drafts and starts one
+payload around the ring (``pp_relay.py``); every other stage applies it to its own V2
+slots (``stage.RelayStage``) and forwards it. Its switches, ``pairing`` and ``commit``,
+are resolved once here; it imports nothing of V2's runner or switches. Left out:
+everything SGLang's scheduler does besides the relay (its radix cache, its own
 micro-batch scheduler; minispec's scheduler is V1's), trees of drafts, EAGLE's draft
-extend, overlap scheduling. SGLang's pull requests: ``docs/fidelity/relay.md``.
-(vLLM 0.30.0: ``vllm/v1/worker/gpu/model_runner.py``, its nearest twin.)
+extend, overlap scheduling. SGLang's pull requests: ``docs/fidelity/relay.md``. (vLLM
+0.30.0: ``vllm/v1/worker/gpu/model_runner.py``, its nearest twin.)
 """
 
 from __future__ import annotations

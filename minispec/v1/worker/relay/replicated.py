@@ -1,14 +1,14 @@
 """Replicated drafting: every stage drafts, only the accept result travels
 (``model_runner="replicated"``, after an SGLang proposal: ``docs/fidelity/relay.md``).
 
-The relay's stages (``stage.RelayStage``), except that every non-last stage runs the last
-stage's n-gram proposer on its own copy of the history, right after the payload completed it.
-The n-gram proposer is a function of the history alone, so the drafts come out the same on
-every stage and the payload leaves them out. A proposer that reads anything else (a draft
-model's KV cache, a random generator) cannot be replicated so: the design's record accepts the
-n-gram proposer only. It reads no switch.
-Left out: the suffix tree, SGLang PR #27620's accept indices (minispec's drafts are a chain).
-(vLLM 0.30.0: ``vllm/v1/spec_decode/ngram_proposer.py``, which runs on the last rank only.)
+The relay's stages (``stage.RelayStage``), except that every non-last stage runs the
+last stage's n-gram proposer on its own copy of the history, right after the payload
+completed it. The n-gram proposer is a function of the history alone, so the drafts come
+out the same on every stage and the payload leaves them out. A proposer that reads
+anything else (a draft model's KV cache, a random generator) cannot be replicated so:
+the design's record accepts the n-gram proposer only. It reads no switch. Left out: the
+suffix tree, SGLang PR #27620's accept indices (minispec's drafts are a chain). (vLLM
+0.30.0: ``vllm/v1/spec_decode/ngram_proposer.py``, which runs on the last rank only.)
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
-"""The relay design's switches: its faults from SGLang's 2026 reports, as ``faults=`` presets, and
-a learner's setting of them (minispec's own idea, as V2's ``gpu/runner_fixes.py``: SGLang ships
-each fix, never a switch). They belong to ``ModelRunner.RELAY``; replicated drafting reads none.
-``PAIRING``: a payload is applied to the micro-batch slot of the batch it reports (fault
-``previous_forward_slot``). ``COMMIT_SEQ_LENS``: a non-last stage commits the relayed
-``new_seq_lens`` (fault ``keep_optimistic_count``, a payload without them). Where each preset
-bites: ``FAULTS`` in ``minispec/lab/faults/catalogue.py``; the reports: ``docs/fidelity/relay.md``.
-(vLLM 0.30.0: ``vllm/v1/worker/gpu/pp_utils.py``, its nearest twin, the file V2's switches switch.)
+"""The relay design's switches: its faults from SGLang's 2026 reports, as ``faults=``
+presets, and a learner's setting of them (minispec's own idea, as V2's
+``gpu/runner_fixes.py``: SGLang ships each fix, never a switch). They belong to
+``ModelRunner.RELAY``; replicated drafting reads none. ``PAIRING``: a payload is applied
+to the micro-batch slot of the batch it reports (fault ``previous_forward_slot``).
+``COMMIT_SEQ_LENS``: a non-last stage commits the relayed ``new_seq_lens`` (fault
+``keep_optimistic_count``, a payload without them). Where each preset bites: ``FAULTS``
+in ``minispec/lab/faults/catalogue.py``; the reports: ``docs/fidelity/relay.md``. (vLLM
+0.30.0: ``vllm/v1/worker/gpu/pp_utils.py``, its nearest twin, the file V2's switches
+switch.)
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """What the relay and replicated drafting share: a stage on Model Runner V2's slots
-(``gpu/model_runner_base.py``) whose non-last stages apply a payload relayed around the ring
-(``pp_relay.py``) with the fixes of the relay's two switches; neither design reads a switch here.
-(SGLang: the result processing of ``SchedulerPPMixin.event_loop_pp``; vLLM 0.30.0:
-``vllm/v1/worker/gpu/model_runner.py``, ``postprocess_sampled``, its nearest twin.)
+(``gpu/model_runner_base.py``) whose non-last stages apply a payload relayed around the
+ring (``pp_relay.py``) with the fixes of the relay's two switches; neither design reads
+a switch here. (SGLang: the result processing of ``SchedulerPPMixin.event_loop_pp``;
+vLLM 0.30.0: ``vllm/v1/worker/gpu/model_runner.py``, ``postprocess_sampled``, its
+nearest twin.)
 """
 
 from __future__ import annotations
