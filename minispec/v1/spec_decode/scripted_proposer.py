@@ -8,7 +8,8 @@ runner takes. With the stand-in model as the target the right continuation is kn
 ``a``, the first ``a`` drafts are right and the rest are not (the right token plus one);
 without a script, all ``k`` are right. A script entry ``SCRIPT_REPEAT`` makes a proposal
 all wrong and the next one the very same list, as an n-gram proposer repeats itself.
-Left out: draft probabilities (one-hot, as n-gram drafts).
+Left out: draft probabilities (the rejection sampler treats these drafts as one-hot, as
+n-gram drafts).
 """
 
 from __future__ import annotations
