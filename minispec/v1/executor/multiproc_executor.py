@@ -1,18 +1,16 @@
 """Pipeline stages in separate processes, talking only over ``torch.distributed``
 (vLLM: ``vllm/v1/executor/multiproc_executor.py``).
 
-Rank 0 is the engine's own process and runs stage 0; ranks 1..PP-1 run the other stages,
-on one machine (``"mp"``: the engine spawns them) or several (``"torchrun"``).
-Everything travels as point-to-point messages on one gloo group: rank 0 sends each
-``SchedulerOutput`` to every rank (vLLM's shared-memory broadcast stops at the machine's
-edge), each stage passes its hidden states on, and the last sends its
-``ModelRunnerOutput`` back, with every stage's ``StageSpan``. Each receive is posted
-before its message is sent, so a busy stage never delays the next; one that gets nothing
-within ``MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS`` fails the executor. An abort stops
-every stage (a worker may be mid-message); the next batch starts them again. Left out:
-tensor parallelism, vLLM's worker RPCs (``collective_rpc``) and its shared-memory
-queues. Backend: gloo, which sends CPU tensors only, so on a GPU the hidden states go
-through host memory (NCCL would send them GPU to GPU; no GPU run here).
+Rank 0 is the engine's process and runs stage 0; ranks 1..PP-1 run the others, on one
+machine (``"mp"``) or several (``"torchrun"``). All travels as point-to-point messages on
+one gloo group: each ``SchedulerOutput`` from rank 0 to every rank, hidden states stage to
+stage, the ``ModelRunnerOutput`` and each stage's ``StageSpan`` back to rank 0. Each
+receive is posted before its message is sent, so a busy stage never delays the next; one
+that gets nothing within ``MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS`` fails the executor.
+An abort stops every stage. Left out: tensor parallelism, vLLM's worker RPCs
+(``collective_rpc``) and its shared-memory queues. Backend: gloo, which sends CPU
+tensors only, so on a GPU the hidden states go through host memory (NCCL would send them
+GPU to GPU; no GPU run here).
 """
 
 from __future__ import annotations

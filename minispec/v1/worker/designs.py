@@ -6,13 +6,11 @@ vLLM has two designs and one flag, ``VllmConfig.use_v2_model_runner`` (vLLM 0.30
 ``vllm/config/vllm.py``; where it is read: ``docs/fidelity/designs.md``). minispec has
 four designs and room for more, so each of those answers is a field of a ``Design``:
 
-* ``runner``: its ``WorkerBase`` class, or the class's qualified name, imported when a stage
-  is first built (as vLLM's worker imports its runner only once it has chosen it);
-* ``settings``, ``fixes_presets``, ``fault_presets``: its switches as the engine arguments
-  take them (``fixes=RunnerFixes(...)``, ``fixes="..."``, ``faults="..."``; the switchboard);
-* ``async_batches_in_flight(pp)`` and ``decode_wait_batches(pp)``: under async scheduling, how
-  many batches the engine keeps in flight, and how many batches a decoding request waits
-  before it is scheduled again (its tokens must be on every stage by then);
+* ``runner``: its ``WorkerBase`` class, or its qualified name, imported when first built;
+* ``settings``, ``fixes_presets``, ``fault_presets``: its switches, as the engine's
+  ``fixes=`` and ``faults=`` take them;
+* ``async_batches_in_flight(pp)``, ``decode_wait_batches(pp)``: under async scheduling, the
+  batches in flight, and how many a decoding request waits (till its tokens are on every stage);
 * ``binds_pp_group``: whether its non-last stages hear from the last one over the pipeline
   group (else the scheduler's ``new_token_ids`` relay tells them);
 * ``proposers``: the ``speculative_config`` methods it accepts (None: every one), and why;
@@ -21,14 +19,11 @@ four designs and room for more, so each of those answers is a field of a ``Desig
   them (V1 and V2: they travel in the ``IntermediateTensors``, ``minispec/v1/spec_decode/eagle.py``),
   or a tree of drafts (none today);
 * ``must_keep``: the invariant (the checker's number) its hand-over must get right, and why;
-* ``stale_output``: the scheduler's stale-output switch declared for it (``scheduler_switches.py``),
-  where ``faults="stale-output-dropped"`` was checked on its greedy runs (V1 and V2), else None.
+* ``stale_output``: the scheduler's stale-output switch, where its preset was checked, else None.
 
 ``DESIGNS`` maps each name to its record; ``register_design`` adds one from outside minispec,
-after which ``model_runner="its-name"`` works wherever a design is named (``LLM``, ``explore``,
-the command line, ``gpu-check``). The four built-in names are ``ModelRunner``'s members.
-The functions a record holds are module-level ones, so a record pickles (the "mp" workers get
-it inside the ``VllmConfig``) as long as its runner is importable by name.
+after which ``model_runner="its-name"`` works wherever a design is named. A record pickles
+(the "mp" workers get it in the ``VllmConfig``) as long as its runner is importable by name.
 Left out: vLLM's automatic choice between its two designs.
 """
 

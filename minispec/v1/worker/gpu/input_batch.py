@@ -1,16 +1,13 @@
 """The input batch, built from the request slots each step (vLLM 0.30.0:
 ``vllm/v1/worker/gpu/input_batch.py``).
 
-V1 kept a persistent batch whose rows *were* the state; V2's ``InputBatch`` is a
-throw-away view: ``idx_mapping`` maps batch row ``i`` to its slot, and every array is
-gathered from the slots (``states.py``). The functions below are that file's Triton
-kernels, one request at a time in numpy, under the kernels' names: a prefill chunk's ids
-come from ``all_token_ids`` (``prepare_prefill_inputs``); a decode step embeds
-``last_sampled_tokens`` and then the slot's ``draft_tokens``, never a token list from
-the scheduler (``combine_sampled_and_draft_tokens``); after sampling, ``post_update``
-writes the tokens and advances ``num_computed_tokens`` by ``query_len - num_rejected``
-(a non-last stage added ``query_len`` at its own forward).
-
+V1's persistent batch rows *were* the state; V2's ``InputBatch`` is a throw-away view:
+``idx_mapping`` maps batch row ``i`` to its slot, and every array is gathered from the
+slots. The functions below are that file's Triton kernels in numpy, one request at a
+time: ``prepare_prefill_inputs`` (ids from ``all_token_ids``),
+``combine_sampled_and_draft_tokens`` (``last_sampled_tokens``, then the slot's drafts,
+never a token list from the scheduler) and ``post_update`` (the sampled tokens, and the
+count advanced by ``query_len - num_rejected``).
 Left out: padding for CUDA graphs, ``expanded_idx_mapping`` (per-logit slots for the
 batched sampler), adaptive verification, prompt logprobs, context parallelism.
 """
