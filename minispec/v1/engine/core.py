@@ -9,8 +9,8 @@ nothing left to schedule, so decode batches alternate between two sets of reques
 one stage the loop is vLLM's plain ``step()``. ``iter_events`` takes a step one event at
 a time (the notebooks' walk through the forum thread); ``abort_requests`` and
 ``abort_all`` finish requests as aborted. Left out: the ZMQ engine-core process,
-KV-cache sizing by profiling, structured outputs, output processing. vLLM 0.30.0's lines
-for each part: ``docs/fidelity/engine_and_executors.md``.
+KV-cache sizing by profiling, structured outputs, output processing. Fidelity to vLLM:
+``docs/fidelity/engine_and_executors.md``.
 """
 
 from __future__ import annotations

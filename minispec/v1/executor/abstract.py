@@ -8,8 +8,7 @@ batch in flight and every request a stage holds; ``check_health`` raises if it c
 take work; ``shutdown`` stops it; ``stage_runners`` hands over in-process stages for
 ``LLM.stage_runners``. ``Executor.get_class(vllm_config)`` picks the class from
 ``distributed_executor_backend``, as vLLM does. vLLM has no abort on the executor. Left
-out: ``collective_rpc``, KV-cache sizing, profiling, LoRA, sleep mode. How the class
-changed from vLLM 0.9.2 to 0.30.0, line by line:
+out: ``collective_rpc``, KV-cache sizing, profiling, LoRA, sleep mode. Fidelity to vLLM:
 ``docs/fidelity/engine_and_executors.md``.
 """
 

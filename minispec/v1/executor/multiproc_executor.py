@@ -2,12 +2,12 @@
 (vLLM: ``vllm/v1/executor/multiproc_executor.py``).
 
 Rank 0 is the engine's process and runs stage 0; ranks 1..PP-1 run the others, on one
-machine (``"mp"``) or several (``"torchrun"``). All travels as point-to-point messages on
-one gloo group: each ``SchedulerOutput`` from rank 0 to every rank, hidden states stage to
-stage, the ``ModelRunnerOutput`` and each stage's ``StageSpan`` back to rank 0. Each
-receive is posted before its message is sent, so a busy stage never delays the next; one
-that gets nothing within ``MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS`` fails the executor.
-An abort stops every stage. Left out: tensor parallelism, vLLM's worker RPCs
+machine (``"mp"``) or several (``"torchrun"``). All travels as point-to-point messages
+on one gloo group: each ``SchedulerOutput`` from rank 0 to every rank, hidden states
+stage to stage, the ``ModelRunnerOutput`` and each stage's ``StageSpan`` back to rank 0.
+Each receive is posted before its message is sent, so a busy stage never delays the
+next; one that gets nothing within ``MINISPEC_EXECUTE_MODEL_TIMEOUT_SECONDS`` fails the
+executor. An abort stops every stage. Left out: tensor parallelism, vLLM's worker RPCs
 (``collective_rpc``) and its shared-memory queues. Backend: gloo, which sends CPU
 tensors only, so on a GPU the hidden states go through host memory (NCCL would send them
 GPU to GPU; no GPU run here).

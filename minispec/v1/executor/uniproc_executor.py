@@ -9,8 +9,8 @@ per tick and two batches can be on two stages at once, as in a real pipeline.
 ``wait(batch)`` ticks until it has left the last stage; a stage waiting for a message
 not sent yet sits a tick out. Recovery is plain: ``abort_all`` gives every stage a fresh
 start, and ``check_health`` has nothing to check. Left out: vLLM's worker wrapper and
-its RPCs (``collective_rpc``): the executor calls each runner directly. vLLM's lines:
-``docs/fidelity/engine_and_executors.md``.
+its RPCs (``collective_rpc``): the executor calls each runner directly. Fidelity to
+vLLM: ``docs/fidelity/engine_and_executors.md``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ p_i(d) / q_i(d))``; on rejection the recovered token is drawn from ``normalise(m
 p_i - q_i))``, the bonus token from ``p_k``, which keeps the target distribution
 exactly. Drafts without probabilities (n-gram) count as one-hot ``q``. One request at a
 time, where vLLM batches it in Triton kernels. Left out: the batched metadata
-(``SpecDecodeMetadata``), the Triton kernels, logprobs. What July-2025 vLLM passed it:
+(``SpecDecodeMetadata``), the Triton kernels, logprobs. Fidelity to vLLM:
 ``docs/fidelity/spec_decode.md``.
 """
 

@@ -10,8 +10,7 @@ the history is never trusted (the next call overwrites it); when the pool runs s
 the least recently used request not in this call loses its draft cache. A random
 request's draft returns its distribution ``q`` for the rejection sampler. EAGLE heads
 reuse this class's cache and loop (``eagle.py``). Left out: MTP heads, draft tensor
-parallelism, CUDA graphs. When vLLM gained draft-model drafting:
-``docs/fidelity/spec_decode.md``.
+parallelism, CUDA graphs. Fidelity to vLLM: ``docs/fidelity/spec_decode.md``.
 """
 
 from __future__ import annotations

@@ -12,8 +12,7 @@ that cannot is refused (``Design.can_carry_hidden_states``).
 
 Left out: vLLM's padded/parallel drafting, CUDA graphs, a reduced draft vocabulary, tree
 drafts, MTP, and sharing the target's embedding and ``lm_head`` (the head ships its
-own). The two answers vLLM and SGLang gave to the taps under PP:
-``docs/fidelity/spec_decode.md``.
+own). Fidelity to vLLM: ``docs/fidelity/spec_decode.md``.
 """
 
 from __future__ import annotations

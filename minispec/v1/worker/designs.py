@@ -6,11 +6,13 @@ vLLM has two designs and one flag, ``VllmConfig.use_v2_model_runner`` (vLLM 0.30
 ``vllm/config/vllm.py``; where it is read: ``docs/fidelity/designs.md``). minispec has
 four designs and room for more, so each of those answers is a field of a ``Design``:
 
-* ``runner``: its ``WorkerBase`` class, or its qualified name, imported when first built;
+* ``runner``: its ``WorkerBase`` class, or its qualified name, imported when first
+  built;
 * ``settings``, ``fixes_presets``, ``fault_presets``: its switches, as the engine's
   ``fixes=`` and ``faults=`` take them;
-* ``async_batches_in_flight(pp)``, ``decode_wait_batches(pp)``: under async scheduling, the
-  batches in flight, and how many a decoding request waits (till its tokens are on every stage);
+* ``async_batches_in_flight(pp)``, ``decode_wait_batches(pp)``: under async scheduling,
+  the batches in flight, and how many a decoding request waits (till its tokens are on
+  every stage);
 * ``binds_pp_group``: whether its non-last stages hear from the last one over the pipeline
   group (else the scheduler's ``new_token_ids`` relay tells them);
 * ``proposers``: the ``speculative_config`` methods it accepts (None: every one), and why;
@@ -19,12 +21,13 @@ four designs and room for more, so each of those answers is a field of a ``Desig
   them (V1 and V2: they travel in the ``IntermediateTensors``, ``minispec/v1/spec_decode/eagle.py``),
   or a tree of drafts (none today);
 * ``must_keep``: the invariant (the checker's number) its hand-over must get right, and why;
-* ``stale_output``: the scheduler's stale-output switch, where its preset was checked, else None.
+* ``stale_output``: the scheduler's stale-output switch, where its preset was checked,
+  else None.
 
-``DESIGNS`` maps each name to its record; ``register_design`` adds one from outside minispec,
-after which ``model_runner="its-name"`` works wherever a design is named. A record pickles
-(the "mp" workers get it in the ``VllmConfig``) as long as its runner is importable by name.
-Left out: vLLM's automatic choice between its two designs.
+``DESIGNS`` maps each name to its record; ``register_design`` adds one from outside
+minispec, after which ``model_runner="its-name"`` works wherever a design is named. A
+record pickles (the "mp" workers get it in the ``VllmConfig``) as long as its runner is
+importable by name. Left out: vLLM's automatic choice between its two designs.
 """
 
 from __future__ import annotations

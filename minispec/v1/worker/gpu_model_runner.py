@@ -9,8 +9,7 @@ request and proposes new drafts. ``_update_states`` follows vLLM v0.9.2 step by 
 including its two faults under pipeline parallelism, each switchable (``runner_fixes``);
 under PP with async scheduling the last stage broadcasts what it sampled instead
 (``pp_prev_sampled.py``). Left out: CUDA graphs, the Worker class, structured output,
-LoRA, multimodal. The release lines, the one departure from 0.9.2, and ``make
-vllm-check``: ``docs/fidelity/model_runner_v1.md``.
+LoRA, multimodal. Fidelity to vLLM: ``docs/fidelity/model_runner_v1.md``.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ token sampled, the counts and the next drafts, where vLLM sends one column: **mi
 fix where no release has one** (preset ``v1-pp-async-column-0`` puts the column back).
 In one process a receive not sent yet raises ``NotSentYet`` and the executor retries.
 Left out: CUDA streams and the GPU scatter of ``prev_sampled_token_ids`` into
-``input_ids``, ``discard_request_mask``, torchrun's ``broadcast_pp_output`` mode. The
-layout and vLLM's lines: ``docs/fidelity/model_runner_v1.md``.
+``input_ids``, ``discard_request_mask``, torchrun's ``broadcast_pp_output`` mode.
+Fidelity to vLLM: ``docs/fidelity/model_runner_v1.md``.
 """
 
 from __future__ import annotations

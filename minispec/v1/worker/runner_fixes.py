@@ -1,16 +1,17 @@
 """V1's switches: the two runner faults of July 2025, their presets, and the workshop's
 plug points in V1's runner (minispec's own; vLLM has no twin: it ships one behaviour per
 release of the code they switch, ``_update_states`` in
-``vllm/v1/worker/gpu_model_runner.py``). Every switch here belongs to ``ModelRunner.V1``.
+``vllm/v1/worker/gpu_model_runner.py``). Every switch here belongs to
+``ModelRunner.V1``.
 
 ``READD_SPEC_TOKENS`` (fix 1: a re-added row gets its drafts written),
 ``SYNC_ACCEPTED_TOKENS`` (fix 2: a non-last stage takes the drafts accepted last step)
 and ``MOVE_ROW`` (condense's row move, the bonus exercise); under PP with async
-scheduling, ``PREV_SAMPLED_LAYOUT``, ``TRIM_OPTIMISTIC`` and ``NUM_TOKENS_NO_SPEC``. Each
-fault is a function below, named for it; a learner's function takes its signature. The
-``fixes=`` presets: ``"vllm-0.9.2"``, ``"vllm-0.14"`` (fix 1 only) and ``"all"``.
-``LEFT_OUT`` names a fault that is not a preset. What each switch guards, and its pull
-requests: ``docs/fidelity/model_runner_v1.md``.
+scheduling, ``PREV_SAMPLED_LAYOUT``, ``TRIM_OPTIMISTIC`` and ``NUM_TOKENS_NO_SPEC``.
+Each fault is a function below, named for it; a learner's function takes its signature.
+The ``fixes=`` presets: ``"vllm-0.9.2"``, ``"vllm-0.14"`` (fix 1 only) and ``"all"``.
+``LEFT_OUT`` names a fault that is not a preset. Fidelity to vLLM:
+``docs/fidelity/model_runner_v1.md``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ with the output of a batch in flight when its request was preempted. The fix,
 ``drop_stale_output`` (preset ``stale-output-dropped``), discards it, so the token is
 sampled again: the work is done twice (invariant 8 names it). Declared for each design
 the preset was checked on (``Design.stale_output``); it lives here so the engine's core
-imports no switch. Where the fix and the fault come from: ``docs/fidelity/designs.md``.
+imports no switch. Fidelity to vLLM: ``docs/fidelity/designs.md``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ request is next eligible ``decode_wait_batches`` batches later. For the fault fa
 override where the placeholders are added (``_update_after_schedule``), taken back
 (``_update_request_with_output``, ``Scheduler.update_from_output``) and who waits
 (``_wait_for_output``). Left out: structured output, the diffusion-model variant (no
-bonus token), prefix caching's ``cache_blocks``. The lines of each:
+bonus token), prefix caching's ``cache_blocks``. Fidelity to vLLM:
 ``docs/fidelity/scheduler.md``.
 """
 

@@ -9,9 +9,7 @@ between two sets of requests. Preemption takes the last of ``running`` and frees
 blocks at once; its output still in flight is *stale*: appended when it returns, but it
 moves no counter preemption reset, and the request is not resumed before it is back. A
 preempted request loses its drafts. Left out: priorities, prefix caching, encoder
-inputs, structured output, LoRA. Async scheduling's part, the release lines behind each
-rule, the deliberate differences from vLLM 0.9.2 and 0.30.0, and what ``make
-vllm-check`` showed: ``docs/fidelity/scheduler.md``.
+inputs, structured output, LoRA. Fidelity to vLLM: ``docs/fidelity/scheduler.md``.
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ slots. The functions below are that file's Triton kernels in numpy, one request 
 time: ``prepare_prefill_inputs`` (ids from ``all_token_ids``),
 ``combine_sampled_and_draft_tokens`` (``last_sampled_tokens``, then the slot's drafts,
 never a token list from the scheduler) and ``post_update`` (the sampled tokens, and the
-count advanced by ``query_len - num_rejected``).
-Left out: padding for CUDA graphs, ``expanded_idx_mapping`` (per-logit slots for the
-batched sampler), adaptive verification, prompt logprobs, context parallelism.
+count advanced by ``query_len - num_rejected``). Left out: padding for CUDA graphs,
+``expanded_idx_mapping`` (per-logit slots for the batched sampler), adaptive
+verification, prompt logprobs, context parallelism.
 """
 
 from __future__ import annotations

@@ -12,8 +12,7 @@ runner (two fault presets), so this file imports no switch. ``subscribe`` (minis
 tells listeners what a handler did, as a ``PPMessage``. Left out: streams and events,
 the aux-hidden-state relay (EAGLE 3), XPU.
 
-vLLM's lines, and why first need and not vLLM's fixed delay:
-``docs/fidelity/model_runner_v2.md``.
+Fidelity to vLLM: ``docs/fidelity/model_runner_v2.md``.
 """
 
 from __future__ import annotations

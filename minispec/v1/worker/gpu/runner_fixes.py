@@ -10,7 +10,7 @@ fault is below: ``APPLY_DRAFTS``, ``NUM_REJECTED_ON_APPLY``, ``LIVE_ROWS``,
 post-processing of one batch's broadcast, ``apply_broadcast(states, slots,
 sampled_tokens, num_sampled, num_rejected, draft_tokens)``; it replaces ``apply_drafts``
 and ``num_rejected_on_apply`` (``Switch.within``). Where each preset bites: ``FAULTS``
-in ``minispec/lab/faults/catalogue.py``; what each switch guards and its pull requests:
+in ``minispec/lab/faults/catalogue.py``. Fidelity to vLLM:
 ``docs/fidelity/model_runner_v2.md``.
 """
 
