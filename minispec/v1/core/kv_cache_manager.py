@@ -4,10 +4,8 @@ extends it to cover ``num_computed_tokens + num_new_tokens`` or returns ``None``
 when the pool is short, which is the scheduler's cue to preempt.
 
 Left out: prefix caching (block hashes, ref counts, eviction order), sliding
-windows, several KV cache groups. Block 0 is not reserved as vLLM's null block,
-so minispec's block ids are vLLM's minus one, and a pool of N blocks here holds
-what vLLM's holds with N + 1 (``reference.scheduler_worker``
-compares them so). Freed blocks go back tail first, as in vLLM.
+windows, several KV cache groups. Block ids are vLLM's minus one (no null block):
+``docs/fidelity/scheduler.md``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
 """The proposers both runner designs draft with, and ``make_drafter``, which picks one.
 
 ``make_drafter`` is the last stage's choice of proposer from
-``SpeculativeConfig.method``. vLLM's V1 runner makes that choice inline; Model Runner V2
-keeps it beside its own speculators (vLLM 0.30.0:
-``vllm/v1/worker/gpu/spec_decode/__init__.py``). minispec's designs run the same
-proposers (``ngram_proposer.py``, ``draft_model.py``, ``eagle.py``; and the explorer's
-``scripted_proposer.py``, which has no vLLM twin), so the choice lives here, beside
-them, and neither runner imports the other. ``capture_hidden_states`` is the one seam
-through which a runner hands the target's hidden states to a proposer that reads them.
+``SpeculativeConfig.method``. minispec's designs run the same proposers
+(``ngram_proposer.py``, ``draft_model.py``, ``eagle.py``; and the explorer's
+``scripted_proposer.py``, which has no vLLM twin), so the choice lives beside them, as
+Model Runner V2's does (``docs/fidelity/spec_decode.md``), and neither runner imports the
+other. ``capture_hidden_states`` is the one seam through which a runner hands the
+target's hidden states to a proposer that reads them.
 """
 
 from __future__ import annotations
