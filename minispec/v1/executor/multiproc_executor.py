@@ -56,9 +56,8 @@ def execute_model_timeout() -> float:
 
 def run_stage(group: StageGroup, runner, config) -> None:
     """A worker rank's loop: one batch per ``SchedulerOutput``, until rank 0 sends ``None``.
-
-    The next batch's control message and hidden states are always posted for
-    before this batch's forward starts, so they arrive while it runs."""
+    The next batch's messages are posted for before this batch's forward, so they arrive
+    while it runs."""
     rank, last = group.rank, runner.is_last_rank
     runner.bind_pp_group(group)  # the last stage's broadcast goes over this group too (V2; V1 under async)
     keys = runner.model.intermediate_tensor_keys()  # the hidden states, and any EAGLE-3 taps
@@ -108,8 +107,7 @@ def _ignore_interrupts() -> None:
     handles it (``generate`` aborts and shuts the workers down through
     ``_stop_workers``); a worker that raised ``KeyboardInterrupt`` as well would print
     its own traceback into the notebook and leave its peers mid-message (vLLM's workers
-    exit on SIGINT instead: ``docs/fidelity/engine_and_executors.md``).
-    """
+    exit on SIGINT instead: ``docs/fidelity/engine_and_executors.md``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -371,8 +369,7 @@ def _stop_workers(groups: list, workers: list) -> None:
 class TorchrunExecutor(MultiprocExecutor):
     """Rank 0's side when ``torchrun`` started every rank: the other ranks serve their
     stages through ``serve_stage`` (``minispec.entrypoints.cli.serve.run_headless``).
-    vLLM's torchrun backend runs a whole engine on every rank instead.
-    """
+    vLLM's torchrun backend runs a whole engine on every rank instead."""
 
     backend = "torchrun"
 

@@ -93,9 +93,8 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
                           self.move_row)
 
     def drop_all_requests(self) -> None:
-        """Forget every request: a new persistent batch and draft cache. For after
-        all requests were aborted because an exception cut a step short, when
-        this stage may have stopped half-way through updating its rows."""
+        """Forget every request (a new persistent batch and draft cache), after all were aborted
+        because an exception cut a step short, maybe half-way through this stage's rows."""
         self.requests.clear()
         self.draft_token_ids.clear()
         if self.pp_prev_sampled is not None:
@@ -106,9 +105,8 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
 
     def bind_pp_group(self, group) -> None:
         """Synchronously, nothing to bind: a V1 stage learns everything from the scheduler's output
-        (a non-last stage its sampled tokens from the relay, which is where fault 2 lives). Under
-        pipeline parallelism with async scheduling the last stage broadcasts them on ``group``
-        (``pp_prev_sampled.py``)."""
+        (fault 2 lives in its relay). Under PP with async scheduling the last stage broadcasts
+        on ``group`` (``pp_prev_sampled.py``)."""
         if self.use_async_scheduling and self.pp_size > 1:
             k = self.vllm_config.speculative_config.num_speculative_tokens
             self.pp_prev_sampled = PrevSampledBroadcast(group, self.pp_size, self.prev_sampled_layout(k))
@@ -145,8 +143,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         sent. Async: only the number of the scheduler's ``-1`` placeholders counts; the
         values are the last stage's proposals (on a non-last stage, from its broadcast),
         0 where it proposed fewer (an accepted 0 is the target's own greedy token, so
-        output is unchanged).
-        """
+        output is unchanged)."""
         if not self.use_async_scheduling:
             return out.scheduled_spec_decode_tokens
         spec = {}
@@ -156,10 +153,9 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         return spec
 
     def _num_computed(self, state: CachedRequestState, num_computed: int) -> int:
-        """The scheduler's ``num_computed_tokens``, which under async scheduling assumes every
-        draft of the batches still in flight is accepted; this stage has run them (the last
-        stage runs batches in order) and takes the rejected ones back: a request that sampled
-        has computed all but its last token (``runner_fixes.take_back_rejected``)."""
+        """The scheduler's ``num_computed_tokens``, which under async scheduling assumes every draft
+        in flight is accepted, less the rejected ones this stage has seen
+        (``runner_fixes.take_back_rejected``)."""
         if not self.use_async_scheduling:
             return num_computed
         return self.trim_optimistic(state, num_computed, self.is_last_rank)
@@ -227,8 +223,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
     def _write_relayed_tokens(self, row: int, num_computed: int, new_token_ids: list[int]) -> None:
         """A non-last stage's row: the relayed tokens written at ``num_computed``; under
         async scheduling none are relayed and the row ends where its history does
-        (``num_tokens_no_spec_end``).
-        """
+        (``num_tokens_no_spec_end``)."""
         batch = self.input_batch
         if self.pp_prev_sampled is None:
             end = num_computed + len(new_token_ids)
@@ -240,8 +235,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
     def _append_relayed_tokens(self, state: CachedRequestState, num_computed: int, new_token_ids: list[int]):
         """Non-last stages learn sampled tokens only from the scheduler, which relays the last token
         emitted (bonus, or recovered after a rejection) and not the drafts accepted before it (fault 2,
-        ``slice_relayed_tokens``; fix 2 is ``take_accepted_drafts``, both in ``runner_fixes``).
-        """
+        ``slice_relayed_tokens``; fix 2 is ``take_accepted_drafts``, both in ``runner_fixes``)."""
         if num_computed + len(new_token_ids) > state.num_tokens:  # behind: tokens were sampled since
             state.output_token_ids.extend(self.sync_accepted_tokens(state, num_computed, list(new_token_ids)))
 

@@ -58,8 +58,7 @@ def column_zero_layout(num_speculative_tokens: int) -> PrevSampledLayout:
 def take_back_rejected(state: CachedRequestState, num_computed_tokens: int, is_last_rank: bool) -> int:
     """The scheduler's ``num_computed_tokens`` assumes every draft of the batches in flight
     is accepted; this stage has applied them all, so a request that sampled has computed
-    all but its last token. On every stage.
-    """
+    all but its last token. On every stage."""
     if not state.output_token_ids:
         return num_computed_tokens
     return min(num_computed_tokens, state.num_tokens - 1)
@@ -79,8 +78,7 @@ def end_of_history(start: int, num_computed_tokens: int, num_new: int) -> int:
 
 def end_from_num_computed(start: int, num_computed_tokens: int, num_new: int) -> int:
     """v1-pp-async-num-tokens-no-spec: the scheduler's count plus the relayed tokens, of
-    which async scheduling relays none: the row ends before the last sampled token.
-    """
+    which async scheduling relays none: the row ends before the last sampled token."""
     return num_computed_tokens + num_new
 
 

@@ -23,8 +23,7 @@ class ModelRunner(StrEnum):
     """The names of the four built-in runner designs (``model_runner=``): V1, V2, the relay
     and replicated drafting. A ``StrEnum``, so ``"v1"`` and ``ModelRunner.V1`` are the
     same argument; what each design needs is its record in ``designs.py``, and nothing
-    else branches on these names.
-    """
+    else branches on these names."""
 
     V1 = "v1"
     V2 = "v2"

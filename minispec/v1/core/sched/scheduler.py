@@ -83,10 +83,9 @@ class Scheduler:
         self.waiting.append(request)
 
     def finish_requests(self, request_ids: str | Iterable[str], finished_status: RequestStatus) -> None:
-        """Finish requests from outside the scheduler (vLLM: an abort). Their
-        blocks are freed, and ``finished_req_ids`` tells every stage to drop them.
-        One id or an iterable of ids, as vLLM takes them: a bare string is one id,
-        not the characters of several."""
+        """Finish requests from outside the scheduler (vLLM: an abort): their blocks are freed
+        and ``finished_req_ids`` tells every stage. One id or an iterable of ids (a bare string
+        is one id)."""
         assert finished_status.is_finished
         if isinstance(request_ids, str):
             request_ids = (request_ids,)
@@ -104,9 +103,8 @@ class Scheduler:
             self._free_request(request)
 
     def _free_request(self, request: Request) -> None:
-        """A finished request leaves the scheduler: its blocks are freed, every stage
-        is told (``finished_req_ids``) and it leaves ``requests`` (vLLM 0.9.2:
-        ``_free_request`` and ``_free_blocks``)."""
+        """A finished request leaves the scheduler: its blocks are freed, every stage is told
+        (``finished_req_ids``) and it leaves ``requests``."""
         self.kv_cache_manager.free(request)
         request.spec_token_ids.clear()
         self.finished_req_ids.add(request.request_id)
@@ -216,8 +214,7 @@ class Scheduler:
         Its batches in flight already reach ``max_tokens`` even if every draft is
         rejected, or V2's pipeline makes it wait ``pp_size`` steps, counted here in
         executed batches (``num_scheduled_batches``; ``docs/fidelity/scheduler.md`` says
-        why). Once its batch is back, it waits no more.
-        """
+        why). Once its batch is back, it waits no more."""
         params = request.sampling_params
         done = (request.num_output_placeholders > 0 and request.num_computed_tokens + 2
                 - request.num_output_placeholders >= len(request.prompt_token_ids) + params.max_tokens)
@@ -235,8 +232,7 @@ class Scheduler:
     def _allocate_or_preempt(self, request, n, preempted) -> list[int] | None:
         """Allocate, preempting from the back of ``running`` until it fits. ``request`` is
         the first of ``running`` not yet looked at, so the victim is never one already
-        scheduled in this step.
-        """
+        scheduled in this step."""
         while (blocks := self.kv_cache_manager.allocate_slots(request, n)) is None:
             victim = self.running[-1]
             self._preempt(victim)

@@ -91,8 +91,7 @@ class GPUModelRunner(GPUModelRunnerBase):
         """A non-last stage's post-processing of one batch's broadcast, row ``i`` for slot
         ``slots[i]`` (-1: skip): the tokens, ``last_sampled_tokens`` and the rejected
         part of the optimistic count (``post_update``), then the next drafts, through
-        this runner's fault switches.
-        """
+        this runner's fault switches."""
         sampled = SampledOutputs(slots, sampled_tokens, num_sampled, num_rejected, draft_tokens)
         post_update(sampled.idx_mapping, states, sampled.sampled_tokens, sampled.num_sampled,
                     self.num_rejected_on_apply(sampled), query_lens=None)

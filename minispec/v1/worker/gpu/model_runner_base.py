@@ -55,8 +55,7 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
         """The last stage picks its proposer as V1's runner does, with the shared
         ``make_drafter`` (``minispec.v1.spec_decode``); vLLM's V2 builds its own, and
         offers neither proposer minispec runs here
-        (``docs/fidelity/model_runner_v2.md``).
-        """
+        (``docs/fidelity/model_runner_v2.md``)."""
         super().__init__(vllm_config, rank, device, recorder)
         spec = vllm_config.speculative_config
         self.max_num_reqs = vllm_config.scheduler_config.max_num_seqs
@@ -117,8 +116,7 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
 
     def finish_requests(self, out: SchedulerOutput) -> None:
         """Free the slots of finished and preempted requests, in one sorted pass: the
-        free-slot stack's order decides which slot each later request gets.
-        """
+        free-slot stack's order decides which slot each later request gets."""
         for req_id in sorted(out.finished_req_ids | out.preempted_req_ids):
             if req_id in out.preempted_req_ids:
                 self._keep_preempted(req_id)  # the drafter keeps its cache of it: it resumes
@@ -239,8 +237,7 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
         embeds, then the rest of a prompt still to prefill), which invariants 2 and 3
         check against the scheduler's, and the runner's own ``num_computed_tokens``,
         which invariant 4 checks. A row's path is "new", "re-added" (resumed into a
-        fresh slot) or "stayed"; ``slot`` makes the recorder track a slot's occupants.
-        """
+        fresh slot) or "stayed"; ``slot`` makes the recorder track a slot's occupants."""
         states, cached = self.req_states, scheduler_output.scheduled_cached_reqs
         paths = dict.fromkeys((n.req_id for n in scheduler_output.scheduled_new_reqs), RowPath.NEW) | dict.fromkeys(
             (r for r, resumed in zip(cached.req_ids, cached.resumed_from_preemption) if resumed), RowPath.READDED)

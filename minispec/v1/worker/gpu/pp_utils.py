@@ -70,8 +70,7 @@ class PPMessage:
     (``PPHandler.subscribe``): ``tensors`` went on the wire, in order (SAMPLED: the
     padded tokens and the counts; DRAFTS: the drafts; POSTED: none, sent before the
     stage advances its slots' counts, so they still hold what this batch's inputs were
-    built from).
-    """
+    built from)."""
 
     kind: PPMessageKind
     rank: int
