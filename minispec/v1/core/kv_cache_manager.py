@@ -3,8 +3,8 @@
 extends it to cover ``num_computed_tokens + num_new_tokens`` or returns ``None``
 when the pool is short, which is the scheduler's cue to preempt.
 
-Left out: prefix caching (block hashes, ref counts, eviction order), sliding
-windows, several KV cache groups. Block ids are vLLM's minus one (no null block):
+Left out: prefix caching (block hashes, ref counts, eviction order), sliding windows,
+several KV cache groups. Block ids are vLLM's minus one (no null block):
 ``docs/fidelity/scheduler.md``.
 """
 

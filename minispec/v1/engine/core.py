@@ -75,9 +75,10 @@ class EngineCore:
         self.scheduler.finish_requests(request_ids, RequestStatus.FINISHED_ABORTED)
 
     def abort_all(self) -> None:
-        """Abort every unfinished request, wherever it is: the scheduler frees their blocks, the
-        batches in flight are dropped, and the executor makes every stage forget them (and gets
-        ready for new batches). If this is interrupted too, ``recover`` finishes it."""
+        """Abort every unfinished request, wherever it is: the scheduler frees their
+        blocks, the batches in flight are dropped, and the executor makes every stage
+        forget them (and gets ready for new batches). If this is interrupted too,
+        ``recover`` finishes it."""
         self._abort_pending = True
         self.abort_requests(self.unfinished_request_ids())
         self.batch_queue.clear()

@@ -55,9 +55,9 @@ def execute_model_timeout() -> float:
 
 
 def run_stage(group: StageGroup, runner, config) -> None:
-    """A worker rank's loop: one batch per ``SchedulerOutput``, until rank 0 sends ``None``.
-    The next batch's messages are posted for before this batch's forward, so they arrive
-    while it runs."""
+    """A worker rank's loop: one batch per ``SchedulerOutput``, until rank 0 sends
+    ``None``. The next batch's messages are posted for before this batch's forward, so
+    they arrive while it runs."""
     rank, last = group.rank, runner.is_last_rank
     runner.bind_pp_group(group)  # the last stage's broadcast goes over this group too (V2; V1 under async)
     keys = runner.model.intermediate_tensor_keys()  # the hidden states, and any EAGLE-3 taps

@@ -73,9 +73,9 @@ class UniProcExecutor(Executor):
         """Nothing to stop: every stage lives in this process."""
 
     def tick(self) -> list[Event]:
-        """Run one pipeline tick; return the stage events it ran. A stage waiting for a message not
-        sent yet (``NotSentYet``) sits this tick out, as it would wait on gloo; if no stage could
-        run, nothing ever will, and the wait is raised."""
+        """Run one pipeline tick; return the stage events it ran. A stage waiting for a
+        message not sent yet (``NotSentYet``) sits this tick out, as it would wait on
+        gloo; if no stage could run, nothing ever will, and the wait is raised."""
         events, busy, waiting = [], set(), None
         for batch in list(self.in_flight):  # oldest first: FIFO on every stage
             stage = batch.next_stage

@@ -4,8 +4,8 @@
 ``SpeculativeConfig.method``. minispec's designs run the same proposers
 (``ngram_proposer.py``, ``draft_model.py``, ``eagle.py``; and the explorer's
 ``scripted_proposer.py``, which has no vLLM twin), so the choice lives beside them, as
-Model Runner V2's does (``docs/fidelity/spec_decode.md``), and neither runner imports the
-other. ``capture_hidden_states`` is the one seam through which a runner hands the
+Model Runner V2's does (``docs/fidelity/spec_decode.md``), and neither runner imports
+the other. ``capture_hidden_states`` is the one seam through which a runner hands the
 target's hidden states to a proposer that reads them.
 """
 

@@ -47,10 +47,10 @@ class CachedRequestState:
 
 
 class InputBatch:
-    """A stage's persistent batch: one row per scheduled request, its tokens in ``token_ids_cpu``
-    with its counts (``num_tokens``, ``num_tokens_no_spec``, ``num_computed_tokens_cpu``) and block
-    table. Rows are reused step after step, so only what changed is written; a slot nobody writes
-    keeps its previous occupant's token, which is how fault 1 shows."""
+    """A stage's persistent batch: one row per scheduled request, its tokens in
+    ``token_ids_cpu`` with its counts and block table. Rows are reused step after step,
+    so only what changed is written; a slot nobody writes keeps its previous occupant's
+    token, as fault 1 shows."""
 
     def __init__(self, max_num_reqs: int, max_model_len: int, max_num_blocks_per_req: int,
                  move_row: Callable[[InputBatch, int, int], None] | None = None):

@@ -93,8 +93,9 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
                           self.move_row)
 
     def drop_all_requests(self) -> None:
-        """Forget every request (a new persistent batch and draft cache), after all were aborted
-        because an exception cut a step short, maybe half-way through this stage's rows."""
+        """Forget every request (a new persistent batch and draft cache), after all were
+        aborted because an exception cut a step short, maybe half-way through this
+        stage's rows."""
         self.requests.clear()
         self.draft_token_ids.clear()
         if self.pp_prev_sampled is not None:
@@ -104,9 +105,9 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
             self.drafter.reset()
 
     def bind_pp_group(self, group) -> None:
-        """Synchronously, nothing to bind: a V1 stage learns everything from the scheduler's output
-        (fault 2 lives in its relay). Under PP with async scheduling the last stage broadcasts
-        on ``group`` (``pp_prev_sampled.py``)."""
+        """Synchronously, nothing to bind: a V1 stage learns everything from the
+        scheduler's output (fault 2 lives in its relay). Under PP with async scheduling
+        the last stage broadcasts on ``group`` (``pp_prev_sampled.py``)."""
         if self.use_async_scheduling and self.pp_size > 1:
             k = self.vllm_config.speculative_config.num_speculative_tokens
             self.pp_prev_sampled = PrevSampledBroadcast(group, self.pp_size, self.prev_sampled_layout(k))
@@ -153,8 +154,8 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         return spec
 
     def _num_computed(self, state: CachedRequestState, num_computed: int) -> int:
-        """The scheduler's ``num_computed_tokens``, which under async scheduling assumes every draft
-        in flight is accepted, less the rejected ones this stage has seen
+        """The scheduler's ``num_computed_tokens``, which under async scheduling assumes
+        every draft in flight is accepted, less the rejected ones this stage has seen
         (``runner_fixes.take_back_rejected``)."""
         if not self.use_async_scheduling:
             return num_computed

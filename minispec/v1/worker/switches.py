@@ -37,9 +37,9 @@ class ModelRunner(StrEnum):
 @dataclass(frozen=True)
 class Switch:
     """One seam of one design's runner. ``fault``: what runs there when a preset puts the
-    fault back (None: a plug point, no fault). ``within``: the switch whose built-in
-    function this one runs inside; a learner's function plugged in there replaces both, so
-    the switchboard refuses a fault here together with it."""
+    fault back (None: a plug point). ``within``: the switch whose function this one runs
+    inside; a learner's function there replaces both, so a fault here is refused with
+    it."""
 
     name: str
     design: str  # the design's name (a ModelRunner member for the built-in four)
@@ -48,10 +48,10 @@ class Switch:
 
 
 class SwitchPreset(StrEnum):
-    """The one preset type: a named setting of switches. A subclass's members are written
-    ``NAME = "its-name", (switches it turns to their fault)``; every other switch runs its
-    fix. A ``StrEnum``, so a preset compares equal to its name and prints (and reprs) as it:
-    lists of presets in argparse's choices, error messages and notebooks read as names."""
+    """The one preset type: a named setting of switches, written ``NAME = "its-name",
+    (switches it turns to their fault)``; every other switch runs its fix. A
+    ``StrEnum``, so a preset compares equal to its name and prints as it (argparse's
+    choices, errors, notebooks)."""
 
     def __new__(cls, name: str, faults: tuple[Switch, ...] = ()):
         preset = str.__new__(cls, name)
@@ -74,10 +74,9 @@ class SwitchPreset(StrEnum):
 
 @dataclass(frozen=True, repr=False)
 class SwitchSettings:
-    """A learner's setting of each switch of one design, one field per switch in
-    ``SWITCHES`` (a field is named as its switch). A switch with a fault takes True (the
-    fix), False (the fault) or a function; a plug point None (the runner's own) or a
-    function. Checked when it is built."""
+    """A learner's setting of each switch of one design, one field per switch, named as it:
+    True (the fix), False (the fault) or a function; a plug point takes None (the
+    runner's own) or a function. Checked when it is built."""
 
     SWITCHES: ClassVar[tuple[Switch, ...]] = ()
 

@@ -50,11 +50,11 @@ class WorkerBase(ABC, Generic[InputsT]):
     def execute_model(self, scheduler_output: SchedulerOutput,
                       intermediate_tensors: IntermediateTensors | None = None
                       ) -> IntermediateTensors | ModelRunnerOutput:
-        """Run this stage's part of one batch. A non-last stage returns the hidden states
-        for the next stage; the last stage samples and returns what it sampled and drafted.
-        When recording, call ``_record_stage`` once the inputs are gathered (before the
-        forward) and, on the last stage, ``_record_sampled`` once it has sampled: the recorder
-        refuses a step a stage ran without them (``MissingRecord``, naming stage, step and call)."""
+        """Run this stage's part of one batch: a non-last stage returns the hidden states
+        for the next, the last what it sampled and drafted. When recording, call
+        ``_record_stage`` before the forward and, on the last stage, ``_record_sampled``
+        after sampling: the recorder refuses a step without them (``MissingRecord``,
+        naming stage, step and call)."""
 
     @abstractmethod
     def drop_all_requests(self) -> None:
@@ -69,10 +69,10 @@ class WorkerBase(ABC, Generic[InputsT]):
 
     @abstractmethod
     def describe_rows(self, scheduler_output: SchedulerOutput, inputs: InputsT) -> list[RowRecord]:
-        """This step's rows as the stage holds them after gathering ``inputs``, before its
-        forward: one ``RowRecord`` per scheduled request, in input order, from this design's
-        own buffers. Leave ``prev_req_id``/``prev_token_ids`` unset (the recorder remembers
-        who held each buffer index) and set ``slot`` only for a slot table (V2)."""
+        """This step's rows as the stage holds them before its forward: one ``RowRecord``
+        per scheduled request, in input order, from this design's own buffers. Leave
+        ``prev_req_id``/ ``prev_token_ids`` unset (the recorder knows them); set
+        ``slot`` only for a slot table (V2)."""
 
     def _record_stage(self, scheduler_output: SchedulerOutput, inputs: InputsT, input_ids: list[int],
                       verified_drafts: list[list[int]]) -> None:

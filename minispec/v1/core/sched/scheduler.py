@@ -83,9 +83,9 @@ class Scheduler:
         self.waiting.append(request)
 
     def finish_requests(self, request_ids: str | Iterable[str], finished_status: RequestStatus) -> None:
-        """Finish requests from outside the scheduler (vLLM: an abort): their blocks are freed
-        and ``finished_req_ids`` tells every stage. One id or an iterable of ids (a bare string
-        is one id)."""
+        """Finish requests from outside the scheduler (vLLM: an abort): their blocks are
+        freed and ``finished_req_ids`` tells every stage. One id or an iterable of ids
+        (a bare string is one id)."""
         assert finished_status.is_finished
         if isinstance(request_ids, str):
             request_ids = (request_ids,)
@@ -103,8 +103,8 @@ class Scheduler:
             self._free_request(request)
 
     def _free_request(self, request: Request) -> None:
-        """A finished request leaves the scheduler: its blocks are freed, every stage is told
-        (``finished_req_ids``) and it leaves ``requests``."""
+        """A finished request leaves the scheduler: its blocks are freed, every stage is
+        told (``finished_req_ids``) and it leaves ``requests``."""
         self.kv_cache_manager.free(request)
         request.spec_token_ids.clear()
         self.finished_req_ids.add(request.request_id)
