@@ -28,8 +28,8 @@ EAGLE_METHODS = ("eagle", "eagle3")
 
 
 def set_eagle3_aux_hidden_state_layers(model, aux_layers: tuple[int, ...], captures: bool) -> None:
-    """Make a target stage capture (and carry on) the head's taps (vLLM 0.30.0 has the same name,
-    ``gpu/spec_decode/eagle/eagle3_utils.py`` 15-33). ``captures=False``: SGLang #39644's fault."""
+    """Make a target stage capture (and carry on) the head's taps (vLLM's name);
+    ``captures=False`` is the fault of capturing on the last rank only."""
     model.model.set_aux_hidden_state_layers(aux_layers, captures)
 
 

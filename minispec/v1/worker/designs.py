@@ -47,8 +47,7 @@ from minispec.v1.worker.switches import ModelRunner, Switch, SwitchPreset, Switc
 
 
 def one_per_stage(pp: int) -> int:
-    """V1 under async scheduling (vLLM 0.30.0 ``config/vllm.py`` 593-598): one batch per stage,
-    two without pipeline parallelism ("V1 Model Runner does not fully support async scheduling with PP")."""
+    """V1 under async scheduling: one batch per stage, two without pipeline parallelism."""
     return 2 if pp == 1 else pp
 
 

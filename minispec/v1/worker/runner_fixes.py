@@ -71,8 +71,8 @@ def trim_on_last_rank_only(state: CachedRequestState, num_computed_tokens: int, 
 
 
 def end_of_history(start: int, num_computed_tokens: int, num_new: int) -> int:
-    """Where a non-last stage's row ends (vLLM 0.30.0 ``gpu_model_runner.py`` 1496-1518): never
-    before what it already holds, which under async scheduling is the broadcast's tokens."""
+    """Where a non-last stage's row ends: never before what it already holds, which under
+    async scheduling is the broadcast's tokens."""
     return max(start, num_computed_tokens + num_new)
 
 

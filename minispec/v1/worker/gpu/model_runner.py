@@ -38,15 +38,14 @@ from minispec.v1.worker.gpu.states import RequestState
 
 
 def apply_broadcast_drafts(states: RequestState, sampled: SampledOutputs) -> None:
-    """A non-last stage writes the broadcast's next drafts into the rows' slots (vLLM 0.30.0:
-    ``pp_utils.py`` 144-154, with the rows still live only; fault: ``keep_stale_drafts``)."""
+    """A non-last stage writes the broadcast's next drafts into its live rows' slots (fault:
+    ``keep_stale_drafts``)."""
     if sampled.draft_tokens is not None:
         states.set_draft_tokens(sampled.idx_mapping, sampled.draft_tokens)
 
 
 def captures_own_taps(is_last_rank: bool) -> bool:
-    """Every stage fills the slots of the EAGLE-3 taps it owns (vLLM 0.30.0 ``EagleModelMixin``,
-    ``pack_local_aux_hidden_states``; fault: ``capture_on_last_rank_only``)."""
+    """Every stage fills the slots of the EAGLE-3 taps it owns (fault: ``capture_on_last_rank_only``)."""
     return True
 
 

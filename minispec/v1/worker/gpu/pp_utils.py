@@ -81,22 +81,19 @@ class PPMessage:
 
 
 def compute_need_sampled_mask(batch) -> np.ndarray | None:
-    """Per row: does this batch sample for it? None if for no row (vLLM 0.30.0
-    ``pp_utils.py`` 37-47). From the scheduler's counts, which every stage was given
-    alike."""
+    """Per row: does this batch sample for it? None if for no row. From the scheduler's
+    counts, which every stage was given alike."""
     samples = batch.num_computed_tokens_np + batch.num_scheduled_tokens >= batch.prefill_len_np
     return samples if samples.any() else None
 
 
 def same_occupant(gen_now: np.ndarray, gen_at_receive: np.ndarray) -> np.ndarray:
-    """Per row: is its slot still held by the request it was received for (vLLM 0.30.0
-    ``pp_utils.py`` 130-134)?"""
+    """Per row: is its slot still held by the request it was received for?"""
     return gen_now == gen_at_receive
 
 
 def padded_width(batch, max_sample_len: int) -> int:
-    """The width the sampled tokens travel at: always the width every receive was posted
-    for (vLLM 0.30.0 ``pp_utils.py`` 256-262)."""
+    """The width the sampled tokens travel at: always the width every receive was posted for."""
     return max_sample_len
 
 
