@@ -29,8 +29,8 @@ def skip_spec_tokens(runner, row: int, spec_token_ids: list[int]) -> None:
 
 
 def slice_relayed_tokens(state: CachedRequestState, num_computed_tokens: int, new_token_ids: list[int]) -> list[int]:
-    """Fault 2 (v0.9.2, still 0.14.0): a slice of the relayed tokens that is silently
-    shorter than what is missing when drafts were accepted."""
+    """Fault 2: a slice of the relayed tokens, silently shorter than what is missing when
+    drafts were accepted."""
     num_new = num_computed_tokens + len(new_token_ids) - state.num_tokens
     return new_token_ids[-num_new:]
 
@@ -50,7 +50,7 @@ def take_accepted_drafts(state: CachedRequestState, num_computed_tokens: int, ne
 
 
 def column_zero_layout(num_speculative_tokens: int) -> PrevSampledLayout:
-    """v1-pp-async-column-0 (vLLM #57755): vLLM's ``[num_reqs, 1]`` broadcast, fed column 0 of the
+    """v1-pp-async-column-0: vLLM's ``[num_reqs, 1]`` broadcast, fed column 0 of the
     sampled tokens so its width assertion passes; no counts, no drafts."""
     return PrevSampledLayout(1, False, 0)
 
@@ -65,8 +65,8 @@ def take_back_rejected(state: CachedRequestState, num_computed_tokens: int, is_l
 
 
 def trim_on_last_rank_only(state: CachedRequestState, num_computed_tokens: int, is_last_rank: bool) -> int:
-    """v1-pp-async-trim-last-rank (vLLM #54260): the take-back sits in a branch only the last
-    stage takes; every other stage keeps the optimistic count."""
+    """v1-pp-async-trim-last-rank: the take-back sits in a branch only the last stage
+    takes; every other stage keeps the optimistic count."""
     return take_back_rejected(state, num_computed_tokens, is_last_rank) if is_last_rank else num_computed_tokens
 
 
@@ -89,9 +89,9 @@ def row_now(batch, req_id: str, received_row: int) -> int | None:
 
 
 def row_at_receive(batch, req_id: str, received_row: int) -> int | None:
-    """v1-pp-async-stale-row (tenstorrent/vllm-tt-plugin#131, its shape): the row the request had
-    when the receive was posted. Since then ``condense`` may have moved the request, or it left
-    the batch and another request took the row: that row's history and length take the tokens."""
+    """v1-pp-async-stale-row: the row the request had when the receive was posted. Since
+    then ``condense`` may have moved the request, or it left the batch and another
+    request took the row: that row's history and length take the tokens."""
     return received_row
 
 

@@ -40,8 +40,8 @@ class RequestTotals:
 
 
 def deliver_stale_output(generated: list[int]) -> list[int]:
-    """What a preempted request keeps of its batch in flight: all of it. The switch that puts
-    the fault back is ``minispec/v1/worker/scheduler_switches.py``."""
+    """What a preempted request keeps of its batch in flight: all of it. The switch that
+    puts the fault back is ``minispec/v1/worker/scheduler_switches.py``."""
     return generated
 
 
@@ -311,8 +311,8 @@ class Scheduler:
 
     @staticmethod
     def _drain_in_flight(request: Request, num_scheduled: int) -> bool:
-        """One batch of the request is back; return whether its output is stale (the request
-        was preempted while it was in flight)."""
+        """One batch of the request is back; return whether its output is stale (the
+        request was preempted while it was in flight)."""
         request.num_inflight_batches -= 1
         request.num_in_flight_tokens -= num_scheduled
         if request.num_stale_output_tokens == 0:
@@ -331,7 +331,8 @@ class Scheduler:
         return False
 
     def _take_drafts(self, request: Request, drafts: list[int]) -> None:
-        """The drafts the last stage proposed, which its output carries, are scheduled next step."""
+        """The drafts the last stage proposed, which its output carries, are scheduled next
+        step."""
         request.spec_token_ids = list(drafts)
 
     def _check_stop(self, request: Request) -> bool:

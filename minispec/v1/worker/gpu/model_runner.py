@@ -38,14 +38,15 @@ from minispec.v1.worker.gpu.states import RequestState
 
 
 def apply_broadcast_drafts(states: RequestState, sampled: SampledOutputs) -> None:
-    """A non-last stage writes the broadcast's next drafts into its live rows' slots (fault:
-    ``keep_stale_drafts``)."""
+    """A non-last stage writes the broadcast's next drafts into its live rows' slots
+    (fault: ``keep_stale_drafts``)."""
     if sampled.draft_tokens is not None:
         states.set_draft_tokens(sampled.idx_mapping, sampled.draft_tokens)
 
 
 def captures_own_taps(is_last_rank: bool) -> bool:
-    """Every stage fills the slots of the EAGLE-3 taps it owns (fault: ``capture_on_last_rank_only``)."""
+    """Every stage fills the slots of the EAGLE-3 taps it owns (fault:
+    ``capture_on_last_rank_only``)."""
     return True
 
 

@@ -93,7 +93,8 @@ def same_occupant(gen_now: np.ndarray, gen_at_receive: np.ndarray) -> np.ndarray
 
 
 def padded_width(batch, max_sample_len: int) -> int:
-    """The width the sampled tokens travel at: always the width every receive was posted for."""
+    """The width the sampled tokens travel at: always the width every receive was posted
+    for."""
     return max_sample_len
 
 
