@@ -2,32 +2,26 @@
 a design, so that the config, the engine, the executors, the command line and the
 instruments ask the record and never test a design's name.
 
-vLLM has two designs and one flag, ``VllmConfig.use_v2_model_runner`` (vLLM 0.30.0:
-``vllm/config/vllm.py``; where it is read: ``docs/fidelity/designs.md``). minispec has
-four designs and room for more, so each of those answers is a field of a ``Design``:
+vLLM has two designs and one flag (vLLM 0.30.0: ``vllm/config/vllm.py``,
+``VllmConfig.use_v2_model_runner``); minispec has four and room for more, so each answer
+is a field of a ``Design``: its ``runner`` (a ``WorkerBase`` class or its qualified name),
+its switches (``settings``, ``fixes_presets``, ``fault_presets``), its cadence under async
+scheduling (``async_batches_in_flight``, ``decode_wait_batches``), whether its non-last
+stages hear from the last over the pipeline group (``binds_pp_group``), the scheduler's
+stale-output switch where its preset was checked (``stale_output``), and:
 
-* ``runner``: its ``WorkerBase`` class, or its qualified name, imported when first
-  built;
-* ``settings``, ``fixes_presets``, ``fault_presets``: its switches, as the engine's
-  ``fixes=`` and ``faults=`` take them;
-* ``async_batches_in_flight(pp)``, ``decode_wait_batches(pp)``: under async scheduling,
-  the batches in flight, and how many a decoding request waits (till its tokens are on
-  every stage);
-* ``binds_pp_group``: whether its non-last stages hear from the last one over the pipeline
-  group (else the scheduler's ``new_token_ids`` relay tells them);
 * ``proposers``: the ``speculative_config`` methods it accepts (None: every one), and why;
 * ``can_carry_hidden_states`` (and ``hidden_states_why`` where not), ``can_carry_tree_drafts``:
   whether its hand-over carries an EAGLE drafter's hidden states from the stages that compute
   them (V1 and V2: they travel in the ``IntermediateTensors``, ``minispec/v1/spec_decode/eagle.py``),
   or a tree of drafts (none today);
-* ``must_keep``: the invariant (the checker's number) its hand-over must get right, and why;
-* ``stale_output``: the scheduler's stale-output switch, where its preset was checked,
-  else None.
+* ``must_keep``: the invariant (the checker's number) its hand-over must get right, and why.
 
 ``DESIGNS`` maps each name to its record; ``register_design`` adds one from outside
 minispec, after which ``model_runner="its-name"`` works wherever a design is named. A
 record pickles (the "mp" workers get it in the ``VllmConfig``) as long as its runner is
-importable by name. Left out: vLLM's automatic choice between its two designs.
+importable by name. Left out: vLLM's automatic choice between its two designs. Fidelity
+to vLLM: ``docs/fidelity/designs.md``.
 """
 
 from __future__ import annotations
