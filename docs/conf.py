@@ -27,7 +27,7 @@ copyright = "the minispec authors; Apache-2.0"
 
 extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.viewcode", "minispec_site", "site_source"]
 root_doc = "docs/index"
-include_patterns = ["README.md", "notebooks/*.ipynb", "docs/*.md", "docs/api/*.md"]
+include_patterns = ["README.md", "notebooks/*.ipynb", "docs/*.md", "docs/api/*.md", "docs/fidelity/*.md"]
 exclude_patterns = ["build", ".venv", "**/.ipynb_checkpoints"]
 
 # Notebooks: stored outputs only, in the order of the workshop.

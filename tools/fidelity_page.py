@@ -4,7 +4,9 @@ The twins come from the modules' docstrings (``minispec.lab.records.twin_map``, 
 table). What is known of each is kept here, in ``RUN`` (the twins ``make vllm-check`` runs
 against vLLM's own code, with the counts of the last recorded run and where that run is
 written up) and ``DEPARTURES`` (where minispec differs from a release on purpose, and why);
-every other twin is "read, not run", with the "Left out:" sentence of its docstring.
+every other twin is "read, not run", with the "Left out:" sentence of its docstring. The page ends
+with the list of the hand-written pages in ``docs/fidelity/``, one per area, with the modules each
+covers (read from their module headings).
 ``tests/test_fidelity_page.py`` checks that the page is current and that every module named
 here is a twin.
 
@@ -14,6 +16,7 @@ here is a twin.
 
 from __future__ import annotations
 
+import re
 import sys
 
 from generated import ROOT, command
@@ -23,6 +26,8 @@ sys.path.insert(0, str(ROOT))
 from minispec.lab.records.twin_map import vllm_twins  # noqa: E402
 
 PAGE = ROOT / "docs" / "fidelity.md"
+AREAS = ROOT / "docs" / "fidelity"  # a page per area, by hand: the lines, history and pull requests
+MODULE_HEADING = re.compile(r"^## `([\w/]+\.py)`", re.M)  # "## `v1/core/sched/scheduler.py`"
 CHECKED = "[Checked against vLLM's own code](checked_against_vllm.md)"
 
 # module -> what running vLLM's own code on minispec's schedules showed (make vllm-check)
@@ -84,6 +89,26 @@ def status(module: str, left_out: str | None) -> str:
     return "; ".join(said).replace("|", "\\|")
 
 
+def area_pages() -> list[tuple[str, str, list[str]]]:
+    """Each area's page: its file name, its title (its first heading, less "Fidelity: "), and the
+    modules its sections are about (a section per module, headed by the module's path)."""
+    pages = []
+    for path in sorted(AREAS.glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        title = text.splitlines()[0].removeprefix("# ").removeprefix("Fidelity: ")
+        pages.append((path.name, title, MODULE_HEADING.findall(text)))
+    return pages
+
+
+def render_areas() -> list[str]:
+    rows = [f"- [{title[:1].upper() + title[1:]}](fidelity/{name}): " + ", ".join(f"`{m}`" for m in modules)
+            for name, title, modules in area_pages()]
+    return ["## Line by line, area by area", "",
+            "What each module's docstring leaves to the website: the release lines behind each rule, the "
+            "release history and the pull requests, a page per area. `make cite-check` reads these pages as it "
+            "reads code, so every citation on them is checked against its release and its pin.", "", *rows, ""]
+
+
 def render() -> str:
     rows = [f"| `{t.module}` | {t.release} | `{t.vllm_path}` | {status(t.module, t.left_out)} |"
             for t in vllm_twins() if t.vllm_path]
@@ -103,6 +128,7 @@ def render() -> str:
         "|---|---|---|---|",
         *rows,
         "",
+        *render_areas(),
     ])
 
 

@@ -34,8 +34,8 @@ TOC = [("Walkthrough", ["notebooks/[0-9]*", "notebooks/glossary", "notebooks/*"]
        ("Reference", ["docs/api", "docs/invariants", "docs/adding_a_runner", "README"]),
        # the README's sections, moved to pages of their own (the README is the front door)
        ("Developer guide", ["docs/install", "docs/using", "docs/notebooks_and_site", "docs/faults_and_designs",
-                            "docs/explorer", "docs/testing", "docs/checked_against_vllm", "docs/package_map",
-                            "docs/executors"])]
+                            "docs/explorer", "docs/testing", "docs/checked_against_vllm", "docs/fidelity",
+                            "docs/fidelity/*", "docs/package_map", "docs/executors"])]
 ICONS = Path(__file__).resolve().parents[1] / "_icons" / "fontawesome.js"
 SOURCE_MAP = re.compile(r"\n?(//# sourceMappingURL=\S+|/\*# sourceMappingURL=\S+ \*/)\s*$")
 TABLE_MARK = "<!-- the site puts the notebooks' table here: notebooks_table in docs/_ext/minispec_site.py -->"
