@@ -163,7 +163,7 @@ IN_FLIGHT_PREEMPTION = [(runner, pp, asynchronous) for runner in ("v1", "v2") fo
 def test_preempting_a_request_with_a_batch_in_flight_stays_greedy(monkeypatch, reference, runner, pp,
                                                                   async_scheduling):
     """The scheduler preempts requests whose batches are still in flight, as vLLM 0.30.0 does
-    (``Scheduler``'s module docstring); their outputs come back stale and are kept. The runs
+    (``docs/fidelity/scheduler.md``); their outputs come back stale and are kept. The runs
     preempt some (counted here) and still equal transformers, with invariants 2-5 checked live."""
     from minispec.v1.core.sched.scheduler import Scheduler
 

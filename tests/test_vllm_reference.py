@@ -270,7 +270,7 @@ def test_freed_blocks_return_tail_first_as_in_vllm():
 
 def test_no_recorded_run_resumes_a_request_that_still_holds_a_row():
     """vLLM 0.14.0 evicts such a request first (gpu_model_runner.py line 878), and so does
-    minispec under every preset, where 0.9.2 did not (gpu_model_runner.py docstring). Only a
+    minispec under every preset, where 0.9.2 did not (docs/fidelity/model_runner_v1.md). Only a
     request preempted by a schedule that holds nothing reaches the path; these runs, which do
     resume requests, do not, so vLLM 0.9.2's runner agrees with minispec's on them."""
     from minispec.lab.experiments.schedule import run_schedule
@@ -360,7 +360,7 @@ def test_vllm_092_puts_finished_ids_in_schedules_it_never_runs(thread_check):
     """Seed 95: two requests finish while the other batch is in flight, so the
     next schedules are empty. vLLM 0.9.2's Scheduler clears finished_req_ids in
     them anyway (vllm/v1/core/sched/scheduler.py line 609) and its engine does not execute an empty
-    schedule; minispec keeps them for the next one (its scheduler's docstring).
+    schedule; minispec keeps them for the next one (docs/fidelity/scheduler.md).
     With that carried over, every schedule of the run is equal."""
     from minispec.lab.experiments.schedule import run_schedule
     from reference.run import ScenarioRun

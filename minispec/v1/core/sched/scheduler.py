@@ -156,7 +156,7 @@ class Scheduler:
             num_scheduled[request.request_id] = n
             budget -= n
             i += 1
-            # Drafts that did not fit are dropped (see the module docstring).
+            # Drafts that did not fit are dropped (docs/fidelity/scheduler.md: a departure from 0.9.2).
             num_spec = n + request.num_computed_tokens - request.num_tokens - request.num_output_placeholders
             del request.spec_token_ids[max(num_spec, 0):]
             if request.spec_token_ids:

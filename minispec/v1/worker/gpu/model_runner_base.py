@@ -149,7 +149,7 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
                 self.sampling[req_idx] = (params, request_generator(self.seed, new.req_id, params))
 
     def _resume(self, req_id: str, token_ids: list[int], num_computed: int, block_ids: list[int]) -> None:
-        """Add a resumed request again, prefilling every token it has (see the module docstring)."""
+        """Add a resumed request again, prefilling every token it has (docs/fidelity/model_runner_v2.md)."""
         prompt_len, max_tokens, sampling = self.preempted.pop(req_id)
         req_idx = self._add(req_id, prompt_len, token_ids, num_computed, max_tokens, block_ids)
         if sampling is not None:
