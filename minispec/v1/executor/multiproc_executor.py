@@ -104,20 +104,18 @@ def share_cores(pp: int) -> None:
 
 def _ignore_interrupts() -> None:
     """Interrupt Kernel signals the kernel's whole process group, this worker too. Rank 0
-    handles it (``generate`` aborts and shuts the workers down through
-    ``_stop_workers``); a worker that raised ``KeyboardInterrupt`` as well would print
-    its own traceback into the notebook and leave its peers mid-message (vLLM's workers
-    exit on SIGINT instead: ``docs/fidelity/engine_and_executors.md``)."""
+    handles it (``generate`` aborts and stops the workers, ``_stop_workers``); a worker that
+    raised ``KeyboardInterrupt`` too would print its traceback into the notebook and leave
+    its peers mid-message."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @contextmanager
 def _started_ignoring_interrupts():
-    """Start workers with SIGINT ignored from their first instruction: an ignored signal
-    stays ignored across exec, and Python then installs no KeyboardInterrupt handler,
-    so an interrupt during the seconds a worker spends importing torch prints nothing
-    either. (Only the main thread may change handlers; elsewhere ``_ignore_interrupts``
-    in the worker covers it from ``_worker_main`` on.)"""
+    """Start workers with SIGINT ignored from their first instruction: it stays ignored across
+    exec and Python installs no KeyboardInterrupt handler, so an interrupt while a worker
+    imports torch prints nothing. (Only the main thread may change handlers; elsewhere
+    ``_ignore_interrupts`` covers it.)"""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

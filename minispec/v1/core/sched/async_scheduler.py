@@ -7,10 +7,9 @@ flight can then be scheduled again, because its future tokens count as *placehol
 (``num_output_placeholders``: ``1 + d`` per sampling step, every draft assumed
 accepted), taken back when the output returns. Its drafts are scheduled as ``[-1] * k``;
 the stages take their values from the last stage. With a design that waits, a decoding
-request is next eligible ``decode_wait_batches`` batches later. For the fault family,
-override where the placeholders are added (``_update_after_schedule``), taken back
-(``_update_request_with_output``, ``Scheduler.update_from_output``) and who waits
-(``_wait_for_output``). Left out: structured output, the diffusion-model variant (no
+request is next eligible ``decode_wait_batches`` batches later. The fault family
+overrides ``_update_after_schedule``, ``_update_request_with_output`` and
+``_wait_for_output``. Left out: structured output, the diffusion-model variant (no
 bonus token), prefix caching's ``cache_blocks``. Fidelity to vLLM:
 ``docs/fidelity/scheduler.md``.
 """

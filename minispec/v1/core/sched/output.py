@@ -22,10 +22,9 @@ class NewRequestData:
 
 @dataclass
 class CachedRequestData:
-    """Requests the workers already hold, one column per field.
-
-    ``new_token_ids`` is filled only under pipeline parallelism: the first
-    stage never sees what the last stage sampled, so the scheduler relays it.
+    """Requests the workers already hold, one column per field. ``new_token_ids`` is filled
+    only under pipeline parallelism: the first stage never sees what the last stage sampled,
+    so the scheduler relays it.
     """
 
     req_ids: list[str] = field(default_factory=list)

@@ -209,12 +209,10 @@ class Scheduler:
         return output
 
     def _wait_for_output(self, request: Request) -> bool:
-        """Async scheduling only (both conditions need placeholders or an eligible step
-        set): is there nothing to schedule for ``request`` until an output comes back?
-        Its batches in flight already reach ``max_tokens`` even if every draft is
-        rejected, or V2's pipeline makes it wait ``pp_size`` steps, counted here in
-        executed batches (``num_scheduled_batches``; ``docs/fidelity/scheduler.md`` says
-        why). Once its batch is back, it waits no more."""
+        """Async scheduling only: is there nothing to schedule for ``request`` until an output
+        comes back? Its batches in flight reach ``max_tokens`` even if every draft is rejected,
+        or its design makes it wait, counted in executed batches (``num_scheduled_batches``;
+        why: ``docs/fidelity/scheduler.md``). Once its batch is back, it waits no more."""
         params = request.sampling_params
         done = (request.num_output_placeholders > 0 and request.num_computed_tokens + 2
                 - request.num_output_placeholders >= len(request.prompt_token_ids) + params.max_tokens)

@@ -66,11 +66,9 @@ class PPMessageKind(Enum):
 
 @dataclass(frozen=True)
 class PPMessage:
-    """One batch's broadcast as one stage handled it, for a listener
-    (``PPHandler.subscribe``): ``tensors`` went on the wire, in order (SAMPLED: the
-    padded tokens and the counts; DRAFTS: the drafts; POSTED: none, sent before the
-    stage advances its slots' counts, so they still hold what this batch's inputs were
-    built from)."""
+    """One batch's broadcast as one stage handled it, for a listener (``PPHandler.subscribe``):
+    ``tensors`` went on the wire, in order (SAMPLED: the padded tokens and the counts;
+    DRAFTS: the drafts; POSTED: none, sent before the stage advances its slots' counts)."""
 
     kind: PPMessageKind
     rank: int

@@ -7,11 +7,10 @@ input lives there, on every stage alike: ``all_token_ids`` (prompt and every tok
 sampled), ``num_computed_tokens`` (the runner's own count; ``num_computed_tokens_np``
 mirrors the scheduler's), ``last_sampled_tokens`` (embedded first by a decode step) and
 ``draft_tokens`` (embedded after it). Nothing moves between slots; a freed slot goes to
-the next new request.
-
-Left out: the UVA/GPU split and staged writes (``StagedWriteTensor``,
-``UvaBackedTensor``: minispec's slots are numpy arrays), ``next_prefill_tokens``
-(EAGLE's prefill lookahead), multimodal and LoRA state.
+the next new request. Left out: the UVA/GPU split and staged writes
+(``StagedWriteTensor``, ``UvaBackedTensor``: minispec's slots are numpy arrays),
+``next_prefill_tokens`` (EAGLE's prefill lookahead), multimodal and LoRA state.
+Fidelity to vLLM: ``docs/fidelity/model_runner_v2.md``.
 """
 
 from __future__ import annotations
