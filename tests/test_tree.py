@@ -176,3 +176,25 @@ CASES = [(d, pp, a) for d in ("v1", "v2", "relay") for pp in (1, 2, 3) for a in 
 def test_a_tree_keeps_greedy_output_with_invariants_live(design, pp, async_scheduling):
     outputs, llm = run(design, pp, async_scheduling)
     assert outputs == [greedy_continuation(p, 10, ARCH) for p in PROMPTS]
+
+
+# -- the Llama target with the draft model: equal to transformers ---------------------------
+from test_greedy_equivalence import PROMPTS as TEXTS  # noqa: E402
+from test_greedy_equivalence import reference  # noqa: E402, F401  (the fixture: transformers' greedy generate)
+
+DRAFT_TREE = "[(0,), (1,), (0, 0), (1, 0), (0, 0, 0)]"
+LLAMA_CASES = [(d, pp, a) for d in ("v2", "relay", "v1") for pp in (1, 2, 3) for a in (False, True)
+               if not (d == "v1" and pp > 1 and not a)]
+
+
+@pytest.mark.parametrize("design,pp,async_scheduling", [
+    pytest.param(*case, marks=[] if case in {("v2", 2, False), ("relay", 3, True), ("v1", 2, True)}
+                 else [pytest.mark.slow]) for case in LLAMA_CASES])
+def test_a_drafted_tree_equals_transformers_greedy_generate(reference, design, pp, async_scheduling):  # noqa: F811
+    llm = LLM(pipeline_parallel_size=pp, model_runner=design, async_scheduling=async_scheduling,
+              speculative_config={"method": "draft_model", "speculative_token_tree": DRAFT_TREE},
+              max_num_seqs=16, max_num_batched_tokens=96, block_size=8, num_gpu_blocks=64, check_invariants=True)
+    outputs = llm.generate(TEXTS, SamplingParams(temperature=0, max_tokens=40), arrival_steps=[i // 4 for i in range(16)])
+    assert [o.outputs[0].token_ids for o in outputs] == reference
+    stats = llm.stats()
+    assert stats["preemptions"] > 0 and stats["accepted_tokens"] > 0  # preempted, and the tree accepted drafts
