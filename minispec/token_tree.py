@@ -8,7 +8,7 @@ the context, its ancestors and itself. vLLM removed tree attention in PR #42121 
 "not fully supported and there's no plans to support it"), so 0.29.0 on have no such key, and
 its tree sampler (PR #22752) was closed unmerged: vLLM never verified a tree in the target.
 Verification and the accepted path's compaction follow SGLang (``_finalize_accept_tree_path``,
-PR #26866's ``move_accepted_tokens_to_target_kvcache``). All from reading the code.
+SGLang PR #26866's ``move_accepted_tokens_to_target_kvcache``). All from reading the code.
 Left out: random-sampling verification of a tree (greedy only), dynamic trees.
 """
 

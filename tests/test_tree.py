@@ -198,3 +198,21 @@ def test_a_drafted_tree_equals_transformers_greedy_generate(reference, design, p
     assert [o.outputs[0].token_ids for o in outputs] == reference
     stats = llm.stats()
     assert stats["preemptions"] > 0 and stats["accepted_tokens"] > 0  # preempted, and the tree accepted drafts
+
+
+# -- the explorer: a tree axis ----------------------------------------------------------------
+def test_the_explorer_finds_tree_path_not_compacted_and_runs_the_fix_clean():
+    from minispec.lab.explorer.explorer import Scope, explore
+
+    scope = Scope(max_requests=2, prompt_lengths=(2, 5), max_tokens=(2, 4), arrival_steps=(0, 1),
+                  right_drafts=(0, 1, 2), pipeline_parallel_size=(1, 2), num_speculative_tokens=(3,),
+                  max_num_seqs=(4,), speculative_token_tree="[(0,), (1,), (1, 0)]")
+    found = explore({"model_runner": "v2", "faults": "tree-path-not-compacted"}, scope)
+    c = found.counterexample
+    assert (c.schedule.pipeline_parallel_size, len(c.schedule.requests), c.schedule.max_tokens) == (2, 1, 4)
+    v = c.failure.violation
+    assert (v.invariant, v.stage, v.req_id) == (Invariant.COMMITTED_KV, 0, "A"), v
+    clean = explore({"model_runner": "v2"}, scope)
+    assert clean.counterexample is None and clean.exhausted
+    with pytest.raises(ValueError, match=r"^num_speculative_tokens=\(2,\): expected \(3,\)"):
+        Scope(num_speculative_tokens=(2,), right_drafts=(0, 1), speculative_token_tree="[(0,), (1,), (1, 0)]")

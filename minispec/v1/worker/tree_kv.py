@@ -3,7 +3,7 @@
 No vLLM twin: vLLM never verified a tree in its target (``minispec/token_tree.py``). SGLang's
 last stage compacts the accepted nodes' KV into the committed prefix (``_finalize_accept_tree_path``);
 its earlier stages did not, since its relay carried accept lengths and the next tree but no node
-indices (PR #30775, comment of 2026-09-16: a path such as ``[0, 2, 3]`` leaves a rejected
+indices (SGLang PR #30775, comment of 2026-09-16: a path such as ``[0, 2, 3]`` leaves a rejected
 sibling's KV committed). Here every stage compacts, when it next prepares the request: by then
 its design's hand-over has brought the accepted tokens, from which ``TokenTree.path_of`` derives
 the very path the last stage took (both take the eldest matching child). ``kv_tags`` is

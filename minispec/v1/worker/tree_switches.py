@@ -2,7 +2,7 @@
 
 ``TREE_COMPACTION_*``: which stages move the accepted path's KV into the committed positions
 (``tree_kv.py``). The fix, ``compacts_on_every_rank``: every stage. The fault,
-``compacts_on_last_rank_only``: the last stage alone, as SGLang's PP stages did (PR #30775,
+``compacts_on_last_rank_only``: the last stage alone, as SGLang's PP stages did (SGLang PR #30775,
 comment of 2026-09-16): earlier stages keep a rejected sibling's KV where the path was
 committed. Preset ``tree-path-not-compacted``. One switch per design that carries a tree (its
 record's ``can_carry_tree_drafts``): each runner reads its own.
