@@ -1,15 +1,14 @@
 """A tree of drafts: its shape, the attention it allows, and greedy verification.
 
-vLLM twin: ``SpeculativeConfig.speculative_token_tree`` (0.13.0-0.17.0 ``config/speculative.py``;
-0.17.0 lines 126 and 552-569: a string of a Python list of tuples, each the path of child
-indices from the root, sorted breadth-first; a chain of k by default) and
-``_prepare_tree_attn_bias`` (``v1/attention/backends/tree_attn.py`` 249-285): each node sees
-the context, its ancestors and itself. vLLM removed tree attention in PR #42121 (2026-05-08,
-"not fully supported and there's no plans to support it"), so 0.29.0 on have no such key, and
-its tree sampler (PR #22752) was closed unmerged: vLLM never verified a tree in the target.
-Verification and the accepted path's compaction follow SGLang (``_finalize_accept_tree_path``,
-SGLang PR #26866's ``move_accepted_tokens_to_target_kvcache``). All from reading the code.
-Left out: random-sampling verification of a tree (greedy only), dynamic trees.
+vLLM twin (vLLM 0.17.0: ``vllm/config/speculative.py`` 552-569, ``speculative_token_tree``): a string of
+a Python list of tuples, each node's path of child indices from the root, sorted breadth-first;
+a chain of k by default. Each node attends the context, its ancestors and itself, as
+``_prepare_tree_attn_bias`` builds it (0.17.0 ``vllm/v1/attention/backends/tree_attn.py`` 249-285).
+vLLM removed tree attention in PR #42121 (2026-05-08, "not fully supported and there's no plans to
+support it"), so 0.29.0 on have no such key; its tree sampler (PR #22752) was closed unmerged, so
+vLLM never verified a tree in its target. Verification here is greedy, as SGLang's; the accepted
+path's compaction is ``v1/worker/tree_kv.py``. All from reading the code.
+Left out: random-sampling verification of a tree, dynamic trees.
 """
 
 from __future__ import annotations
