@@ -1,6 +1,7 @@
 """A stage's KV under a tree of drafts: the accepted path compacted into committed positions.
 
-No vLLM twin: vLLM never verified a tree in its target (``minispec/token_tree.py``). SGLang's
+Nearest twin (vLLM 0.17.0: ``vllm/v1/attention/backends/tree_attn.py``), which masks a tree and
+compacts nothing: vLLM never verified a tree in its target (``minispec/token_tree.py``). SGLang's
 last stage compacts the accepted nodes' KV into the committed prefix (``_finalize_accept_tree_path``);
 its earlier stages did not, since its relay carried accept lengths and the next tree but no node
 indices (SGLang PR #30775, comment of 2026-09-16: a path such as ``[0, 2, 3]`` leaves a rejected

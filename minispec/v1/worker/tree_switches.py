@@ -1,4 +1,5 @@
-"""The tree-KV switch and its fault preset (minispec's own, as every switch is: ``switches.py``).
+"""The tree-KV switch and its fault preset (minispec's own, as every switch is: ``switches.py``; the
+file it switches is ``tree_kv.py``, whose nearest twin is vLLM 0.17.0: ``vllm/v1/attention/backends/tree_attn.py``).
 
 ``TREE_COMPACTION_*``: which stages move the accepted path's KV into the committed positions
 (``tree_kv.py``). The fix, ``compacts_on_every_rank``: every stage. The fault,
