@@ -253,7 +253,7 @@ class SpeculativeConfig:
         unknown = set(d) - known
         require(not unknown, "speculative_config", sorted(unknown), f"keys among {sorted(known)}")
         # vLLM refuses a speculative config without it rather than guess k; a tree gives it
-        if "num_speculative_tokens" not in d and "speculative_token_tree" in d:
+        if "num_speculative_tokens" not in d and d.get("speculative_token_tree") is not None:
             d = {**d, "num_speculative_tokens": len(TokenTree.parse(d["speculative_token_tree"]))}
         require("num_speculative_tokens" in d, "speculative_config", d,
                 "a 'num_speculative_tokens' key (drafts per step) or a 'speculative_token_tree'")

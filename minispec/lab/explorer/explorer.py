@@ -83,7 +83,7 @@ class Scope:
     block_size: int = 4
     async_scheduling: tuple[bool, ...] = (False,)  # (True,): every schedule under async scheduling
     method: str = "scripted"  # "ngram": drafts from the history (a design that drafts on every stage needs it)
-    # vLLM's speculative_token_tree for every schedule (its nodes are k); None: a chain
+    # vLLM's speculative_token_tree for every schedule (its nodes are k; search draws chains); None: a chain
     speculative_token_tree: str | None = None
 
     def __post_init__(self):
@@ -180,8 +180,10 @@ def schedules(scope: Scope):
                 batch.append((_size(reqs, max_tokens, shape, plain), reqs, max_tokens, shape))
     batch.sort(key=lambda b: b[0])
     for _, reqs, max_tokens, shape in batch:
-        yield replace(_schedule(reqs, max_tokens, shape, scope.block_size, scope.method),
-                      speculative_token_tree=scope.speculative_token_tree)
+        schedule = _schedule(reqs, max_tokens, shape, scope.block_size, scope.method)
+        tree = scope.speculative_token_tree
+        yield schedule if tree is None else replace(schedule, speculative_token_tree=tree,
+                                                    details=f"{schedule.details}; tree {tree}")
 
 
 def _size(reqs, max_tokens, shape, plain: Shape) -> tuple:
