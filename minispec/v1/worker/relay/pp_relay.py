@@ -9,7 +9,7 @@ the same facts from the last stage to each stage directly (pp_size - 1 sends by 
 rank); here every hop is one send by a different rank, and a stage cannot apply a
 payload before the one behind it has. The payload, for the batch's rows in batch order
 (SGLang PR #30775's description: ``{accept_lens, new_seq_lens, bonus_token, next draft tree}``;
-minispec's drafts are a chain, so the tree is ``[num_reqs, k]``):
+the next tree is its k nodes' drafts, ``[num_reqs, k]``, in the tree's breadth-first order):
 
 1. ``sampled_tokens`` ``[num_reqs, k + 1]``: the accepted drafts, then the bonus token;
 2. ``[accept_lens; new_seq_lens]`` ``[2, num_reqs]`` int32: how many tokens each row
@@ -42,8 +42,8 @@ previous forward, SGLang's ``(i - 1) % N``: at pp_size = 2 that is the same slot
 Messages go over the pipeline's own group, checked (``send_checked`` / ``post_checked``),
 as V2's: gloo's ``StageGroup`` in "mp" and torchrun, ``InProcStageGroup`` in one process.
 Left out: SGLang's Python-object dicts (``point_to_point_pyobj``), proxy tensors, the
-accepted tree indices a tree of drafts would need (from reading SGLang PR #30775's payload),
-logprobs, overlap scheduling.
+accepted node indices SGLang's fix for trees relays (each stage derives the path from the sampled
+tokens instead, ``tree_kv.py``), logprobs, overlap scheduling.
 (vLLM 0.30.0: ``vllm/v1/worker/gpu/pp_utils.py``, its nearest twin.)
 """
 
