@@ -3,6 +3,8 @@ the accepted path's compaction on every stage, and invariant 10 with its planted
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -50,13 +52,8 @@ def test_the_tree_is_vllm_s_string_sorted_breadth_first_and_its_size_is_k():
     ([(0,)], "a string of a Python list of tuples"),
 ])
 def test_a_malformed_tree_is_refused_naming_the_parameter(tree, expected):
-    with pytest.raises(ValueError, match=r"^speculative_config\['speculative_token_tree'\]=.*expected " + _re(expected)):
+    with pytest.raises(ValueError, match=r"^speculative_config\['speculative_token_tree'\]=.*expected " + re.escape(expected)):
         SpeculativeConfig.from_dict({"method": "draft_model", "speculative_token_tree": tree})
-
-
-def _re(text: str) -> str:
-    import re
-    return re.escape(text)
 
 
 def test_k_must_match_the_tree_and_n_gram_cannot_branch():
@@ -125,6 +122,21 @@ def test_tree_attention_in_the_target_matches_the_path_run_as_a_chain():
     positions, meta = make_attention_metadata([0], [len(chain)], blocks, 4, "cpu")
     chain_logits = model.compute_logits(model(torch.tensor(chain), positions, meta))
     torch.testing.assert_close(tree_logits[[len(context) + i for i in path]], chain_logits[-2:])
+
+
+def test_the_draft_model_fills_a_node_with_its_parent_s_ranked_tokens():
+    """Child 0 of the root is the chain's first draft, child 1 another token, and (0, 0) the
+    chain's second draft: the greedy chain is the tree's eldest path."""
+    from minispec.config import DEFAULT_DRAFT
+    from minispec.sampling_params import SamplingParams as Params
+    from minispec.v1.spec_decode.draft_model import DraftModelProposer
+
+    def propose(tree):
+        proposer = DraftModelProposer(DEFAULT_DRAFT, len(tree), 64, 2, 4, tree=tree)
+        return proposer.propose([[5, 9, 3, 7]], [Params(temperature=0)], [None], ["A"])[0][0]
+
+    chain, tree = propose(TokenTree.chain(2)), propose(TokenTree.parse("[(0,), (1,), (0, 0)]"))
+    assert tree[0] == chain[0] and tree[2] == chain[1] and tree[1] != tree[0]
 
 
 # -- invariant 10 ---------------------------------------------------------------------------
