@@ -224,6 +224,9 @@ def test_the_explorer_finds_tree_path_not_compacted_and_runs_the_fix_clean():
     assert (c.schedule.pipeline_parallel_size, len(c.schedule.requests), c.schedule.max_tokens) == (2, 1, 4)
     v = c.failure.violation
     assert (v.invariant, v.stage, v.req_id) == (Invariant.COMMITTED_KV, 0, "A"), v
+    from minispec.lab.explorer.explorer import warn_unreachable
+    with pytest.warns(UserWarning, match="a tree of drafts, which the scope never drafts"):
+        warn_unreachable({"faults": "tree-path-not-compacted"}, Scope())
     clean = explore({"model_runner": "v2"}, scope)
     assert clean.counterexample is None and clean.exhausted
     with pytest.raises(ValueError, match=r"^num_speculative_tokens=\(2,\): expected \(3,\)"):

@@ -482,6 +482,8 @@ def warn_unreachable(engine_args: dict, scope: Scope) -> list[str]:
     if fault is not None and fault.scenario.pipeline_parallel_size > max(scope.pipeline_parallel_size):
         needs.append(f"{fault.scenario.pipeline_parallel_size} stages, more than the scope's "
                      f"pipeline_parallel_size={scope.pipeline_parallel_size!r}")
+    if fault is not None and fault.scenario.speculative_token_tree and scope.speculative_token_tree is None:
+        needs.append("a tree of drafts, which the scope never drafts (speculative_token_tree=None)")
     sentences = [f"{fault.preset!r}: its scenario runs under {need}: the explorer cannot reach it" for need in needs]
     for sentence in sentences:
         warnings.warn(sentence, stacklevel=3)
