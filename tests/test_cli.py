@@ -26,6 +26,12 @@ def test_generate_prints_text_and_rates():
     assert "'The for statement ' -> '" in out and "tokens per target forward" in out
 
 
+def test_generate_drafts_a_tree():
+    out = run("generate", "The for statement ", "--pp", "2", "--model-runner", "v2", "--max-tokens", "8",
+              "--speculative-token-tree", "[(0,), (1,), (0, 0)]")
+    assert "== pp=2 tree [(0,), (1,), (0, 0)] draft_model" in out and "tokens per target forward" in out
+
+
 @pytest.mark.parametrize("args,message", [
     (("generate", "x", "--pp", "0"), "argument --pp: 0: expected an integer >= 1"),
     (("generate", "x", "--pp", "9"), "pipeline_parallel_size=9: expected an integer from 1 to the model's 4 layers"),
@@ -33,6 +39,8 @@ def test_generate_prints_text_and_rates():
     (("generate", "x", "--temperature", "nan"), "argument --temperature: nan: expected a finite number >= 0"),
     (("generate", "x", "--max-tokens", "0"), "argument --max-tokens: 0: expected an integer >= 1"),
     (("generate", "x", "--seed", "-3"), "argument --seed: -3: expected an integer >= 0"),
+    (("generate", "x", "--speculative-token-tree", "[(0,), (2,)]"),
+     "speculative_config['speculative_token_tree']='[(0,), (2,)]': expected children numbered from 0"),
     (("generate", "x", "--model", "/nonexistent"),
      "model='/nonexistent': expected a checkpoint directory, but it does not exist"),
     (("generate", ""), "prompts[0] is empty: expected at least one token"),

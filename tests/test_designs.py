@@ -34,12 +34,16 @@ def test_v2_s_record_makes_a_decoding_request_wait_one_round():
 
 
 def test_the_built_in_names_are_model_runner_s_members_and_what_they_carry_beyond_tokens():
-    """V1 and V2 carry an EAGLE head's taps in the IntermediateTensors; no design carries a tree yet."""
+    """V1 and V2 carry an EAGLE head's taps in the IntermediateTensors; a tree's accepted path is
+    learned on every stage of V2 and the relay, and of V1 where its stages learn the sampled tokens."""
     assert list(DESIGNS) == list(ModelRunner)
     assert all(DESIGNS[d].name is d for d in ModelRunner)
     assert [d.name for d in DESIGNS.values() if d.can_carry_hidden_states] == ["v1", "v2"]
-    assert not any(d.can_carry_tree_drafts for d in DESIGNS.values())
+    carries = {(pp, a): [d.name for d in DESIGNS.values() if d.carries_tree(pp, a)] for pp in (1, 2) for a in (0, 1)}
+    assert carries == {(1, 0): ["v1", "v2", "relay"], (1, 1): ["v1", "v2", "relay"], (2, 0): ["v2", "relay"],
+                       (2, 1): ["v1", "v2", "relay"]}
     assert all(d.hidden_states_why for d in DESIGNS.values() if not d.can_carry_hidden_states)
+    assert all(d.tree_drafts_why for d in DESIGNS.values())
 
 
 def test_a_config_pickles_with_its_design_s_record():
@@ -54,7 +58,8 @@ def test_a_config_pickles_with_its_design_s_record():
 # The scheduler's switch file declares which designs its preset was checked on, as a design's
 # runner_fixes.py declares its own switches.
 DESIGN_FILES = {"v1/worker/gpu_model_runner.py", "v1/worker/runner_fixes.py", "v1/worker/pp_prev_sampled.py",
-                "v1/worker/designs.py", "v1/worker/switches.py", "v1/worker/scheduler_switches.py"}
+                "v1/worker/designs.py", "v1/worker/switches.py", "v1/worker/scheduler_switches.py",
+                "v1/worker/tree_switches.py"}
 NAME_AS_VALUE = re.compile(r"""["'](v1|v2|relay|replicated)["']|ModelRunner\.(V1|V2|RELAY|REPLICATED)\b"""
                            r"""|in ModelRunner\b|ModelRunner\(""")
 

@@ -27,6 +27,7 @@ from minispec.lab.faults.catalogue import (
     FAULTS,
     LEFT_OUT,
     RELAY_FAULTS,
+    TREE_FAULTS,
     V1_FAULTS,
     FaultPreset,
     FirstViolation,
@@ -40,6 +41,7 @@ from minispec.v1.worker.gpu.model_runner import GPUModelRunner as GPUModelRunner
 from minispec.v1.worker.gpu.pp_utils import SAMPLED_TAG
 from minispec.v1.worker.gpu.runner_fixes import BeyondTokensFaultPreset
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner as GPUModelRunnerV1
+from minispec.v1.worker.tree_switches import TreeFaultPreset
 
 
 # -- selection ---------------------------------------------------------------------
@@ -62,7 +64,7 @@ def test_model_runner_selects_the_design_and_the_variable_sets_its_default(monke
     (dict(model_runner=2), r"model_runner=2: expected one of \['v1', 'v2', 'relay', 'replicated'\]"),
     (dict(faults="v2-stale-drafts"), r"^faults='v2-stale-drafts' applies to model_runner='v2'; got model_runner='v1'$"),
     (dict(faults="stale"), r"faults='stale': expected None or one of \['relay-no-seq-lens', 'relay-pairing', "
-                           r"'stale-output-dropped', 'v1-pp-async-column-0'"),
+                           r"'stale-output-dropped', 'tree-path-not-compacted', 'v1-pp-async-column-0'"),
     (dict(faults=["v2-slot-reuse"]), r"faults=\['v2-slot-reuse'\]: expected None or one of \['relay-no-seq-lens'"),
     (dict(faults="relay-pairing"), r"^faults='relay-pairing' applies to model_runner='relay'; got model_runner='v1'$"),
     (dict(model_runner="replicated", speculative_config={"method": "draft_model", "num_speculative_tokens": 2}),
@@ -80,12 +82,14 @@ def test_every_preset_is_described():
     assert set(FAULTS) == set(FaultPreset) and set(RELAY_FAULTS) == set(RelayFaultPreset)
     assert set(V1_FAULTS) == set(V1FaultPreset)
     for preset, fault in EVERY_FAULT.items():
-        design = "v2" if preset in FAULTS or preset in BEYOND_TOKENS_FAULTS else "relay" if preset in RELAY_FAULTS else "v1"
+        design = ("v2" if preset in FAULTS or preset in BEYOND_TOKENS_FAULTS
+                  else "relay" if preset in RELAY_FAULTS or preset in TREE_FAULTS else "v1")
         assert fault.preset is preset and fault.design == design
         assert fault.scenario.check_invariants  # every preset is caught live, async scheduling or not
         assert "#" in fault.reference and fault.summary and fault.fix
         assert ("vllm/v1/worker/gpu/" in fault.source or "model_runner.py" in fault.source
-                or "minispec/v1/worker/relay/" in fault.source or "EagleModelMixin" in fault.source)
+                or "minispec/v1/worker/relay/" in fault.source or "EagleModelMixin" in fault.source
+                or "tree_kv.py" in fault.source)
     assert set(LEFT_OUT).isdisjoint(map(str, EVERY_FAULT))
 
 
@@ -166,6 +170,14 @@ def _tap_handed_as_zeros(v):
     assert v.expected.startswith("tap 1 as stage 0 computed it") and v.actual == f"{n} of them differ"
 
 
+def _rejected_sibling(v):
+    """The committed position holds a node of the tree one level up: the root's second child, left
+    in the slot the path's second node was compacted into on the last stage only."""
+    position = int(v.expected.split("position ")[1].split(":")[0])
+    token, stored = (int(w) for w in v.actual.removeprefix("token ").split(" stored at "))
+    assert stored == position - 1 and f"token {token} " not in v.expected
+
+
 REASONS = {
     FaultPreset.V2_STALE_DRAFTS: _zero_drafts,
     FaultPreset.V2_OPTIMISTIC_NUM_COMPUTED: _not_taken_back,
@@ -177,6 +189,7 @@ REASONS = {
     V1FaultPreset.V1_PP_ASYNC_NUM_TOKENS_NO_SPEC: _last_token_overwritten,
     V1FaultPreset.V1_PP_ASYNC_STALE_ROW: _foreign_token,
     BeyondTokensFaultPreset.V2_EAGLE3_TAPS_DROPPED: _tap_handed_as_zeros,
+    TreeFaultPreset.TREE_PATH_NOT_COMPACTED: _rejected_sibling,
 }
 
 

@@ -32,10 +32,13 @@ def cmd(args: argparse.Namespace) -> None:
     from minispec import LLM, SamplingParams
 
     spec = {"method": args.method, "num_speculative_tokens": args.k} if args.k else None
+    if args.speculative_token_tree is not None:  # its nodes are k
+        spec = {"method": args.method, "speculative_token_tree": args.speculative_token_tree}
     llm = LLM(args.model, pipeline_parallel_size=args.pp, speculative_config=spec, fixes=args.fixes,
               model_runner=args.model_runner)
     params = SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
-    print_run(f"pp={args.pp} k={args.k} {args.method} fixes={args.fixes}", llm, args.prompts, params)
+    drafts = f"tree {args.speculative_token_tree}" if args.speculative_token_tree else f"k={args.k}"
+    print_run(f"pp={args.pp} {drafts} {args.method} fixes={args.fixes}", llm, args.prompts, params)
 
 
 def subparser_init(subparsers) -> argparse.ArgumentParser:
@@ -48,6 +51,8 @@ def subparser_init(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--pp", type=int_from(1), default=1, help="pipeline stages")
     p.add_argument("--method", choices=["draft_model", "ngram"], default="draft_model")
     p.add_argument("-k", type=int_from(0), default=3, help="draft tokens per step (0 = off)")
+    p.add_argument("--speculative-token-tree", default=None, metavar="TREE",
+                   help="vLLM's tree of drafts, e.g. '[(0,), (1,), (0, 0)]' (its nodes replace -k)")
     p.add_argument("--fixes", choices=sorted(Preset), default="all")
     p.add_argument("--model-runner", type=design_name, default=None, metavar="DESIGN",
                    help="a registered runner design (minispec.v1.worker.designs.DESIGNS; default v1)")

@@ -41,6 +41,7 @@ from minispec.lab.experiments.schedule import Request, Schedule, build_llm, intr
 from minispec.lab.explorer.coverage import Condition, conditions, goals
 from minispec.lab.explorer.liveness import Stall, drive, patience_for
 from minispec.model_executor.models.standin import greedy_continuation
+from minispec.token_tree import TokenTree
 
 STANDIN = CHECKPOINT_DIR / "standin"
 MAX_MODEL_LEN = 64  # every scope's longest request fits; a KV cache of fewer blocks caps it lower
@@ -82,6 +83,8 @@ class Scope:
     block_size: int = 4
     async_scheduling: tuple[bool, ...] = (False,)  # (True,): every schedule under async scheduling
     method: str = "scripted"  # "ngram": drafts from the history (a design that drafts on every stage needs it)
+    # vLLM's speculative_token_tree for every schedule (its nodes are k; search draws chains); None: a chain
+    speculative_token_tree: str | None = None
 
     def __post_init__(self):
         _check_fields(self)
@@ -98,6 +101,11 @@ class Scope:
         if max(self.right_drafts) > min(self.num_speculative_tokens):
             raise ValueError(f"right_drafts={self.right_drafts!r}: expected at most k = "
                              f"{min(self.num_speculative_tokens)} (num_speculative_tokens' smallest)")
+        if self.speculative_token_tree is not None:
+            nodes = len(TokenTree.parse(self.speculative_token_tree))
+            if set(self.num_speculative_tokens) != {nodes}:
+                raise ValueError(f"num_speculative_tokens={self.num_speculative_tokens!r}: expected ({nodes},), the "
+                                 "speculative_token_tree's nodes")
         _check_cache(self)
 
     def shapes(self) -> list[Shape]:
@@ -172,7 +180,10 @@ def schedules(scope: Scope):
                 batch.append((_size(reqs, max_tokens, shape, plain), reqs, max_tokens, shape))
     batch.sort(key=lambda b: b[0])
     for _, reqs, max_tokens, shape in batch:
-        yield _schedule(reqs, max_tokens, shape, scope.block_size, scope.method)
+        schedule = _schedule(reqs, max_tokens, shape, scope.block_size, scope.method)
+        tree = scope.speculative_token_tree
+        yield schedule if tree is None else replace(schedule, speculative_token_tree=tree,
+                                                    details=f"{schedule.details}; tree {tree}")
 
 
 def _size(reqs, max_tokens, shape, plain: Shape) -> tuple:
@@ -471,6 +482,8 @@ def warn_unreachable(engine_args: dict, scope: Scope) -> list[str]:
     if fault is not None and fault.scenario.pipeline_parallel_size > max(scope.pipeline_parallel_size):
         needs.append(f"{fault.scenario.pipeline_parallel_size} stages, more than the scope's "
                      f"pipeline_parallel_size={scope.pipeline_parallel_size!r}")
+    if fault is not None and fault.scenario.speculative_token_tree and scope.speculative_token_tree is None:
+        needs.append("a tree of drafts, which the scope never drafts (speculative_token_tree=None)")
     sentences = [f"{fault.preset!r}: its scenario runs under {need}: the explorer cannot reach it" for need in needs]
     for sentence in sentences:
         warnings.warn(sentence, stacklevel=3)

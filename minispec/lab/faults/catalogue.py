@@ -131,6 +131,11 @@ State that is not tokens (issue 37, ``BEYOND_TOKENS_FAULTS``, kept apart like V1
   drafter is handed zeros for them. Output stays right (the target verifies every draft); what
   breaks is invariant 9, hidden-state hand-over, at the first step, and acceptance. Masked at
   PP = 1, where the last stage owns every tap.
+* ``tree-path-not-compacted`` (SGLang PR #30775's comment of 2026-09-16; ``TREE_FAULTS``): with a tree of
+  drafts, only the last stage moves the accepted path's KV into the committed positions, so the earlier
+  stages keep a rejected sibling's KV there. Invariant 10 names it once the request's next step reads that
+  KV; output changes later, where the sibling's token differs. Masked at PP = 1, where the one stage is the last.
+  Its preset switches V1 (async), V2 and the relay; its scenario runs on the relay, SGLang's design.
 
 ``fixes=`` names the July-2025 presets of V1's switches (``minispec/v1/worker/runner_fixes.py``).
 
@@ -150,8 +155,9 @@ from minispec.v1.worker.gpu.runner_fixes import BeyondTokensFaultPreset, FaultPr
 from minispec.v1.worker.relay.runner_fixes import RelayFaultPreset
 from minispec.v1.worker.runner_fixes import LEFT_OUT, V1FaultPreset
 from minispec.v1.worker.switches import ModelRunner
+from minispec.v1.worker.tree_switches import TreeFaultPreset
 
-__all__ = ["BEYOND_TOKENS_FAULTS", "EVERY_FAULT", "FAULTS", "LEFT_OUT", "RELAY_FAULTS", "V1_FAULTS", "Fault", "FaultPreset", "FirstViolation",
+__all__ = ["BEYOND_TOKENS_FAULTS", "EVERY_FAULT", "FAULTS", "LEFT_OUT", "RELAY_FAULTS", "TREE_FAULTS", "V1_FAULTS", "Fault", "FaultPreset", "FirstViolation",
            "RelayFaultPreset", "TransportError", "V1FaultPreset", "BeyondTokensFaultPreset"]
 
 
@@ -177,13 +183,14 @@ class TransportError:
 
 @dataclass(frozen=True)
 class Fault:
-    preset: FaultPreset | RelayFaultPreset | V1FaultPreset | BeyondTokensFaultPreset
+    preset: FaultPreset | RelayFaultPreset | V1FaultPreset | BeyondTokensFaultPreset | TreeFaultPreset
     citations: tuple[Citation, ...]  # the threads, their posts and quotes drawn from the one table
     source: str  # the release lines of the fix, from reading the code, or why there are none
     summary: str
     fix: str  # what cures it (the runner's default)
     scenario: Schedule
     expected: FirstViolation | TransportError
+    runs_on: ModelRunner | None = None  # a preset that switches several designs: the one its scenario runs
 
     @property
     def reference(self) -> str:
@@ -192,7 +199,9 @@ class Fault:
 
     @property
     def design(self) -> ModelRunner:
-        """The runner design it belongs to: each fault preset switches one design's code."""
+        """The runner design it runs on: the one whose code its preset switches (or ``runs_on``)."""
+        if self.runs_on is not None:
+            return self.runs_on
         (design,) = self.preset.designs
         return design
 
@@ -419,5 +428,30 @@ BEYOND_TOKENS_FAULTS: dict[BeyondTokensFaultPreset, Fault] = {
     ),
 }
 
-EVERY_FAULT: dict[FaultPreset | RelayFaultPreset | V1FaultPreset | BeyondTokensFaultPreset, Fault] = {
-    **FAULTS, **RELAY_FAULTS, **V1_FAULTS, **BEYOND_TOKENS_FAULTS}
+# The thread's requests, the draft model filling a tree of 5 nodes (two children of the root).
+THREAD_TREE = replace(thread_schedule(check_invariants=True), name="the thread scenario with a tree of drafts",
+                      num_speculative_tokens=5, speculative_token_tree="[(0,), (1,), (0, 0), (1, 0), (0, 0, 0)]")
+
+TREE_FAULTS: dict[TreeFaultPreset, Fault] = {
+    TreeFaultPreset.TREE_PATH_NOT_COMPACTED: Fault(
+        TreeFaultPreset.TREE_PATH_NOT_COMPACTED,
+        (Citation(thread(SGLANG, 30775), date(2026, 9, 16),
+                  "The output relay carries acceptance lengths and the next draft tree, but not the accepted node "
+                  "indices.", "the PP + spec tree consistency test failing: 1.95 % accuracy at PP 2 against 23.44 %"),
+         Citation(thread(SGLANG, 26866), date(2026, 6, 1), "compact the accepted tree path to the front of each "
+                  "per-req block", "the compaction SGLang's last stage runs")),
+        "no release read: vLLM never verified a tree in its target (PR #22752 closed) and removed tree attention "
+        "(PR #42121); minispec's compaction is minispec/v1/worker/tree_kv.py, whose stages derive the accepted "
+        "path from the tokens their hand-over brings (SGLang's proposed fix relays the node indices)",
+        "only the last stage moves the accepted path's KV into the committed positions; the earlier stages keep "
+        "the KV of the nodes stored there, a rejected sibling's where the path skipped one",
+        "every stage derives the accepted path from the tokens it learns and compacts it before its next forward",
+        THREAD_TREE,
+        FirstViolation(Invariant.COMMITTED_KV, 4, 0, "A",
+                       "stage 0's KV at A's position 12 holds the root's rejected child (1,), stored at position 11"),
+        runs_on=ModelRunner.RELAY,
+    ),
+}
+
+EVERY_FAULT: dict[FaultPreset | RelayFaultPreset | V1FaultPreset | BeyondTokensFaultPreset | TreeFaultPreset, Fault] = {
+    **FAULTS, **RELAY_FAULTS, **V1_FAULTS, **BEYOND_TOKENS_FAULTS, **TREE_FAULTS}

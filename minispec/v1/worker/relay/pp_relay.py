@@ -5,13 +5,13 @@ in ``python/sglang/srt/managers/scheduler_pp_mixin.py``; minispec's stand-in for
 The last stage sends each batch's payload to stage 0, and each non-last stage applies it
 and forwards it: last -> 0 -> 1 -> ... -> pp_size - 2. It holds the sampled tokens,
 ``[accept_lens; new_seq_lens]`` (a non-last stage *sets* its count from the latter) and
-the next drafts. The ``c``-th batch a stage runs gets micro-batch slot ``c % pp_size``;
-a payload goes to the slot of the batch it reports (preset ``relay-pairing``: the
-previous forward's). Left out: SGLang's Python-object dicts (``point_to_point_pyobj``),
-proxy tensors, the accepted tree indices a tree of drafts would need (from reading
-SGLang PR #30775's payload), logprobs, overlap scheduling. SGLang's lines:
-``docs/fidelity/relay.md``. (vLLM 0.30.0: ``vllm/v1/worker/gpu/pp_utils.py``, its
-nearest twin.)
+the next drafts (a tree's k nodes in breadth-first order). The ``c``-th batch a stage runs
+gets micro-batch slot ``c % pp_size``; a payload goes to the slot of the batch it reports
+(preset ``relay-pairing``: the previous forward's). Left out: SGLang's Python-object dicts
+(``point_to_point_pyobj``), proxy tensors, the accepted node indices SGLang's fix for
+trees relays (each stage derives the path from the sampled tokens, ``tree_kv.py``),
+logprobs, overlap scheduling. SGLang's lines: ``docs/fidelity/relay.md``. (vLLM 0.30.0:
+``vllm/v1/worker/gpu/pp_utils.py``, its nearest twin.)
 """
 
 from __future__ import annotations
