@@ -197,7 +197,8 @@ class SpeculativeConfig:
     # SCRIPT_REPEAT in place of a count: all wrong, and the next proposal the same list.
     script: tuple[tuple[str, tuple[int, ...]], ...] = ()
     # Methods "eagle"/"eagle3": the target layers whose entering stream the head reads (its
-    # config.json's eagle_aux_hidden_state_layer_ids, as vLLM names it), read once with draft_arch
+    # config.json's eagle_aux_hidden_state_layer_ids, as vLLM names it), read once with draft_arch.
+    # Method "scripted": given here, the taps the scripted proposer reads (EAGLE-3 shaped).
     eagle_aux_hidden_state_layer_ids: tuple[int, ...] = ()
 
     METHODS = ("draft_model", "ngram", "scripted", "eagle", "eagle3")
@@ -215,6 +216,9 @@ class SpeculativeConfig:
         )
         require(not self.script or self.method == "scripted", "speculative_config['script']", dict(self.script),
                 "no script unless method is 'scripted'")
+        taps = self.eagle_aux_hidden_state_layer_ids
+        require(isinstance(taps, tuple) and all(is_int(i) and i >= 0 for i in taps),
+                "speculative_config['eagle_aux_hidden_state_layer_ids']", taps, "a tuple of layer indices >= 0")
         for req_id, counts in self.script:
             require(all(is_int(c) and (0 <= c <= k or c == SCRIPT_REPEAT) for c in counts),
                     f"speculative_config['script'][{req_id!r}]", counts,
@@ -225,9 +229,16 @@ class SpeculativeConfig:
         if not d:
             return cls()
         require(isinstance(d, dict), "speculative_config", d, "None or a dict")
-        known = {"method", "num_speculative_tokens", "model", "prompt_lookup_min", "prompt_lookup_max", "script"}
+        known = {"method", "num_speculative_tokens", "model", "prompt_lookup_min", "prompt_lookup_max", "script",
+                 "eagle_aux_hidden_state_layer_ids"}
         unknown = set(d) - known
         require(not unknown, "speculative_config", sorted(unknown), f"keys among {sorted(known)}")
+        taps = d.get("eagle_aux_hidden_state_layer_ids")
+        # an EAGLE head's taps are its config.json's; only the scripted proposer takes them here
+        require(taps is None or d.get("method") == "scripted", "speculative_config['eagle_aux_hidden_state_layer_ids']",
+                taps, "none unless method is 'scripted' (an EAGLE-3 head's taps come from its config.json)")
+        require(taps is None or isinstance(taps, (list, tuple)),
+                "speculative_config['eagle_aux_hidden_state_layer_ids']", taps, "a list of layer indices")
         # vLLM refuses a speculative config without it rather than guess k.
         require("num_speculative_tokens" in d, "speculative_config", d,
                 "a 'num_speculative_tokens' key (drafts per step)")
@@ -236,7 +247,8 @@ class SpeculativeConfig:
         # vLLM needs the head's path; minispec ships a head of each kind for its target
         heads = {"eagle": DEFAULT_EAGLE, "eagle3": DEFAULT_EAGLE3}
         model = {"model": heads[d["method"]]} if d.get("method") in heads and "model" not in d else {}
-        return cls(**{**d, **model, "script": tuple((str(r), tuple(c)) for r, c in sorted(script.items()))})
+        return cls(**{**d, **model, "script": tuple((str(r), tuple(c)) for r, c in sorted(script.items())),
+                      "eagle_aux_hidden_state_layer_ids": tuple(taps or ())})
 
     @property
     def enabled(self) -> bool:

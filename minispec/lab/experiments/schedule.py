@@ -52,6 +52,7 @@ class Schedule:
     script: tuple[tuple[str, tuple[int, ...]], ...] = ()  # method "scripted": right drafts per proposal
     max_concurrent_batches: int | None = None  # None: one per stage
     async_scheduling: bool = False  # LLM's (vLLM's): schedule ahead on placeholders
+    eagle_aux_hidden_state_layer_ids: tuple[int, ...] = ()  # method "scripted": the taps it reads (EAGLE-3 shaped)
 
     @property
     def prompts(self) -> tuple[str, ...]:
@@ -82,6 +83,8 @@ def build_llm(schedule: Schedule, fixes="all", model_runner: str | None = None, 
 
     s = schedule
     spec = {"method": s.method, "num_speculative_tokens": s.num_speculative_tokens}
+    if s.eagle_aux_hidden_state_layer_ids:
+        spec["eagle_aux_hidden_state_layer_ids"] = s.eagle_aux_hidden_state_layer_ids
     model = {} if s.model is None else {"model": s.model}
     llm = LLM(
         **model, pipeline_parallel_size=s.pipeline_parallel_size,
