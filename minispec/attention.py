@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from minispec.token_tree import TokenTree
+
 
 @dataclass
 class AttentionMetadata:
@@ -30,10 +32,22 @@ class AttentionMetadata:
     block_table: torch.Tensor
     slot_mapping: torch.Tensor
     block_size: int
+    tree: TokenTree | None = None  # a branching tree of drafts, else None (a chain is causal)
+    num_tree_nodes: list[int] | None = None  # per request: the drafts that are tree nodes this step
 
     @property
     def num_reqs(self) -> int:
         return len(self.seq_lens)
+
+    def visible(self, i: int, q_len: int, device) -> torch.Tensor:
+        """``[q_len, seq_len]``: which context entries each of request ``i``'s queries attends."""
+        seq_len = self.seq_lens[i]
+        q_pos = torch.arange(seq_len - q_len, seq_len, device=device)
+        mask = q_pos[:, None] >= torch.arange(seq_len, device=device)[None, :]
+        n = self.num_tree_nodes[i] if self.num_tree_nodes else 0
+        if n:  # the root and its n nodes end the context: each node sees its ancestors only
+            mask[-n - 1 :, -n - 1 :] = self.tree.ancestor_mask(n).to(device)
+        return mask
 
 
 def allocate_kv_cache(num_blocks, block_size, num_kv_heads, head_dim, dtype, device) -> torch.Tensor:
@@ -63,9 +77,8 @@ class Attention(torch.nn.Module):
             blocks = meta.block_table[i, :n_blocks]
             keys = self.kv_cache[0, blocks].reshape(-1, self.num_kv_heads, self.head_dim)[:seq_len]
             values = self.kv_cache[1, blocks].reshape(-1, self.num_kv_heads, self.head_dim)[:seq_len]
-            # The queries are the last (end - start) positions of the context.
-            q_pos = torch.arange(seq_len - (end - start), seq_len, device=q.device)
-            mask = q_pos[:, None] >= torch.arange(seq_len, device=q.device)[None, :]
+            # The queries are the last (end - start) entries of the context.
+            mask = meta.visible(i, end - start, q.device)
             out[start:end] = F.scaled_dot_product_attention(
                 q[start:end].transpose(0, 1),
                 keys.repeat_interleave(group, dim=1).transpose(0, 1),
@@ -75,14 +88,23 @@ class Attention(torch.nn.Module):
         return out
 
 
-def make_attention_metadata(num_computed, num_scheduled, block_table, block_size, device="cpu"):
+def make_attention_metadata(num_computed, num_scheduled, block_table, block_size, device="cpu",
+                            tree: TokenTree | None = None, num_drafts=None):
     """Positions and metadata for requests that each add ``num_scheduled[i]`` tokens
-    after ``num_computed[i]`` cached ones; ``block_table`` is ``[num_reqs, max_blocks]``."""
+    after ``num_computed[i]`` cached ones; ``block_table`` is ``[num_reqs, max_blocks]``.
+    With a branching ``tree``, a request's ``num_drafts[i]`` drafts are its nodes: each is
+    stored in the next slot, in the tree's order, and placed at its root's position plus its depth."""
+    branching = tree is not None and not tree.is_chain
+    nodes = [int(d) for d in num_drafts] if branching else None
     positions, slots, query_start_loc, seq_lens = [], [], [0], []
     for i, (start, n) in enumerate(zip(num_computed, num_scheduled)):
-        pos = range(int(start), int(start) + int(n))
+        flat = range(int(start), int(start) + int(n))
+        slots.extend(int(block_table[i][p // block_size]) * block_size + p % block_size for p in flat)
+        pos = list(flat)
+        if nodes and nodes[i]:
+            root = pos[-nodes[i] - 1]
+            pos[-nodes[i] :] = [root + tree.depth(j) for j in range(nodes[i])]
         positions.extend(pos)
-        slots.extend(int(block_table[i][p // block_size]) * block_size + p % block_size for p in pos)
         query_start_loc.append(query_start_loc[-1] + int(n))
         seq_lens.append(int(start) + int(n))
     meta = AttentionMetadata(
@@ -91,5 +113,7 @@ def make_attention_metadata(num_computed, num_scheduled, block_table, block_size
         block_table=torch.as_tensor(block_table, dtype=torch.int64, device=device),
         slot_mapping=torch.tensor(slots, dtype=torch.int64, device=device),
         block_size=block_size,
+        tree=tree if branching else None,
+        num_tree_nodes=nodes,
     )
     return torch.tensor(positions, dtype=torch.int64, device=device), meta

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from minispec.token_tree import PARAM as TREE_PARAM
+from minispec.token_tree import TokenTree
 
 CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"
 DEFAULT_TARGET = CHECKPOINT_DIR / "target"
@@ -200,8 +203,12 @@ class SpeculativeConfig:
     # config.json's eagle_aux_hidden_state_layer_ids, as vLLM names it), read once with draft_arch.
     # Method "scripted": given here, the taps the scripted proposer reads (EAGLE-3 shaped).
     eagle_aux_hidden_state_layer_ids: tuple[int, ...] = ()
+    # vLLM's string (0.13.0-0.17.0), parsed once into token_tree; None: a chain of k
+    speculative_token_tree: str | None = None
+    token_tree: TokenTree = field(init=False, repr=False, compare=False)
 
     METHODS = ("draft_model", "ngram", "scripted", "eagle", "eagle3")
+    TREE_METHODS = ("draft_model", "scripted")  # the proposers that can branch (see _check_tree)
 
     def __post_init__(self):
         require(self.method in self.METHODS, "speculative_config['method']", self.method, f"one of {self.METHODS}")
@@ -223,6 +230,22 @@ class SpeculativeConfig:
             require(all(is_int(c) and (0 <= c <= k or c == SCRIPT_REPEAT) for c in counts),
                     f"speculative_config['script'][{req_id!r}]", counts,
                     f"right drafts per proposal, integers from 0 to k={k} (or SCRIPT_REPEAT={SCRIPT_REPEAT})")
+        tree = TokenTree.chain(k) if self.speculative_token_tree is None else TokenTree.parse(self.speculative_token_tree)
+        object.__setattr__(self, "token_tree", tree)
+        self._check_tree()
+
+    def _check_tree(self) -> None:
+        tree, k = self.token_tree, self.num_speculative_tokens
+        require(len(tree) == k, "speculative_config['num_speculative_tokens']", k,
+                f"the speculative_token_tree's {len(tree)} nodes (one draft per node)")
+        if tree.is_chain:
+            return
+        why = {"ngram": "n-gram lookup has one continuation per match, no ranked alternatives to branch on",
+               "eagle": "minispec's EAGLE heads draft a chain (vLLM 0.17.0's propose_tree is not built)",
+               "eagle3": "minispec's EAGLE heads draft a chain (vLLM 0.17.0's propose_tree is not built)"}
+        if self.method not in self.TREE_METHODS:
+            raise ValueError(f"{TREE_PARAM}={self.speculative_token_tree!r} with method={self.method!r}: "
+                             f"{why[self.method]}; expected method in {list(self.TREE_METHODS)} or a chain")
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "SpeculativeConfig":
@@ -230,7 +253,7 @@ class SpeculativeConfig:
             return cls()
         require(isinstance(d, dict), "speculative_config", d, "None or a dict")
         known = {"method", "num_speculative_tokens", "model", "prompt_lookup_min", "prompt_lookup_max", "script",
-                 "eagle_aux_hidden_state_layer_ids"}
+                 "eagle_aux_hidden_state_layer_ids", "speculative_token_tree"}
         unknown = set(d) - known
         require(not unknown, "speculative_config", sorted(unknown), f"keys among {sorted(known)}")
         taps = d.get("eagle_aux_hidden_state_layer_ids")
@@ -239,9 +262,11 @@ class SpeculativeConfig:
                 taps, "none unless method is 'scripted' (an EAGLE-3 head's taps come from its config.json)")
         require(taps is None or isinstance(taps, (list, tuple)),
                 "speculative_config['eagle_aux_hidden_state_layer_ids']", taps, "a list of layer indices")
-        # vLLM refuses a speculative config without it rather than guess k.
+        # vLLM refuses a speculative config without it rather than guess k; a tree gives it
+        if "num_speculative_tokens" not in d and "speculative_token_tree" in d:
+            d = {**d, "num_speculative_tokens": len(TokenTree.parse(d["speculative_token_tree"]))}
         require("num_speculative_tokens" in d, "speculative_config", d,
-                "a 'num_speculative_tokens' key (drafts per step)")
+                "a 'num_speculative_tokens' key (drafts per step) or a 'speculative_token_tree'")
         script = d.get("script") or {}
         require(isinstance(script, dict), "speculative_config['script']", script, "a dict: request id -> counts")
         # vLLM needs the head's path; minispec ships a head of each kind for its target

@@ -13,6 +13,7 @@ from minispec import LLM
 from minispec.engine.arg_utils import EngineArgs
 from minispec.v1.worker import runner_fixes as v1
 from minispec.v1.worker import scheduler_switches as sched
+from minispec.v1.worker import tree_switches as tree
 from minispec.v1.worker.designs import DESIGNS
 from minispec.v1.worker.gpu import runner_fixes as v2
 from minispec.v1.worker.relay import runner_fixes as relay
@@ -20,7 +21,7 @@ from minispec.v1.worker.switchboard import arguments
 from minispec.v1.worker.switches import ModelRunner, Switch, Switches
 
 V1, V2, RELAY = ModelRunner.V1, ModelRunner.V2, ModelRunner.RELAY
-MODULES = (v1, v2, relay, sched)  # each design's switches, and the scheduler's; replicated drafting has none
+MODULES = (v1, v2, relay, sched, tree)  # each design's switches, the scheduler's and the tree's; replicated has none
 
 
 def mine(*args):
@@ -79,6 +80,10 @@ CASES = [
     ("faults", "stale-output-dropped", {sched.STALE_OUTPUT_V1: sched.drop_stale_output,
                                         sched.STALE_OUTPUT_V2: sched.drop_stale_output},
      "faults='stale-output-dropped' applies to model_runner='v1' or 'v2'; got model_runner='relay'"),
+    ("faults", "tree-path-not-compacted", {tree.TREE_COMPACTION_V1: tree.compacts_on_last_rank_only,
+                                           tree.TREE_COMPACTION_V2: tree.compacts_on_last_rank_only,
+                                           tree.TREE_COMPACTION_RELAY: tree.compacts_on_last_rank_only},
+     "faults='tree-path-not-compacted' applies to model_runner='v1' or 'v2' or 'relay'; got model_runner='replicated'"),
 ]
 
 
@@ -178,6 +183,7 @@ def test_each_design_s_settings_name_its_switches_and_every_switch_can_be_set():
     assert {s.design for s in vars(v2).values() if isinstance(s, Switch)} == {V2}
     assert {s.design for s in vars(relay).values() if isinstance(s, Switch)} == {RELAY}
     assert {s.design for s in vars(sched).values() if isinstance(s, Switch)} == {V1, V2}
+    assert {s.design for s in vars(tree).values() if isinstance(s, Switch)} == {V1, V2, RELAY}
 
 
 @pytest.mark.parametrize("design", list(DESIGNS))

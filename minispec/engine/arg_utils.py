@@ -92,6 +92,7 @@ class EngineArgs:
         spec = SpeculativeConfig.from_dict(self.speculative_config)
         _check_eagle_design(spec, design, self.pipeline_parallel_size)  # the EAGLE reason before the general one
         _check_proposer(design, spec)
+        _check_tree_design(spec, design, self.pipeline_parallel_size, self.async_scheduling)
         switches = resolve_switches(design.name, fixes=self.fixes, faults=self.faults)
         require(is_int(self.seed) and 0 <= self.seed < 2**63, "seed", self.seed, "an integer in [0, 2**63)")
         check_device(self.device)
@@ -113,6 +114,14 @@ def _check_proposer(design: Design, spec: SpeculativeConfig) -> None:
     if spec.enabled and not design.accepts(spec.method):
         raise ValueError(f"speculative_config method={spec.method!r}: model_runner={design.name!r} "
                          f"{design.proposers_why}, so it expects one of {list(design.proposers)}")
+
+
+def _check_tree_design(spec: SpeculativeConfig, design: Design, pp: int, async_scheduling: bool) -> None:
+    """A branching tree needs every stage to learn its accepted path: the design's record says whether."""
+    if spec.enabled and not spec.token_tree.is_chain and not design.carries_tree(pp, async_scheduling):
+        carriers = [name for name, d in DESIGNS.items() if d.carries_tree(pp, async_scheduling)]
+        raise ValueError(f"speculative_config['speculative_token_tree']={spec.speculative_token_tree!r}: "
+                         f"model_runner={design.name!r} {design.tree_drafts_why}; expected model_runner in {carriers}")
 
 
 def _check_sizes(arch: LlamaArchitecture, scheduler: SchedulerConfig, cache: CacheConfig) -> None:

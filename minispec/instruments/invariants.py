@@ -1,10 +1,11 @@
 """minispec's invariants, stated here and checked on trace records.
 
-``Invariant`` numbers them 1-9, as the notebooks, the tests and
+``Invariant`` numbers them 1-10, as the notebooks, the tests and
 ``docs/invariants.md`` cite them (``tools/invariants_doc.py`` writes that page
 from this module). Each member carries a short ``title``, its ``rule`` and what it
 ``reads``; ``on_trace`` says whether the checker here can see it. 2-5 are checked
-on every schedule, stage and update, 8 on every update, 9 on every step whose drafter reads taps: live (``check_invariants=True``) the first
+on every schedule, stage and update, 8 on every update, 9 on every step whose drafter reads taps, 10 on every
+stage's committed KV: live (``check_invariants=True``) the first
 violation raises ``InvariantViolation``; offline ``check_trace(trace)`` lists
 them all. Under async scheduling (``AsyncScheduler``) the scheduler schedules a step
 before the outputs it needs are back, on placeholders: 2-4 then hold a stage to what
@@ -124,9 +125,19 @@ class Invariant(IntEnum):
         "stage owning that tap point computed there: the hand-over between stages moves taps and computes none.",
         "InvariantChecker.check_taps, once the last stage has handed the drafter its features, every step",
         ("StageRecord.computed_taps", "StageRecord.drafter_taps"))
+    COMMITTED_KV = (
+        10, "committed KV is the accepted path",
+        "On every stage, before its forward, the KV it holds for a request at each position below its "
+        "num_computed_tokens was stored by the token the scheduler's all_token_ids has there, at that position: "
+        "after a tree of drafts, the accepted path's nodes, moved into the committed positions, and no rejected "
+        "sibling (nor a draft the target rejected).",
+        "InvariantChecker.check_stage, every stage of every step that records its KV (tree_kv.py's probe; under "
+        "async scheduling, a row whose tokens are still in flight: once they are back, in check_update)",
+        ("RowRecord.kv_token_ids", "RowRecord.kv_positions", "RowRecord.num_computed_tokens",
+         "ScheduleRecord.all_token_ids", "StepRecord.all_token_ids_after"))
 
 
-CHECKED = tuple(i for i in Invariant if i.on_trace)  # 2-5, 8 and 9, what check_trace can see
+CHECKED = tuple(i for i in Invariant if i.on_trace)  # 2-5 and 8-10, what check_trace can see
 
 
 def samples(s: ScheduleRecord, req_id: str) -> bool:
@@ -304,6 +315,20 @@ class InvariantChecker:
         if st.is_last and st.verified_drafts.get(req_id, []) != want.drafts:
             self._fail(DRAFTS, s.step, st.stage, req_id, want.says(f"verified drafts {want.drafts}"),
                        st.verified_drafts.get(req_id, []))
+        self._check_committed_kv(s, st, row, want)
+
+    def _check_committed_kv(self, s: ScheduleRecord, st: StageRecord, row: RowRecord, want: Expected) -> None:
+        """Invariant 10: position p's KV holds (all_token_ids[p], p), for every committed p."""
+        if row.kv_token_ids is None:
+            return
+        stored = list(zip(row.kv_token_ids, row.kv_positions))
+        bad = next((p for p, entry in enumerate(stored[: len(want.all_token_ids)])
+                    if entry != (want.all_token_ids[p], p)), None)
+        if bad is not None:
+            token, position = stored[bad]
+            self._fail(Invariant.COMMITTED_KV, s.step, st.stage, row.req_id,
+                       want.says(f"KV at position {bad}: token {want.all_token_ids[bad]} stored at {bad}"),
+                       f"token {token} stored at {position}" + ("" if token >= 0 else " (never written)"))
 
     def check_taps(self, step: StepRecord) -> None:
         """Invariant 9: each tap the last stage handed the drafter is the one its owner computed."""

@@ -62,6 +62,10 @@ class RowRecord:
     # Model Runner V2: the request's slot in its RequestState (``row`` is then the batch
     # row, and prev_req_id the slot's previous occupant); None for V1's persistent batch.
     slot: int | None = None
+    # What the stage's KV holds at the request's first num_computed_tokens positions, per position:
+    # the token and the position stored there (tree_kv.py's probe); None where the design keeps none
+    kv_token_ids: list[int] | None = None
+    kv_positions: list[int] | None = None
 
     @property
     def buffer_index(self) -> int:

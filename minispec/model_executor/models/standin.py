@@ -17,10 +17,11 @@ context back out of the cache through the block table, ``seq_lens`` long, and ha
 modulo a prime below 2**24, so every value is exact in float32. A stale draft slot, a wrong
 position, a wrong block or a wrong ``num_computed_tokens`` changes the hash, and so the
 token it predicts, as it would change a real model's (up to a 1-in-vocabulary collision
-when the hash is reduced to a token). Layers are split over pipeline stages as Llama's are,
-so the output does not depend on the number of stages. ``greedy_continuation`` computes the
-same function on a plain token list: what a correct engine must produce, and what the
-scripted proposer (``minispec.v1.spec_decode.scripted_proposer``) drafts from; ``layer_inputs``
+when the hash is reduced to a token). A tree of drafts (``AttentionMetadata.visible``) hides a
+node's siblings from it, so a rejected sibling's entry left in the committed context changes the
+hash. Layers are split over pipeline stages as Llama's are, so the output does not depend on
+the number of stages. ``greedy_continuation`` computes the same function on a plain token list:
+what a correct engine must produce, and what the scripted proposer (``minispec.v1.spec_decode.scripted_proposer``) drafts from; ``layer_inputs``
 gives the streams entering each layer there, what EAGLE-3 taps (``EagleModelMixin``) must carry.
 """
 
@@ -114,11 +115,22 @@ class StandInLayer(nn.Module):
             blocks = meta.block_table[i, : -(-seq_len // meta.block_size)]
             context = self.kv_cache[0, blocks].reshape(-1, self.kv_cache.shape[-1])[:seq_len].cpu().numpy()
             values, stored = context[:, 0].astype(np.int64), context[:, 1].astype(np.int64)
+            queries = positions[start:end].cpu().numpy()  # the context's last (end - start) entries
+            if meta.num_tree_nodes and meta.num_tree_nodes[i]:
+                out.append(layer_output(self._tree_hashes(meta, i, end - start, values, stored), queries))
+                continue
             # entry_hash is plain arithmetic, so it runs on the whole context at once
             hashes = np.cumsum(entry_hash(values, stored, np.arange(seq_len), self.layer)) % PRIME
-            queries = positions[start:end].cpu().numpy()  # the context's last (end - start) entries
             out.append(layer_output(hashes[seq_len - (end - start):], queries))
         return torch.from_numpy(np.concatenate(out)).to(x.device)
+
+    def _tree_hashes(self, meta: AttentionMetadata, i: int, q_len: int, values, stored):
+        """Each query hashes the entries it sees (``meta.visible``), placed by their rank among them:
+        a node's context is the committed one, its ancestors and itself, as a chain's would be."""
+        seen = meta.visible(i, q_len, "cpu").numpy()
+        places = np.cumsum(seen, axis=1) - 1
+        shares = np.where(seen, entry_hash(values[None, :], stored[None, :], places, self.layer), 0)
+        return shares.sum(axis=1) % PRIME
 
 
 class StandInModel(nn.Module, EagleModelMixin):

@@ -81,6 +81,11 @@ class EngineCore:
         self._abort_pending = False  # abort_all was itself interrupted: finish it before anything else
 
     def add_request(self, request: Request, arrival_step: int = 0) -> None:
+        tree = self.vllm_config.speculative_config.token_tree
+        if not (tree.is_chain or request.sampling_params.greedy):  # refused before anything changed
+            raise ValueError(f"temperature={request.sampling_params.temperature!r} with speculative_token_tree="
+                             f"{str(tree)!r}: a tree is verified greedily only (token_tree.py); expected "
+                             "temperature=0, or a chain")
         self.arrivals.append((arrival_step, request))
         self.arrivals.sort(key=lambda a: a[0])
 

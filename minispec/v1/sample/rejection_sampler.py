@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from minispec.sampling_params import SamplingParams
+from minispec.token_tree import TokenTree
 from minispec.v1.sample.sampler import compute_probs, sample_from
 
 
@@ -44,11 +45,16 @@ class RejectionSampler(nn.Module):
         params: SamplingParams,
         draft_probs: torch.Tensor | None = None,
         generator: torch.Generator | None = None,
+        tree: TokenTree | None = None,
     ) -> list[int]:
-        """target_logits: ``[k + 1, vocab]``; draft_probs: ``[k, vocab]`` or None."""
+        """target_logits: ``[k + 1, vocab]``; draft_probs: ``[k, vocab]`` or None. With a branching
+        ``tree`` the drafts are its nodes: the longest path the target agrees with, then the bonus
+        (greedy only; ``EngineCore.add_request`` refuses the rest)."""
         k = len(draft_token_ids)
         if target_logits.shape[0] != k + 1:
             raise ValueError(f"target_logits has {target_logits.shape[0]} rows: expected {k + 1} (drafts + 1)")
+        if tree is not None and not tree.is_chain:
+            return tree.verify_greedy(draft_token_ids, target_logits.argmax(-1).tolist())[1]
         if params.greedy:
             return _greedy(draft_token_ids, target_logits)
         return _random(draft_token_ids, compute_probs(target_logits, params), draft_probs, generator)

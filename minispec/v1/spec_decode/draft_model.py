@@ -39,6 +39,7 @@ import torch
 
 from minispec.attention import make_attention_metadata
 from minispec.model_executor.model_loader import get_model
+from minispec.token_tree import TokenTree
 from minispec.v1.sample.sampler import compute_probs, sample_from
 from minispec.v1.worker.utils import bind_kv_cache
 
@@ -52,8 +53,10 @@ class DraftModelProposer:
     SHIFT = 0
 
     def __init__(self, model_path, k: int, max_model_len: int, max_num_seqs: int, block_size: int,
-                 device="cpu", dtype=torch.float32, arch=None):
-        """``arch``: the draft's config.json, if the engine has read it already."""
+                 device="cpu", dtype=torch.float32, arch=None, tree: TokenTree | None = None):
+        """``arch``: the draft's config.json, if the engine has read it already; ``tree``: the
+        speculative_token_tree its k drafts fill (a chain unless given)."""
+        self.tree = tree or TokenTree.chain(k)
         self.model = self._load_model(model_path, arch, device, dtype)
         self.k, self.max_model_len, self.block_size, self.device = k, max_model_len, block_size, device
         self.blocks_per_req = -(-max_model_len // block_size)
@@ -107,6 +110,8 @@ class DraftModelProposer:
     @torch.inference_mode()
     def propose(self, contexts, params, generators, req_ids):
         """Drafts (and, for random requests, their probabilities) per context."""
+        if not self.tree.is_chain:
+            return [self._propose_tree(c, r, set(req_ids)) for c, r in zip(contexts, req_ids)], [None] * len(contexts)
         lengths = [len(c) for c in contexts]
         ks = [max(0, min(self.k, self.max_model_len - 1 - n)) for n in lengths]
         active = [i for i, k in enumerate(ks) if k > 0]
@@ -136,3 +141,32 @@ class DraftModelProposer:
         for i in active:
             self.num_cached[req_ids[i]] = lengths[i] - shift
         return drafts, [torch.stack(p) if p else None for p in probs]
+
+    def _propose_tree(self, context, req_id: str, keep: set[str]) -> list[int]:
+        """A tree's nodes, greedy: child ``c`` of a node is the draft's ``c``-th likeliest token after
+        the node's path, one forward per level under the tree mask (vLLM 0.17.0 ``eagle.py``
+        ``propose_tree`` drafts level by level too; from reading the code)."""
+        n = len(context)
+        k = max(0, min(self.k, self.max_model_len - 1 - n))
+        if k == 0:
+            return []
+        blocks = self._reserve(req_id, n + k, keep)
+        start = min(self.num_cached.get(req_id, 0), n - 1)
+        ranked = {-1: self._forward([list(context[start:])], [start], [blocks], [req_id], 0)[0].argsort(descending=True)}
+        self.num_cached[req_id] = n  # the nodes' KV lies beyond the history: fed again next time
+        nodes, depth = [], 1
+        while len(nodes) < k:
+            level = [j for j in range(k) if self.tree.depth(j) == depth]
+            nodes += [int(ranked[self.tree.parents[j]][self.tree.choices[j][-1]]) for j in level]
+            if len(nodes) < k:
+                logits = self._tree_logits(int(context[-1]), nodes, n - 1, blocks)
+                ranked.update({j: logits[j + 1].argsort(descending=True) for j in level})
+            depth += 1
+        return nodes
+
+    def _tree_logits(self, root: int, nodes: list[int], root_pos: int, blocks: list[int]) -> torch.Tensor:
+        """The draft's logits at the root and at each node, every node seeing only its path."""
+        positions, meta = make_attention_metadata([root_pos], [1 + len(nodes)], np.array([blocks]), self.block_size,
+                                                  self.device, self.tree, [len(nodes)])
+        hidden = self.model(torch.tensor([root] + nodes, device=self.device), positions, meta)
+        return self.model.compute_logits(hidden)

@@ -66,9 +66,10 @@ class EagleProposer(DraftModelProposer):
     SHIFT = 1
 
     def __init__(self, model_path, k: int, max_model_len: int, max_num_seqs: int, block_size: int,
-                 device="cpu", dtype=torch.float32, arch=None):
-        """``arch``: the head's config.json (a one-layer Llama with ``eagle_aux_hidden_state_layer_ids``)."""
-        super().__init__(model_path, k, max_model_len, max_num_seqs, block_size, device, dtype, arch)
+                 device="cpu", dtype=torch.float32, arch=None, tree=None):
+        """``arch``: the head's config.json (a one-layer Llama with ``eagle_aux_hidden_state_layer_ids``);
+        ``tree``: a chain (the config refuses a branching tree for an EAGLE head)."""
+        super().__init__(model_path, k, max_model_len, max_num_seqs, block_size, device, dtype, arch, tree)
         self.dtype = dtype
 
     @staticmethod

@@ -6,7 +6,9 @@ No vLLM twin (vLLM's proposers are `ngram_proposer.py`, `eagle.py`, `medusa.py`,
 step, to reach every path a runner takes (all accepted, some, none). With the stand-in model
 as the target the right continuation is known exactly (``greedy_continuation``), so the
 proposer drafts it and spoils the tail: for the n-th proposal of a request whose script says
-``a``, the first ``a`` drafts are right and the rest are not (the right token plus one). A
+``a``, the first ``a`` drafts are right and the rest are not (the right token plus one). In a
+tree (``speculative_token_tree``) the right ones are the first ``a`` nodes of the path through
+each level's youngest child; every other node is wrong (the right token plus one plus its child index). A
 request without a script, or past its end, gets k right drafts. A script entry
 ``SCRIPT_REPEAT`` makes that proposal all wrong and the request's next one the very same list
 (as an n-gram proposer repeats itself on a repetitive history): the same values a step later,
@@ -27,12 +29,14 @@ from collections import Counter
 
 from minispec.config import SCRIPT_REPEAT, LlamaArchitecture
 from minispec.model_executor.models.standin import greedy_continuation, layer_inputs
+from minispec.token_tree import TokenTree
 
 
 class ScriptedProposer:
     def __init__(self, script: dict[str, tuple[int, ...]], k: int, arch: LlamaArchitecture,
-                 taps: tuple[int, ...] = ()):
+                 tree: TokenTree | None = None, taps: tuple[int, ...] = ()):
         self.script, self.k, self.arch, self.taps = script, k, arch, taps
+        self.tree = tree or TokenTree.chain(k)
         self.proposals: Counter[str] = Counter()  # per request: proposals made so far
         self.repeat: dict[str, list[int]] = {}  # per request: drafts its next proposal repeats
         self.features: dict[str, dict[int, tuple[int, ...]]] = {}  # per request and position: the taps handed
@@ -73,12 +77,24 @@ class ScriptedProposer:
             if req_id in self.repeat:
                 drafts.append(self.repeat.pop(req_id))
                 continue
-            truth = greedy_continuation(context, self.k, self.arch)
-            spoiled = max(right, 0) if self._taps_right(req_id, context) else 0  # SCRIPT_REPEAT: all wrong, and the next proposal the same
-            drafts.append(truth[:spoiled] + [(t + 1) % vocab for t in truth[spoiled:]])
+            truth = greedy_continuation(context, self.tree.depth(self.k - 1), self.arch)
+            # SCRIPT_REPEAT: all wrong, and the next proposal the same; wrong taps: all wrong
+            spoiled = max(right, 0) if self._taps_right(req_id, context) else 0
+            on_path = self._right_path()
+            drafts.append([truth[d - 1] if j in on_path and d <= spoiled else (truth[d - 1] + 1 + c) % vocab
+                           for j, (d, c) in enumerate((len(n), n[-1]) for n in self.tree.choices)])
             if right == SCRIPT_REPEAT:
                 self.repeat[req_id] = list(drafts[-1])
         return drafts, [None] * len(contexts)
+
+    def _right_path(self) -> set[int]:
+        """The nodes the truth may follow: each level's youngest child of the one above, so that a
+        tree's accepted path skips its elder siblings (a chain's is every node)."""
+        path, node = set(), -1
+        while kids := self.tree.children(node, self.k):
+            node = kids[-1]
+            path.add(node)
+        return path
 
     def remove(self, req_id: str) -> None:
         """Keeps its count (a finished request is not proposed for again); drops its taps."""

@@ -19,10 +19,11 @@ a field of a ``Design``:
 * ``binds_pp_group``: whether its non-last stages hear from the last one over the pipeline
   group (else the scheduler's ``new_token_ids`` relay tells them);
 * ``proposers``: the ``speculative_config`` methods it accepts (None: every one), and why;
-* ``can_carry_hidden_states`` (and ``hidden_states_why`` where not), ``can_carry_tree_drafts``:
-  whether its hand-over carries an EAGLE drafter's hidden states from the stages that compute
-  them (V1 and V2: they travel in the ``IntermediateTensors``, ``minispec/v1/spec_decode/eagle.py``),
-  or a tree of drafts (none today);
+* ``can_carry_hidden_states`` (and ``hidden_states_why`` where not), ``can_carry_tree_drafts``
+  (and ``tree_drafts_why``): whether its hand-over carries an EAGLE drafter's hidden states from
+  the stages that compute them (V1 and V2: they travel in the ``IntermediateTensors``,
+  ``minispec/v1/spec_decode/eagle.py``), or what each stage needs to commit a tree's accepted
+  path (V1, V2, relay: the accepted tokens, ``tree_kv.py``);
 * ``must_keep``: the invariant (the checker's number) its hand-over must get right, and why;
 * ``stale_output``: the scheduler's stale-output switch declared for it (``scheduler_switches.py``),
   where ``faults="stale-output-dropped"`` was checked on its greedy runs (V1 and V2), else None.
@@ -55,6 +56,12 @@ def one_per_stage(pp: int) -> int:
     """V1 under async scheduling (vLLM 0.30.0 ``config/vllm.py`` 593-598): one batch per stage,
     two without pipeline parallelism ("V1 Model Runner does not fully support async scheduling with PP")."""
     return 2 if pp == 1 else pp
+
+
+def with_sampled_tokens(pp: int, async_scheduling: bool) -> bool:
+    """V1 carries a tree where every stage learns the sampled tokens: one stage, or the last
+    stage's broadcast under async scheduling (``pp_prev_sampled.py``)."""
+    return pp == 1 or async_scheduling
 
 
 def one_more_than_stages(pp: int) -> int:
@@ -91,7 +98,8 @@ class Design:
     proposers_why: str = ""  # why only those, for the refusal's message
     can_carry_hidden_states: bool = False
     hidden_states_why: str = "does not say its hand-over carries hidden states"  # the EAGLE refusal's reason
-    can_carry_tree_drafts: bool = False
+    can_carry_tree_drafts: bool | Callable[[int, bool], bool] = False  # or per (pp, async_scheduling)
+    tree_drafts_why: str = "does not say its stages learn a tree's accepted path"  # the tree refusal's reason
     must_keep: tuple[int, str] | None = None
     stale_output: Switch | None = None  # the scheduler's switch, where the preset was checked on this design
 
@@ -106,6 +114,10 @@ class Design:
     def accepts(self, method: str) -> bool:
         return self.proposers is None or method in self.proposers
 
+    def carries_tree(self, pp: int, async_scheduling: bool) -> bool:
+        carries = self.can_carry_tree_drafts
+        return carries(pp, async_scheduling) if callable(carries) else carries
+
 
 # The invariants' numbers (minispec.instruments.invariants.Invariant): the engine's records name
 # them as data, the instruments turn them into the checker's members.
@@ -115,13 +127,17 @@ BUILT_IN = (
     Design(ModelRunner.V1, "minispec.v1.worker.gpu_model_runner.GPUModelRunner",
            "vLLM V1's GPUModelRunner: a persistent batch of rows, rebuilt from the scheduler's relay",
            settings=RunnerFixes, fixes_presets=Preset, fault_presets=V1FaultPreset, binds_pp_group=False,
-           can_carry_hidden_states=True, stale_output=STALE_OUTPUT_V1,
+           can_carry_hidden_states=True, can_carry_tree_drafts=with_sampled_tokens, stale_output=STALE_OUTPUT_V1,
+           tree_drafts_why="learns the accepted drafts under synchronous pipeline parallelism from the scheduler's "
+                           "count alone (fix 2 takes the first n drafts it ran), which names no path in a tree (it carries "
+                           "one with async_scheduling=True, whose last stage broadcasts its sampled tokens, or at "
+                           "pipeline_parallel_size=1)",
            must_keep=(DRAFT_AGREEMENT, "a re-added row gets its scheduled drafts (fix 1, July 2025)")),
     Design(ModelRunner.V2, "minispec.v1.worker.gpu.model_runner.GPUModelRunner",
            "vLLM's Model Runner V2: persistent slots, the last stage broadcasts what it sampled and drafted",
            settings=RunnerFixesV2, fault_presets=FaultPreset,
            async_batches_in_flight=one_more_than_stages, decode_wait_batches=one_round,
-           can_carry_hidden_states=True, stale_output=STALE_OUTPUT_V2,
+           can_carry_hidden_states=True, can_carry_tree_drafts=True, stale_output=STALE_OUTPUT_V2,
            must_keep=(SHARED_ACCOUNTING, "each non-last stage takes its rejected drafts back from the count it "
                       "advanced at its forward")),
     Design(ModelRunner.RELAY, "minispec.v1.worker.relay.model_runner.RelayModelRunner",
@@ -130,6 +146,7 @@ BUILT_IN = (
            async_batches_in_flight=one_more_than_stages, decode_wait_batches=one_round,
            hidden_states_why="is SGLang's design, and SGLang refuses EAGLE-3 hidden-state capture under pipeline "
                              "parallelism (SGLang PR #39644)",
+           can_carry_tree_drafts=True,
            must_keep=(TOKEN_HISTORY, "a payload is applied to the micro-batch it reports, not the previous "
                       "forward's (relay-pairing, from 3 stages)")),
     Design(ModelRunner.REPLICATED, "minispec.v1.worker.relay.replicated.ReplicatedDraftRunner",
@@ -138,6 +155,7 @@ BUILT_IN = (
            proposers=("ngram",), proposers_why="drafts on every stage from the history alone",
            hidden_states_why="drafts on every stage, and a non-last stage never has the target's later layers' "
                              "hidden states an EAGLE head reads",
+           tree_drafts_why="drafts on every stage with n-gram lookup, which has no ranked alternatives to branch on",
            must_keep=(DRAFT_AGREEMENT, "every stage drafts the same tokens from the same history: only a "
                       "proposer of the history alone")),
 )

@@ -75,6 +75,8 @@ from minispec.v1.worker.runner_fixes import (
     take_accepted_drafts,
     take_back_rejected,
 )
+from minispec.v1.worker.tree_kv import compacts_on_every_rank
+from minispec.v1.worker.tree_switches import TREE_COMPACTION_V1
 from minispec.v1.worker.utils import load_stage_model, request_generator
 from minispec.v1.worker.worker_base import WorkerBase
 
@@ -109,6 +111,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         self.trim_optimistic = switches.pick(TRIM_OPTIMISTIC, take_back_rejected)
         self.num_tokens_no_spec_end = switches.pick(NUM_TOKENS_NO_SPEC, end_of_history)
         self.commit_row = switches.pick(COMMIT_ROW, row_now)
+        self._init_tree_kv(switches.pick(TREE_COMPACTION_V1, compacts_on_every_rank)(self.is_last_rank))
         self.input_batch = self._make_input_batch()
         self.requests: dict[str, CachedRequestState] = {}
         self.row_paths: dict[str, RowPath] = {}  # trace bookkeeping, per scheduled request
@@ -133,6 +136,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         if self.pp_prev_sampled is not None:
             self.pp_prev_sampled.reset()
         self.input_batch = self._make_input_batch()
+        self.tree_kv.ran.clear()
         if self.drafter is not None:
             self.drafter.reset()
 
@@ -291,17 +295,25 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         req_ids = batch.req_ids
         num_scheduled = np.array([out.num_scheduled_tokens[r] for r in req_ids])
         num_computed = batch.num_computed_tokens_cpu[: len(req_ids)].copy()
+        blocks = [batch.block_table.block_table_np[row, : batch.block_table.num_blocks_per_row[row]].tolist()
+                  for row in range(len(req_ids))]
+        for row, req_id in enumerate(req_ids):  # a tree's accepted path, before anything reads the KV
+            self.tree_kv.settle(req_id, int(num_computed[row]), batch.token_ids_cpu[row], blocks[row])
+        num_drafts = [len(out.scheduled_spec_decode_tokens.get(r, ())) for r in req_ids]
         positions, meta = make_attention_metadata(
-            num_computed, num_scheduled, batch.block_table.block_table_np[: len(req_ids)], self.block_size, self.device
-        )
+            num_computed, num_scheduled, batch.block_table.block_table_np[: len(req_ids)], self.block_size, self.device,
+            self.tree_kv.tree, num_drafts)
+        # gathered by slot, not position: a tree's nodes share positions
         rows = np.repeat(np.arange(len(req_ids)), num_scheduled)
-        input_ids_np = batch.token_ids_cpu[rows, positions.cpu().numpy()]
+        flat = np.concatenate([np.arange(c, c + n) for c, n in zip(num_computed, num_scheduled)] + [np.zeros(0, int)])
+        input_ids_np = batch.token_ids_cpu[rows, flat]
         # The last 1 + d positions of a request with d drafts are sampled; the
         # drafts to verify are read back out of input_ids, as vLLM does.
-        num_drafts = [len(out.scheduled_spec_decode_tokens.get(r, ())) for r in req_ids]
         ends = meta.query_start_loc[1:]
         logits_indices = [list(range(e - 1 - d, e)) for e, d in zip(ends, num_drafts)]
         verified_drafts = [input_ids_np[e - d : e].tolist() for e, d in zip(ends, num_drafts)]
+        for row, req_id in enumerate(req_ids):
+            self.tree_kv.remember(meta, row, req_id, verified_drafts[row], blocks[row])
         input_ids = torch.as_tensor(input_ids_np, device=self.device)
         return PreparedInputs(input_ids, positions, meta, num_scheduled, logits_indices, verified_drafts)
 
@@ -315,6 +327,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
         inputs = self._prepare_inputs(out)
         if self.recorder is not None:
             self._record_stage(out, inputs, inputs.input_ids.tolist(), inputs.verified_drafts)
+        self.tree_kv.write(inputs.meta.slot_mapping, inputs.input_ids, inputs.positions)
         hidden = self.model(inputs.input_ids, inputs.positions, inputs.meta, intermediate_tensors)
         req_ids = self.input_batch.req_ids
         if not self.is_last_rank:
@@ -400,7 +413,7 @@ class GPUModelRunner(WorkerBase[PreparedInputs]):
             else:
                 q = state.draft_probs[: n_rows - 1] if state.draft_probs is not None else None
                 sampled.append(self.rejection_sampler(inputs.verified_drafts[row], req_logits, state.sampling_params,
-                                                      q, state.generator))
+                                                      q, state.generator, self.tree_kv.tree))
         for row, tokens in enumerate(sampled):
             if tokens:
                 start = batch.num_tokens_no_spec[row]

@@ -25,6 +25,7 @@ from minispec.v1.worker.gpu.runner_fixes import BeyondTokensFaultPreset
 from minispec.v1.worker.runner_fixes import LEFT_OUT
 from minispec.v1.worker.scheduler_switches import SchedulerFaultPreset
 from minispec.v1.worker.switches import Switch, Switches, SwitchPreset, SwitchSettings
+from minispec.v1.worker.tree_switches import TreeFaultPreset
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,10 @@ def arguments() -> dict[str, Argument]:
     designs = DESIGNS.values()
     return {
         "fixes": Argument(_unique(d.fixes_presets for d in designs), _unique(d.settings for d in designs)),
-        # the scheduler's preset and the beyond-tokens one serve the designs they were checked on,
+        # the scheduler's preset, the beyond-tokens one and the tree's serve the designs they were checked on,
         # beside each design's own
-        "faults": Argument(_unique(d.fault_presets for d in designs) + (SchedulerFaultPreset, BeyondTokensFaultPreset),
+        "faults": Argument(_unique(d.fault_presets for d in designs) + (SchedulerFaultPreset, BeyondTokensFaultPreset,
+                                                                                TreeFaultPreset),
                            optional=True),
     }
 

@@ -46,6 +46,7 @@ from minispec.instruments.trace import EngineListener, RowRecord, tap_digests
 from minispec.sequence import IntermediateTensors
 from minispec.v1.core.sched.output import SchedulerOutput
 from minispec.v1.outputs import ModelRunnerOutput
+from minispec.v1.worker.tree_kv import TreeKV
 
 if TYPE_CHECKING:
     from minispec.instruments.trace import TraceRecorder
@@ -66,6 +67,13 @@ class WorkerBase(ABC, Generic[InputsT]):
         self.is_first_rank, self.is_last_rank = rank == 0, rank == self.pp_size - 1
         self.seed, self.dtype = vllm_config.seed, vllm_config.dtype or torch.float32
         self.block_size, self.max_model_len = vllm_config.cache_config.block_size, sched.max_model_len
+        self.tree_kv: TreeKV | None = None  # _init_tree_kv, once the model's layers exist
+
+    def _init_tree_kv(self, compacts: bool = True) -> None:
+        """This stage's tree-of-drafts KV (``tree_kv.py``); ``compacts``: its design's switch's answer."""
+        cache = self.vllm_config.cache_config
+        self.tree_kv = TreeKV(self.vllm_config.speculative_config.token_tree, self.model.attention_layers,
+                              cache.num_gpu_blocks * cache.block_size, cache.block_size, compacts)
 
     @abstractmethod
     def execute_model(self, scheduler_output: SchedulerOutput,
@@ -102,6 +110,9 @@ class WorkerBase(ABC, Generic[InputsT]):
         Only when recording: the caller checks, and so builds its arguments only then."""
         self.recorder.tell(EngineListener.on_stage_inputs, self, scheduler_output)
         rows = self.describe_rows(scheduler_output, inputs)
+        if self.tree_kv is not None:  # invariant 10 reads what the stage's KV holds where it is committed
+            for row in (r for r in rows if r.block_ids is not None):
+                row.kv_token_ids, row.kv_positions = self.tree_kv.committed(row.block_ids, row.num_computed_tokens)
         self.recorder.on_stage(scheduler_output.step, self.pp_rank, self.is_last_rank, rows, input_ids,
                                {row.req_id: d for row, d in zip(rows, verified_drafts) if d})
 

@@ -84,6 +84,8 @@ from minispec.v1.worker.gpu.runner_fixes import (
     SAMPLE_WIDTH,
 )
 from minispec.v1.worker.gpu.states import RequestState
+from minispec.v1.worker.tree_kv import compacts_on_every_rank
+from minispec.v1.worker.tree_switches import TREE_COMPACTION_V2
 
 
 def apply_broadcast_drafts(states: RequestState, sampled: SampledOutputs) -> None:
@@ -118,6 +120,7 @@ class GPUModelRunner(GPUModelRunnerBase):
         self.live_rows = self.switches.pick(LIVE_ROWS, same_occupant)
         self.sample_width = self.switches.pick(SAMPLE_WIDTH, padded_width)
         self.captures_taps = self.switches.pick(CAPTURES_TAPS, captures_own_taps)
+        self.tree_kv.compacts = self.switches.pick(TREE_COMPACTION_V2, compacts_on_every_rank)(self.is_last_rank)
         taps = vllm_config.speculative_config.eagle_aux_hidden_state_layer_ids
         if taps:
             set_eagle3_aux_hidden_state_layers(self.model, taps, self.captures_taps(self.is_last_rank))

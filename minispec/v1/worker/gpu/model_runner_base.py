@@ -75,6 +75,7 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
         self.sampler, self.rejection_sampler = Sampler(), RejectionSampler()
         self.pp_handler = None  # bound by the executor: bind_pp_group (each design its own handler)
         self._init_states()
+        self._init_tree_kv()  # compacting on every stage; a design may turn it with its switch
 
     def _init_states(self) -> None:
         self.req_states = RequestState(self.max_num_reqs, self.max_model_len, self.num_speculative_steps)
@@ -88,6 +89,7 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
     def drop_all_requests(self) -> None:
         """Forget every request and pending broadcast (after the engine aborted them all)."""
         self._init_states()
+        self.tree_kv.ran.clear()
         if self.speculator is not None:
             self.speculator.reset()
         if self.pp_handler is not None:
@@ -185,6 +187,9 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
         num_drafts = np.array([len(out.scheduled_spec_decode_tokens.get(r, ())) for r in req_ids], dtype=np.int64)
         query_start_loc = np.concatenate([[0], np.cumsum(num_scheduled)])
         num_computed = states.num_computed_tokens[idx]
+        for req_id, slot in zip(req_ids, idx.tolist()):  # a tree's accepted path, before anything reads the KV
+            self.tree_kv.settle(req_id, int(states.num_computed_tokens[slot]), states.all_token_ids[slot],
+                                self._blocks(slot))
         ends = query_start_loc[1:]
         batch = InputBatch(
             req_ids=req_ids, idx_mapping_np=idx, num_scheduled_tokens=num_scheduled,
@@ -206,7 +211,12 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
         idx = batch.idx_mapping_np
         batch.positions, batch.attn_metadata = make_attention_metadata(
             self.req_states.num_computed_tokens[idx], batch.num_scheduled_tokens, self.block_tables.block_table_np[idx],
-            self.block_size, self.device)
+            self.block_size, self.device, self.tree_kv.tree, batch.num_draft_tokens_per_req)
+        for row, (req_id, slot) in enumerate(zip(batch.req_ids, idx.tolist())):
+            self.tree_kv.remember(batch.attn_metadata, row, req_id, embedded_drafts(batch, row), self._blocks(slot))
+
+    def _blocks(self, slot: int) -> list[int]:
+        return self.block_tables.block_table_np[slot, : self.block_tables.num_blocks_per_row[slot]].tolist()
 
     # -- execute_model ----------------------------------------------------------
     @torch.inference_mode()
@@ -227,6 +237,7 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
                                [embedded_drafts(batch, row) for row in range(batch.num_reqs)])
         self.attend(batch)
         input_ids = torch.as_tensor(batch.input_ids_np, device=self.device)
+        self.tree_kv.write(batch.attn_metadata.slot_mapping, input_ids, batch.positions)
         hidden = self.model(input_ids, batch.positions, batch.attn_metadata, intermediate_tensors)
         counts = batch.num_scheduled_tokens.tolist()
         if not self.is_last_rank:
@@ -268,8 +279,7 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
                 row=row, req_id=req_id, path=paths.get(req_id, RowPath.STAYED), token_ids=history + drafts,
                 num_tokens=len(history) + len(drafts), num_tokens_no_spec=len(history), num_computed_tokens=computed,
                 num_scheduled_tokens=int(batch.num_scheduled_tokens[row]), num_drafts=len(drafts),
-                block_ids=self.block_tables.block_table_np[slot, : self.block_tables.num_blocks_per_row[slot]].tolist(),
-                slot=slot,
+                block_ids=self._blocks(slot), slot=slot,
             ))
         return rows
 
@@ -279,7 +289,8 @@ class GPUModelRunnerBase(WorkerBase[InputBatch]):
             return [self.sampler(logits[0], params, generator)]
         # The drafts to verify are read back out of input_ids, as vLLM does.
         drafts, q = embedded_drafts(batch, row), self.draft_probs.get(int(batch.idx_mapping_np[row]))
-        return self.rejection_sampler(drafts, logits, params, q[: len(drafts)] if q is not None else None, generator)
+        return self.rejection_sampler(drafts, logits, params, q[: len(drafts)] if q is not None else None, generator,
+                                      self.tree_kv.tree)
 
     def sample(self, hidden, batch: InputBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``sampled_tokens`` ``[num_reqs, k + 1]`` (padded with -1), ``num_sampled``,

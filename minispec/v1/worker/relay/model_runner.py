@@ -25,8 +25,9 @@ Its switches (``runner_fixes.py``), each resolved once here: ``pairing`` (handed
 their optimistic count).
 
 Left out: everything SGLang's scheduler does besides the relay (its radix cache, its own
-micro-batch scheduler; minispec's scheduler is V1's), trees of drafts, EAGLE's draft
-extend, overlap scheduling.
+micro-batch scheduler; minispec's scheduler is V1's), EAGLE's draft extend, overlap
+scheduling. A tree of drafts is carried as its accepted tokens, from which each stage derives
+the path (``tree_kv.py``); the node indices SGLang's fix relays are not sent.
 (vLLM 0.30.0: ``vllm/v1/worker/gpu/model_runner.py``, its nearest twin.)
 """
 
@@ -35,6 +36,8 @@ from __future__ import annotations
 from minispec.v1.worker.relay.pp_relay import mb_slot
 from minispec.v1.worker.relay.runner_fixes import COMMIT_SEQ_LENS, PAIRING
 from minispec.v1.worker.relay.stage import RelayStage, commit_seq_lens
+from minispec.v1.worker.tree_kv import compacts_on_every_rank
+from minispec.v1.worker.tree_switches import TREE_COMPACTION_RELAY
 
 
 class RelayModelRunner(RelayStage):
@@ -44,3 +47,4 @@ class RelayModelRunner(RelayStage):
         switches = vllm_config.switches
         self.pairing = switches.pick(PAIRING, mb_slot)
         self.commit = switches.pick(COMMIT_SEQ_LENS, commit_seq_lens)
+        self.tree_kv.compacts = switches.pick(TREE_COMPACTION_RELAY, compacts_on_every_rank)(self.is_last_rank)
