@@ -4,8 +4,10 @@ Twin: ``EagleModelMixin`` (vLLM 0.30.0: ``vllm/model_executor/models/interfaces.
 from reading the code), mixed into each model that can feed an EAGLE-3 head. Tap ``i`` is the
 residual stream entering layer ``i`` (``i == num_hidden_layers``: the stream after the last
 layer). The stage that owns the layer before a tap captures it and appends it to the
-``IntermediateTensors`` it sends on; every later stage passes on what it received with its own,
-so the last stage returns ``(hidden_states, taps)`` with every tap, in layer order. vLLM keys the
+``IntermediateTensors`` it sends on, and the last stage returns ``(hidden_states, taps)`` with
+every tap, in layer order. In minispec every later stage also passes on what it received; in
+vLLM 0.30.0's lines a stage packs its own taps (``pack_local_aux_hidden_states``) and only the
+last collects those sent to it (``collect_remote_aux_hidden_states``). vLLM keys the
 slots by their index among the taps (``aux_hidden_states_0``...); minispec keys them by layer
 (``aux_key``), so a reader can tell which stage's capture a slot holds. ``captures=False`` is
 the fault SGLang #39644 describes: a stage that does not fill its own taps' slots (SGLang's
