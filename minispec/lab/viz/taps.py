@@ -22,10 +22,10 @@ from minispec.lab.viz.figure import DescribedFigure
 from minispec.lab.viz.legible import BODY, SMALL, TITLE
 from minispec.lab.viz.palette import EDGE, OKABE_ITO, SERIES, TEXT, WHITE
 
-WIDTH, PANEL_HEIGHT = 8.4, 1.25  # inches at 100 dpi: four panels fit 1280 x 720 beside the file browser
+WIDTH, PANEL_HEIGHT = 8.4, 1.35  # inches at 100 dpi: four panels fit 1280 x 720 beside the file browser
 HATCHES = ("", "//", "..", "xx", "\\\\", "++")
 OWN, CARRIED = OKABE_ITO["blue"], OKABE_ITO["vermillion"]
-BOX_W, BOX_H = 0.84, 0.5
+BOX_W, BOX_H = 0.84, 0.72
 
 
 def _stage_fill(stage: int) -> str:
@@ -55,13 +55,13 @@ def _panel(ax, layout: TapLayout) -> None:
     for tap, stage in layout.tap_stages.items():
         own = stage == layout.pp - 1
         x = tap - 0.5
-        ax.annotate("", (x, BOX_H / 2 - 0.02), (x, BOX_H / 2 + 0.42),
+        ax.annotate("", (x, BOX_H / 2 - 0.02), (x, BOX_H / 2 + 0.36),
                     arrowprops=dict(arrowstyle="-|>", linewidth=2, mutation_scale=12, color=OWN if own else CARRIED,
                                     linestyle="-" if own else "--"))
-        ax.text(x, BOX_H / 2 + 0.5, f"tap {tap}: stage {stage}" + ("" if own else " →"), ha="center", va="bottom",
+        ax.text(x, BOX_H / 2 + 0.42, f"tap {tap}: stage {stage}" + ("" if own else " →"), ha="center", va="bottom",
                 fontsize=SMALL, color=TEXT)
     ax.set_xlim(-0.6, head + 0.8)
-    ax.set_ylim(-0.4, 1.25)
+    ax.set_ylim(-BOX_H / 2 - 0.05, BOX_H / 2 + 0.75)
     ax.axis("off")
     ax.set_title(_verdict(layout), fontsize=BODY, color=TEXT, loc="left")
 
