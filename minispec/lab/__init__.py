@@ -21,7 +21,7 @@ The folders, one job each:
 The surface, by job:
 
 The explorer (``explorer``)
-    ``explore``, ``search``, ``Scope``, ``TAPS``; the mutation benchmark: ``MUTANTS``, ``mutant``,
+    ``explore``, ``search``, ``Scope``; the mutation benchmark: ``MUTANTS``, ``mutant``,
     ``explorer_catch``, ``acceptance_catch``.
 
 Runs and scenarios (``experiments``)
@@ -75,7 +75,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "experiments.metrics": ("acceptance_summary", "alpha_by_position", "chi_square", "first_divergence"),
     "experiments.overlap": ("first_batches", "measure_overlap"),
     "experiments.v2_watch": ("run_watched",),
-    "explorer.explorer": ("explore", "search", "Scope", "TAPS"),
+    "explorer.explorer": ("explore", "search", "Scope"),
     "explorer.mutants": ("MUTANTS", "mutant", "explorer_catch", "acceptance_catch"),
     "experiments.handover": ("compare_designs", "count_handover", "Workload"),
     "experiments.run_ahead": ("run_ahead",),

@@ -180,6 +180,7 @@ def _own_taps():
 
 def _taps_dropped():
     from minispec.lab.experiments.beyond_tokens import TAPS_DROPPED, taps_acceptance
+    from minispec.lab.explorer.explorer import TAPS, Scope, explore
     from minispec.lab.faults.reproduce import run_fault
     from minispec.lab.viz.faults import render_fault_run
     from minispec.lab.viz.taps import render_taps_acceptance
@@ -187,6 +188,10 @@ def _taps_dropped():
     yield render_fault_run(run_fault(TAPS_DROPPED))
     yield "acceptance on the thread's four requests, the shipped EAGLE-3 head, Model Runner V2:"
     yield render_taps_acceptance(taps_acceptance())
+    found = explore({"model_runner": "v2", "faults": TAPS_DROPPED},
+                    Scope(max_requests=1, eagle_aux_hidden_state_layer_ids=TAPS))
+    yield f"the explorer, from nothing: schedule {found.schedules_run} of its scope breaks first"
+    yield _wrap(f"{found.counterexample.schedule.details}: {found.counterexample.failure}")
 
 
 def _tree_kv():
