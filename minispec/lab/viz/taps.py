@@ -22,10 +22,10 @@ from minispec.lab.viz.figure import DescribedFigure
 from minispec.lab.viz.legible import BODY, SMALL, TITLE
 from minispec.lab.viz.palette import EDGE, OKABE_ITO, SERIES, TEXT, WHITE
 
-WIDTH, PANEL_HEIGHT = 8.4, 1.35  # inches at 100 dpi: four panels fit 1280 x 720 beside the file browser
+WIDTH, PANEL_HEIGHT = 8.4, 1.1  # inches at 100 dpi: four panels and the legend fit one screen at 1280 x 720
 HATCHES = ("", "//", "..", "xx", "\\\\", "++")
 OWN, CARRIED = OKABE_ITO["blue"], OKABE_ITO["vermillion"]
-BOX_W, BOX_H = 0.84, 0.72
+BOX_W, BOX_H = 0.84, 0.66
 
 
 def _stage_fill(stage: int) -> str:
@@ -70,7 +70,7 @@ def plot_tap_stages(layouts: list[TapLayout], title: str) -> Figure:
     """One panel per layout (a pipeline size), in the order given."""
     if not layouts or len({len(lay.layer_stages) for lay in layouts}) != 1:
         raise ValueError("plot_tap_stages: expected at least one layout, all of one model (the same layers)")
-    fig = DescribedFigure(figsize=(WIDTH, PANEL_HEIGHT * len(layouts) + 1.0))
+    fig = DescribedFigure(figsize=(WIDTH, PANEL_HEIGHT * len(layouts) + 1.05))
     axes = fig.subplots(len(layouts), 1, squeeze=False)[:, 0]
     for ax, layout in zip(axes, layouts):
         _panel(ax, layout)
@@ -81,8 +81,8 @@ def plot_tap_stages(layouts: list[TapLayout], title: str) -> Figure:
                 Line2D([], [], color=CARRIED, linewidth=2, linestyle="--", label="tap captured earlier: it must travel")]
     fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=SMALL, frameon=False)
     fig.suptitle(title, fontsize=TITLE, color=TEXT)
-    fig.subplots_adjust(left=0.02, right=0.98, top=1 - 0.55 / fig.get_figheight(), bottom=1.0 / fig.get_figheight(),
-                        hspace=0.55)
+    fig.subplots_adjust(left=0.02, right=0.98, top=1 - 0.66 / fig.get_figheight(), bottom=0.62 / fig.get_figheight(),
+                        hspace=0.5)
     return fig
 
 
