@@ -200,7 +200,8 @@ class SpeculativeConfig:
     # SCRIPT_REPEAT in place of a count: all wrong, and the next proposal the same list.
     script: tuple[tuple[str, tuple[int, ...]], ...] = ()
     # Methods "eagle"/"eagle3": the target layers whose entering stream the head reads (its
-    # config.json's eagle_aux_hidden_state_layer_ids, as vLLM names it), read once with draft_arch
+    # config.json's eagle_aux_hidden_state_layer_ids, as vLLM names it), read once with draft_arch.
+    # Method "scripted": given here, the taps the scripted proposer reads (EAGLE-3 shaped).
     eagle_aux_hidden_state_layer_ids: tuple[int, ...] = ()
     # vLLM's string (0.13.0-0.17.0), parsed once into token_tree; None: a chain of k
     speculative_token_tree: str | None = None
@@ -222,6 +223,9 @@ class SpeculativeConfig:
         )
         require(not self.script or self.method == "scripted", "speculative_config['script']", dict(self.script),
                 "no script unless method is 'scripted'")
+        taps = self.eagle_aux_hidden_state_layer_ids
+        require(isinstance(taps, tuple) and all(is_int(i) and i >= 0 for i in taps),
+                "speculative_config['eagle_aux_hidden_state_layer_ids']", taps, "a tuple of layer indices >= 0")
         for req_id, counts in self.script:
             require(all(is_int(c) and (0 <= c <= k or c == SCRIPT_REPEAT) for c in counts),
                     f"speculative_config['script'][{req_id!r}]", counts,
@@ -249,9 +253,15 @@ class SpeculativeConfig:
             return cls()
         require(isinstance(d, dict), "speculative_config", d, "None or a dict")
         known = {"method", "num_speculative_tokens", "model", "prompt_lookup_min", "prompt_lookup_max", "script",
-                 "speculative_token_tree"}
+                 "eagle_aux_hidden_state_layer_ids", "speculative_token_tree"}
         unknown = set(d) - known
         require(not unknown, "speculative_config", sorted(unknown), f"keys among {sorted(known)}")
+        taps = d.get("eagle_aux_hidden_state_layer_ids")
+        # an EAGLE head's taps are its config.json's; only the scripted proposer takes them here
+        require(taps is None or d.get("method") == "scripted", "speculative_config['eagle_aux_hidden_state_layer_ids']",
+                taps, "none unless method is 'scripted' (an EAGLE-3 head's taps come from its config.json)")
+        require(taps is None or isinstance(taps, (list, tuple)),
+                "speculative_config['eagle_aux_hidden_state_layer_ids']", taps, "a list of layer indices")
         # vLLM refuses a speculative config without it rather than guess k; a tree gives it
         if "num_speculative_tokens" not in d and d.get("speculative_token_tree") is not None:
             d = {**d, "num_speculative_tokens": len(TokenTree.parse(d["speculative_token_tree"]))}
@@ -262,7 +272,8 @@ class SpeculativeConfig:
         # vLLM needs the head's path; minispec ships a head of each kind for its target
         heads = {"eagle": DEFAULT_EAGLE, "eagle3": DEFAULT_EAGLE3}
         model = {"model": heads[d["method"]]} if d.get("method") in heads and "model" not in d else {}
-        return cls(**{**d, **model, "script": tuple((str(r), tuple(c)) for r, c in sorted(script.items()))})
+        return cls(**{**d, **model, "script": tuple((str(r), tuple(c)) for r, c in sorted(script.items())),
+                      "eagle_aux_hidden_state_layer_ids": tuple(taps or ())})
 
     @property
     def enabled(self) -> bool:

@@ -16,8 +16,12 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import torch
+# torch is imported where a mask is built: config imports this module, and `import minispec.lab`
+# must load nothing heavy (tests/test_lab_surface.py)
+if TYPE_CHECKING:
+    import torch
 
 PARAM = "speculative_config['speculative_token_tree']"
 
@@ -89,6 +93,8 @@ class TokenTree:
         """``[n + 1, n + 1]``, row and column 0 the root: True where the row may attend the column
         (itself, its ancestors, the root). A truncated tree (fewer drafts scheduled) is its first n
         nodes: breadth-first, every parent comes before its children."""
+        import torch
+
         mask = torch.eye(n + 1, dtype=torch.bool)
         mask[:, 0] = True
         for i in range(n):

@@ -49,7 +49,7 @@ def test_each_condition_is_read_off_a_run_that_reaches_it(condition):
 def test_one_request_alone_on_a_plain_engine_reaches_none_of_the_hard_ones():
     plain = reached(ALONE, 2, shape())
     hard = {Kind.HANDOVER, Kind.READD_WITH_DRAFTS, Kind.PREEMPT_RESUME, Kind.PREEMPT_IN_FLIGHT, Kind.SHORT_CHUNK, Kind.PLACEHOLDERS,
-            Kind.STAGE_PAIRING, Kind.REUSE_BROADCAST_PENDING, Kind.REPEATED_DRAFTS}
+            Kind.STAGE_PAIRING, Kind.REUSE_BROADCAST_PENDING, Kind.REPEATED_DRAFTS, Kind.REMOTE_TAPS}
     assert not {c for c in plain if c.kind in hard}
     # max_tokens 2: the one proposal is verified by the last step, nothing follows it
     assert not {c for c in plain if c.kind is Kind.ACCEPTED}

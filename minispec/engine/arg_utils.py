@@ -138,6 +138,9 @@ def _with_draft(spec: SpeculativeConfig, arch: LlamaArchitecture, target: str | 
     if spec.enabled and spec.method == "scripted" and arch.architecture != "StandInForCausalLM":
         raise ValueError(f"speculative_config['method']='scripted': drafts from the stand-in model's own "
                          f"function; expected model=<a StandInForCausalLM checkpoint>, got {arch.architecture}")
+    require(all(i <= arch.num_hidden_layers for i in spec.eagle_aux_hidden_state_layer_ids),
+            "speculative_config['eagle_aux_hidden_state_layer_ids']", list(spec.eagle_aux_hidden_state_layer_ids),
+            f"layer indices from 0 to the target's {arch.num_hidden_layers}")
     if spec.enabled and spec.method in EAGLE_METHODS:
         return _with_eagle_head(spec, arch)
     if not (spec.enabled and spec.method == "draft_model"):
@@ -174,7 +177,8 @@ def _check_eagle_design(spec: SpeculativeConfig, design: Design, pp_size: int) -
     """An EAGLE head reads hidden states that, under pipeline parallelism, live on other stages:
     only a design whose record says its hand-over carries them runs one there (one stage carries
     nothing, so any design that accepts the method runs it at PP 1)."""
-    if not spec.enabled or spec.method not in EAGLE_METHODS or design.can_carry_hidden_states:
+    reads_taps = spec.method in EAGLE_METHODS or spec.eagle_aux_hidden_state_layer_ids  # or the scripted, so
+    if not spec.enabled or not reads_taps or design.can_carry_hidden_states:
         return
     if pp_size == 1 and design.accepts(spec.method):
         return

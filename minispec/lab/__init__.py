@@ -30,7 +30,8 @@ Runs and scenarios (``experiments``)
     ``build_llm``, ``run_schedule``; measured: ``acceptance_summary``, ``alpha_by_position``,
     ``chi_square``, ``first_divergence``, ``first_batches``, ``measure_overlap``;
     Model Runner V2 watched: ``run_watched``; the designs' hand-over measured: ``compare_designs``, ``count_handover``, ``Workload``;
-    async scheduling watched: ``run_ahead``; the rejection sampler drawn many times: ``rejection_draws``.
+    async scheduling watched: ``run_ahead``; the rejection sampler drawn many times: ``rejection_draws``;
+    state that is not tokens: ``tree_kv_run``.
 
 The workshop's exercises (``exercises``)
     ``check_draft_slots``, ``check_acceptance``, ``check_fix1``, ``check_fault2``,
@@ -53,6 +54,7 @@ Renderers (``viz``)
     ``plot_stage_rows``, ``plot_strip_diff``, ``plot_acceptance``, ``plot_history``,
     ``plot_rejection_example``, ``plot_acceptance_vs_k``, ``plot_sampled_vs_target``,
     ``plot_designs``, ``plot_handover``, ``plot_timeline``, ``plot_pairing``; async scheduling: ``render_ahead``;
+    a tree of drafts: ``render_tree``;
     the stepper: ``thread_runs``, ``schedule_runs``,
     ``trace_stepper``.
 
@@ -78,6 +80,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "experiments.handover": ("compare_designs", "count_handover", "Workload"),
     "experiments.run_ahead": ("run_ahead",),
     "experiments.rejection_draws": ("rejection_draws",),
+    "experiments.beyond_tokens": ("tree_kv_run",),
     "exercises.checkers": ("check_draft_slots", "check_acceptance", "check_fix1", "check_fault2", "check_fix2",
                            "check_condense", "check_recovered", "check_broadcast", "condense_trace", "thread_trace",
                            "decoder", "show_solution"),
@@ -103,6 +106,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "viz.sync_timeline": ("timeline_table", "plot_timeline"),
     "viz.pairing": ("plot_pairing",),
     "viz.placeholders": ("render_ahead",),
+    "viz.tree_kv": ("render_tree",),
     "viz.map": ("render_map", "flow", "FULL", "WORKSHOP"),
     "viz.gantt": ("plot_gantt", "plot_gantt_compare"),
     "viz.plots": ("plot_step_rows", "plot_stage_rows", "plot_strip_diff", "plot_acceptance"),

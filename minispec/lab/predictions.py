@@ -9,7 +9,7 @@ No vLLM twin: this is workshop tooling.
 
 from __future__ import annotations
 
-from minispec.lab.prediction import _UNSET, Prediction, show
+from minispec.lab.prediction import _UNSET, Prediction, _wrap, show
 
 STALE = (r"\btem\b", "C's leftovers")
 
@@ -168,6 +168,45 @@ def _recovered():
                                  recovered_freq=np.array(draws.recovered_shares()))
 
 
+def _own_taps():
+    from minispec.config import DEFAULT_TARGET, LlamaArchitecture
+    from minispec.lab.experiments.beyond_tokens import tap_layout
+    from minispec.lab.viz.taps import plot_tap_stages
+
+    layers = LlamaArchitecture.from_pretrained(DEFAULT_TARGET).num_hidden_layers
+    yield plot_tap_stages([tap_layout(layers, (1, 2, 3), pp) for pp in (1, 2, 3, 4)],
+                          f"EAGLE-3's taps 1, 2, 3 of the {layers}-layer target: which stage captures each")
+
+
+def _taps_dropped():
+    from minispec.lab.experiments.beyond_tokens import TAPS_DROPPED, taps_acceptance
+    from minispec.lab.explorer.explorer import TAPS, Scope, explore
+    from minispec.lab.faults.reproduce import run_fault
+    from minispec.lab.viz.faults import render_fault_run
+    from minispec.lab.viz.taps import render_taps_acceptance
+
+    yield render_fault_run(run_fault(TAPS_DROPPED))
+    yield "acceptance on the thread's four requests, the shipped EAGLE-3 head, Model Runner V2:"
+    yield render_taps_acceptance(taps_acceptance())
+    found = explore({"model_runner": "v2", "faults": TAPS_DROPPED},
+                    Scope(max_requests=1, eagle_aux_hidden_state_layer_ids=TAPS))
+    yield f"the explorer, from nothing: schedule {found.schedules_run} of its scope breaks first"
+    yield _wrap(f"{found.counterexample.schedule.details}: {found.counterexample.failure}")
+
+
+def _tree_kv():
+    from minispec.lab.exercises.attempts import decoder
+    from minispec.lab.experiments.beyond_tokens import tree_kv_run
+    from minispec.lab.viz.tree_kv import plot_tree_kv
+
+    run, show = tree_kv_run(), decoder(visible_spaces=True)
+    yield plot_tree_kv(run, show, "tree-path-not-compacted at PP = 2: only the last stage moves the path into place")
+    yield _wrap(str(run.violation))
+    for name in ("fixed", "faulty"):
+        texts = ", ".join(f"{r}: {_text(ids)!r}" for r, ids in sorted(run.outputs[name].items()))
+        yield f"{name:>6}: acceptance {run.acceptance[name]:.1%}; {texts}"
+
+
 def _judge(name: str):
     def check(guess):
         from minispec.lab.exercises import checkers
@@ -271,6 +310,33 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
         "run only two stages never see it: test at three or more",
         answers=(r"wrong slot is the right one", r"batch c \+ 1", r"next batch's rows", r"nothing caught"),
         figures=("plot_pairing",), evidence=_pairing),
+    Prediction(
+        "11-own-taps", "own-taps", "guess_own_taps",
+        "at PP = 2 one, tap 3; at PP = 4 none: stages 0, 1 and 2 capture taps 1, 2 and 3",
+        "tap i is the stream entering layer i, so the stage that runs layer i - 1 captures it. The drafter lives on "
+        "the last stage, which runs only the last layers: from PP = 3 on it captures none of the taps it reads, and "
+        "each must travel to it with the hidden states",
+        answers=(r"computes [01] of 3 taps", r"at PP = 4 none", r"PP = 2 one, tap 3"),
+        figures=(r"plot_tap_stages\(",), evidence=_own_taps),
+    Prediction(
+        "11-taps-dropped", "taps-dropped", "guess_taps",
+        "the output stays the same; acceptance falls from 51.3 % to 28.3 % at PP = 2 (5.6 % from PP = 3 on); "
+        "invariant 9 (hidden-state hand-over) at step 0, stage 1, request A",
+        "the drafter only proposes: the target verifies every draft, so zeros in place of two taps cost accepted "
+        "drafts, never a wrong token. Only a check of the hand-over itself (invariant 9: the tap handed over is the "
+        "one its stage computed) sees it, at the first forward. At PP = 1 the last stage owns every tap: masked",
+        answers=(r"invariant 9 \(hidden-state hand-over\) violated", r"\b28\.3 ?%", r"output stays the same"),
+        evidence=_taps_dropped),
+    Prediction(
+        "11-tree-kv", "tree-kv", "guess_tree_kv",
+        "node (1,)'s draft, stored at position 11: a rejected node, left in the place position 12 is committed to; "
+        "and the output changes",
+        "the tree's nodes were written to KV places 11 to 15 in breadth-first order. The accepted (0, 0) is in place "
+        "13; only a stage that compacts moves it into place 12. Stage 0 did not, so its later tokens attend to a "
+        "rejected draft at the wrong position: its hidden states change, and so does what the last stage computes "
+        "from them. Unlike a dropped tap, this is the target's own state, and no verification guards it",
+        answers=(r"got token \d+ stored at 11", r"node \(1,\)'s draft, stored at position 11", r"\bthe output changes"),
+        figures=(r"plot_tree_kv\(",), evidence=_tree_kv),
 )}
 
 

@@ -52,6 +52,7 @@ class Schedule:
     script: tuple[tuple[str, tuple[int, ...]], ...] = ()  # method "scripted": right drafts per proposal
     max_concurrent_batches: int | None = None  # None: one per stage
     async_scheduling: bool = False  # LLM's (vLLM's): schedule ahead on placeholders
+    eagle_aux_hidden_state_layer_ids: tuple[int, ...] = ()  # method "scripted": the taps it reads (EAGLE-3 shaped)
     speculative_token_tree: str | None = None  # vLLM's tree of drafts; None: a chain
 
     @property
@@ -83,6 +84,8 @@ def build_llm(schedule: Schedule, fixes="all", model_runner: str | None = None, 
 
     s = schedule
     spec = {"method": s.method, "num_speculative_tokens": s.num_speculative_tokens}
+    if s.eagle_aux_hidden_state_layer_ids:
+        spec["eagle_aux_hidden_state_layer_ids"] = s.eagle_aux_hidden_state_layer_ids
     if s.speculative_token_tree is not None:
         spec["speculative_token_tree"] = s.speculative_token_tree
     model = {} if s.model is None else {"model": s.model}

@@ -28,6 +28,7 @@ class Kind(StrEnum):
     STAGE_PAIRING = "two stages running different batches at once"  # detail: (earlier stage, later stage)
     REUSE_BROADCAST_PENDING = "a buffer reused in the forward that takes its previous occupant's last broadcast"
     REPEATED_DRAFTS = "a request sent the same draft list twice in a row"
+    REMOTE_TAPS = "the drafter handed a tap a stage before the last computed (EAGLE-3)"
 
 
 class Condition(NamedTuple):
@@ -42,15 +43,18 @@ class Condition(NamedTuple):
         return str(self.kind)
 
 
-def goals(ks, pps, async_flags) -> dict[Condition, str | None]:
+def goals(ks, pps, async_flags, remote_taps: bool = False) -> dict[Condition, str | None]:
     """Every condition a scope of these k, pipeline sizes and async settings should reach,
-    with None, or with why it cannot."""
+    with None, or with why it cannot (``remote_taps``: whether its drafter reads a tap that a
+    stage before the last owns)."""
     k, pp = max(ks), max(pps)
     wanted = [Condition(Kind.HANDOVER), Condition(Kind.READD_WITH_DRAFTS), Condition(Kind.PREEMPT_RESUME),
               Condition(Kind.PREEMPT_IN_FLIGHT), Condition(Kind.SHORT_CHUNK), Condition(Kind.REUSE_BROADCAST_PENDING), Condition(Kind.REPEATED_DRAFTS)]
     wanted += [Condition(Kind.ACCEPTED, n) for n in range(k + 1)]
     found: dict[Condition, str | None] = dict.fromkeys(wanted)
     found[Condition(Kind.PLACEHOLDERS)] = None if True in async_flags else "the scope never schedules asynchronously"
+    found[Condition(Kind.REMOTE_TAPS)] = None if remote_taps else ("the scope's drafter reads no tap that a stage "
+                                                                    "before the last owns")
     pairs = [(i, j) for i in range(max(pp, 3)) for j in range(i + 1, max(pp, 3))]
     for pair in pairs:
         found[Condition(Kind.STAGE_PAIRING, pair)] = (None if pair[1] < pp else
@@ -64,7 +68,16 @@ def conditions(trace: Trace, k: int) -> set[Condition]:
     for i, step in enumerate(trace.steps):
         found |= _rows(step) | _schedule(step, trace.steps[:i], k) | _accepted(step, trace.steps[i + 1:])
     in_flight = {Condition(Kind.PREEMPT_IN_FLIGHT) for step in trace.steps if step.stale}
-    return found | in_flight | _pairings(trace) | _reuse_pending(trace) | _repeated_drafts(trace)
+    return found | in_flight | _pairings(trace) | _reuse_pending(trace) | _repeated_drafts(trace) | _remote_taps(trace)
+
+
+def _remote_taps(trace: Trace) -> set[Condition]:
+    """A step where the last stage handed the drafter taps and an earlier stage computed one of them."""
+    for step in trace.steps:
+        handed = any(st.drafter_taps for st in step.stages if st.is_last)
+        if handed and any(taps for st in step.stages if not st.is_last for taps in st.computed_taps.values()):
+            return {Condition(Kind.REMOTE_TAPS)}
+    return set()
 
 
 def _rows(step: StepRecord) -> set[Condition]:

@@ -34,7 +34,8 @@ import warnings
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from minispec.config import CHECKPOINT_DIR, SCRIPT_REPEAT, is_int
+from minispec.config import CHECKPOINT_DIR, SCRIPT_REPEAT, LlamaArchitecture, is_int
+from minispec.distributed.utils import get_pp_indices
 from minispec.instruments.invariants import InvariantViolation, Violation
 from minispec.lab.experiments.scenarios import PROMPTS
 from minispec.lab.experiments.schedule import Request, Schedule, build_llm, intra_op_threads, plural
@@ -44,6 +45,7 @@ from minispec.model_executor.models.standin import greedy_continuation
 from minispec.token_tree import TokenTree
 
 STANDIN = CHECKPOINT_DIR / "standin"
+STANDIN_ARCH = LlamaArchitecture.from_pretrained(STANDIN)
 MAX_MODEL_LEN = 64  # every scope's longest request fits; a KV cache of fewer blocks caps it lower
 METHODS = ("scripted", "ngram")  # the proposers a scope may draft with
 DESIGN_KEYS = ("fixes", "faults", "model_runner", "worker_cls")  # what engine_args may set: the design and its switches
@@ -85,6 +87,9 @@ class Scope:
     method: str = "scripted"  # "ngram": drafts from the history (a design that drafts on every stage needs it)
     # vLLM's speculative_token_tree for every schedule (its nodes are k; search draws chains); None: a chain
     speculative_token_tree: str | None = None
+    # the scripted proposer EAGLE-3 shaped: the stand-in's layers whose entering stream it reads
+    # (``TAPS``: under PP most live on stages before the last), handed over as the real model's are
+    eagle_aux_hidden_state_layer_ids: tuple[int, ...] = ()
 
     def __post_init__(self):
         _check_fields(self)
@@ -98,6 +103,14 @@ class Scope:
             raise ValueError(f"arrival_steps={self.arrival_steps!r}: expected 0 among them (the first request's)")
         if self.method not in METHODS:
             raise ValueError(f"method={self.method!r}: expected one of {METHODS}")
+        taps = self.eagle_aux_hidden_state_layer_ids
+        if taps and self.method != "scripted":
+            raise ValueError(f"eagle_aux_hidden_state_layer_ids={taps!r}: the scripted proposer reads taps; "
+                             f"expected () with method={self.method!r}")
+        layers = STANDIN_ARCH.num_hidden_layers
+        if not (isinstance(taps, tuple) and all(is_int(i) and 0 <= i <= layers for i in taps)):
+            raise ValueError(f"eagle_aux_hidden_state_layer_ids={taps!r}: expected a tuple of the stand-in's "
+                             f"layer indices, 0 to {layers}")
         if max(self.right_drafts) > min(self.num_speculative_tokens):
             raise ValueError(f"right_drafts={self.right_drafts!r}: expected at most k = "
                              f"{min(self.num_speculative_tokens)} (num_speculative_tokens' smallest)")
@@ -166,6 +179,12 @@ DEFAULT = Scope(max_requests=2, max_tokens=(2, 4, 8), right_drafts=(0, 1, 2, 3, 
                 async_scheduling=(False, True))
 
 
+# The taps the shipped EAGLE-3 head reads (the streams entering layers 1, 2 and 3 of 4; SGLang's
+# default, layers 2, n/2 and n - 3, needs more layers): at PP 2 the first two are stage 0's. A scope
+# that reads them (``replace(scope, eagle_aux_hidden_state_layer_ids=TAPS)``) exercises invariant 9.
+TAPS = (1, 2, 3)
+
+
 def schedules(scope: Scope):
     """Every distinct schedule in ``scope``, smallest first (``_size``). Requests are
     interchangeable, so each multiset of requests is run once (in arrival order), and the
@@ -180,7 +199,8 @@ def schedules(scope: Scope):
                 batch.append((_size(reqs, max_tokens, shape, plain), reqs, max_tokens, shape))
     batch.sort(key=lambda b: b[0])
     for _, reqs, max_tokens, shape in batch:
-        schedule = _schedule(reqs, max_tokens, shape, scope.block_size, scope.method)
+        schedule = _schedule(reqs, max_tokens, shape, scope.block_size, scope.method,
+                             scope.eagle_aux_hidden_state_layer_ids)
         tree = scope.speculative_token_tree
         yield schedule if tree is None else replace(schedule, speculative_token_tree=tree,
                                                     details=f"{schedule.details}; tree {tree}")
@@ -197,7 +217,8 @@ def _size(reqs, max_tokens, shape, plain: Shape) -> tuple:
             shape.k, shape.in_flight or 0, -(shape.blocks or 10**6), -shape.budget, -shape.seqs, shape.async_scheduling)
 
 
-def _schedule(reqs, max_tokens: int, shape: Shape, block_size: int, method: str = "scripted") -> Schedule:
+def _schedule(reqs, max_tokens: int, shape: Shape, block_size: int, method: str = "scripted",
+              taps: tuple[int, ...] = ()) -> Schedule:
     blocks = shape.blocks
     names = list(PROMPTS)
     requests = tuple(Request(PROMPTS[names[i]][:length], arrival, names[i])
@@ -207,11 +228,11 @@ def _schedule(reqs, max_tokens: int, shape: Shape, block_size: int, method: str 
                     max_num_seqs=shape.seqs, max_num_batched_tokens=shape.budget, block_size=block_size,
                     num_gpu_blocks=blocks, max_model_len=MAX_MODEL_LEN if blocks is None else blocks * block_size,
                     model=str(STANDIN), script=script, max_concurrent_batches=shape.in_flight,
-                    async_scheduling=shape.async_scheduling,
-                    details=_details(requests, script, shape, max_tokens))
+                    async_scheduling=shape.async_scheduling, eagle_aux_hidden_state_layer_ids=taps,
+                    details=_details(requests, script, shape, max_tokens, taps))
 
 
-def _details(requests, script, shape: Shape, max_tokens) -> str:
+def _details(requests, script, shape: Shape, max_tokens, taps: tuple[int, ...] = ()) -> str:
     reqs = ", ".join(f"{r.req_id}: {plural(len(r.prompt), 'token')} at step {r.arrival_step}"
                      + (f", right drafts {_script_text(dict(script)[r.req_id])}" if r.req_id in dict(script) else "")
                      for r in requests)
@@ -220,6 +241,7 @@ def _details(requests, script, shape: Shape, max_tokens) -> str:
     engine += ["async scheduling"] * shape.async_scheduling
     engine += [f"{shape.blocks} KV blocks"] * (shape.blocks is not None)
     engine += [f"budget {shape.budget}"] * (shape.budget != 512) + [plural(shape.seqs, "row")] * (shape.seqs < 4)
+    engine += [f"drafts reading taps {', '.join(map(str, taps))}"] * bool(taps)
     return f"{', '.join(engine)}; {reqs}"
 
 
@@ -277,7 +299,7 @@ class ExploreResult:
         """Each condition the scope aims at that no schedule run reached, with why it cannot
         where that is known (None: the scope could have, and did not)."""
         aims = goals(self.scope.num_speculative_tokens, self.scope.pipeline_parallel_size,
-                     self.scope.async_scheduling)
+                     self.scope.async_scheduling, _remote_taps(self.scope))
         return {c: why for c, why in aims.items() if c not in self.covered}
 
     def coverage(self) -> str:
@@ -285,6 +307,14 @@ class ExploreResult:
         if not never:
             return "exercised every condition it aims at"
         return "never exercised: " + "; ".join(str(c) + (f" ({why})" if why else "") for c, why in never.items())
+
+
+def _remote_taps(scope: Scope) -> bool:
+    """Whether some schedule's drafter reads a tap that a stage before the last owns (the last
+    stage owns the taps from its first layer + 1 on)."""
+    taps, layers = scope.eagle_aux_hidden_state_layer_ids, STANDIN_ARCH.num_hidden_layers
+    return any(taps and min(taps) <= get_pp_indices(layers, pp - 1, pp)[0]
+               for pp in scope.pipeline_parallel_size if pp > 1)
 
 
 def run_one(schedule: Schedule, engine_args: dict) -> Counterexample | None:
@@ -347,7 +377,8 @@ def explore(engine_args: dict | None = None, scope: Scope | None = None, limit: 
     result = _explore(engine_args, scope or DEFAULT, limit, workers, invariants)
     if result.counterexample is not None or not search_examples or not result.exhausted:
         return result
-    wide = replace(WIDE, method=result.scope.method)
+    wide = replace(WIDE, method=result.scope.method,
+                   eagle_aux_hidden_state_layer_ids=result.scope.eagle_aux_hidden_state_layer_ids)
     more = search(result.engine_args, wide, max_examples=search_examples)
     return replace(result, schedules_run=result.schedules_run + more.schedules_run,
                    seconds=result.seconds + more.seconds, counterexample=more.counterexample,
@@ -355,7 +386,7 @@ def explore(engine_args: dict | None = None, scope: Scope | None = None, limit: 
 
 
 def _explore(engine_args, scope, limit, workers, invariants) -> ExploreResult:
-    engine_args, scope = _check_engine_args(engine_args), _check_scope(scope)
+    engine_args, scope = _check_engine_args(engine_args), _check_scope(scope, engine_args)
     if not (is_int(workers) and workers >= 1):
         raise ValueError(f"workers={workers!r}: expected an integer >= 1")
     if not (limit is None or (is_int(limit) and limit >= 1)):
@@ -394,7 +425,7 @@ def search(engine_args: dict | None = None, scope: Scope = WIDE, max_examples: i
     except ImportError:
         raise ImportError("search needs hypothesis (the 'dev' extra: pip install 'minispec[dev]')") from None
     engine_args, count, start = _check_engine_args(engine_args), 0, time.perf_counter()
-    scope = _check_scope(scope)
+    scope = _check_scope(scope, engine_args)
     if not (is_int(max_examples) and max_examples >= 1):
         raise ValueError(f"max_examples={max_examples!r}: expected an integer >= 1")
     warned, covered = tuple(warn_unreachable(engine_args, scope)), set()
@@ -403,7 +434,8 @@ def search(engine_args: dict | None = None, scope: Scope = WIDE, max_examples: i
                                   * scope.scripted_proposals * (scope.method == "scripted")))
     strategy = st.builds(_canonical, st.lists(choices, min_size=1, max_size=scope.max_requests),
                          st.sampled_from(sorted(scope.max_tokens)), st.sampled_from(scope.shapes()),
-                         st.just(scope.block_size), st.just(scope.method))
+                         st.just(scope.block_size), st.just(scope.method),
+                         st.just(scope.eagle_aux_hidden_state_layer_ids))
 
     def fails(schedule: Schedule) -> bool:
         nonlocal count
@@ -425,10 +457,11 @@ def search(engine_args: dict | None = None, scope: Scope = WIDE, max_examples: i
                          warnings=warned)
 
 
-def _canonical(reqs, max_tokens, shape, block_size, method) -> Schedule:
+def _canonical(reqs, max_tokens, shape, block_size, method, taps) -> Schedule:
     """Requests in arrival order, the first arriving at step 0."""
     first = min(r[0] for r in reqs)
-    return _schedule(sorted((a - first, n, script) for a, n, script in reqs), max_tokens, shape, block_size, method)
+    return _schedule(sorted((a - first, n, script) for a, n, script in reqs), max_tokens, shape, block_size, method,
+                     taps)
 
 
 def _fails(schedule: Schedule, engine_args: dict) -> tuple[bool, frozenset[Condition]]:
@@ -463,9 +496,18 @@ def _check_engine_args(engine_args: dict | None) -> dict:
     return engine_args
 
 
-def _check_scope(scope) -> Scope:
+def _check_scope(scope, engine_args: dict) -> Scope:
+    """A Scope; one whose drafter reads taps only on a design that can carry them at its largest
+    PP (refused before any run, with the design's reason, as the engine refuses it)."""
+    from minispec.engine.arg_utils import EngineArgs
+
     if not isinstance(scope, Scope):
         raise ValueError(f"scope={scope!r}: expected a Scope (minispec.lab.explorer.explorer.Scope)")
+    if scope.eagle_aux_hidden_state_layer_ids:
+        spec = {"method": "scripted", "num_speculative_tokens": min(scope.num_speculative_tokens),
+                "eagle_aux_hidden_state_layer_ids": scope.eagle_aux_hidden_state_layer_ids}
+        EngineArgs(model=STANDIN, pipeline_parallel_size=max(scope.pipeline_parallel_size), speculative_config=spec,
+                   **engine_args).create_engine_config()
     return scope
 
 
@@ -479,6 +521,9 @@ def warn_unreachable(engine_args: dict, scope: Scope) -> list[str]:
     needs = []
     if fault is not None and fault.scenario.async_scheduling and True not in scope.async_scheduling:
         needs.append("async scheduling, which the scope never turns on (async_scheduling=(False,))")
+    if fault is not None and fault.scenario.method == "eagle3" and not scope.eagle_aux_hidden_state_layer_ids:
+        needs.append("a drafter reading EAGLE-3 taps, which the scope's proposer never reads "
+                     "(eagle_aux_hidden_state_layer_ids=(); TAPS reads the shipped head's)")
     if fault is not None and fault.scenario.pipeline_parallel_size > max(scope.pipeline_parallel_size):
         needs.append(f"{fault.scenario.pipeline_parallel_size} stages, more than the scope's "
                      f"pipeline_parallel_size={scope.pipeline_parallel_size!r}")

@@ -7,18 +7,9 @@ live only on the last stage (vLLM puts ``PPMissingLayer`` placeholders in the
 other slots; minispec simply does not build them). A non-last stage returns
 ``IntermediateTensors``; the last returns hidden states for ``compute_logits``.
 
-EAGLE-3 taps (vLLM 0.30.0: ``EagleModelMixin``, ``model_executor/models/interfaces.py``
-1569-1641, used by ``LlamaModel.forward``, ``llama.py`` 406-457; from reading the code): with
-``set_aux_hidden_state_layers``, tap ``i`` is the residual stream entering layer ``i`` (after
-layer ``i - 1``; tap 0 is the embedding's output, on the first stage). The stage that owns the
-layer before a tap captures it and appends it to the ``IntermediateTensors`` it sends on, and
-every later stage passes what it received along with its own, so the last stage returns
-``(hidden_states, taps)`` with every tap, in layer order. vLLM keys the slots by their index
-among the taps (``aux_hidden_states_0``...); minispec keys them by layer
-(``aux_hidden_states_layer_<i>``), so a reader can tell which stage's capture a slot holds.
-``captures=False`` is the fault SGLang #39644 describes: a stage that does not capture its
-own taps (SGLang's ``set_eagle3_layers_to_capture`` returns early off the last rank), whose
-slots then travel as zeros, the placeholders the transport reserved for them.
+EAGLE-3 taps: ``LlamaModel`` mixes in ``EagleModelMixin`` (``interfaces.py``, as vLLM 0.30.0's
+``LlamaModel.forward`` uses it, ``llama.py`` 406-457; from reading the code): each stage captures
+the taps it owns and carries on those it received.
 
 Left out: tensor parallelism, quantisation, fused kernels, rope scaling.
 The arithmetic follows transformers' Llama step for step, so that logits agree
@@ -33,6 +24,7 @@ from torch import nn
 from minispec.attention import Attention, AttentionMetadata
 from minispec.config import LlamaArchitecture
 from minispec.distributed.utils import get_pp_indices
+from minispec.model_executor.models.interfaces import EagleModelMixin, aux_key
 from minispec.sequence import IntermediateTensors
 
 
@@ -123,7 +115,7 @@ class LlamaDecoderLayer(nn.Module):
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
-class LlamaModel(nn.Module):
+class LlamaModel(nn.Module, EagleModelMixin):
     def __init__(self, arch: LlamaArchitecture, pp_rank: int, pp_size: int):
         super().__init__()
         self.start_layer, self.end_layer = get_pp_indices(arch.num_hidden_layers, pp_rank, pp_size)
@@ -140,54 +132,18 @@ class LlamaModel(nn.Module):
             {str(i): LlamaDecoderLayer(arch) for i in range(self.start_layer, self.end_layer)}
         )
         self.norm = RMSNorm(arch.hidden_size, arch.rms_norm_eps) if self.is_last_rank else None
-        self.aux_hidden_state_layers: tuple[int, ...] = ()  # EAGLE-3's taps, by layer; none by default
-        self.captures_aux = True
-        # minispec's probe for the trace (vLLM keeps none): the streams this stage computed at its
-        # own tap points in its last forward, whether or not it filled their slots
-        self.computed_aux_hidden_states: dict[int, torch.Tensor] = {}
-
-    def set_aux_hidden_state_layers(self, layers: tuple[int, ...], captures: bool = True) -> None:
-        """Tap the residual stream entering each layer in ``layers`` (``len(layers)`` may name the
-        stream after the last layer). ``captures``: whether this stage fills its own taps' slots."""
-        self.aux_hidden_state_layers = tuple(sorted(set(layers)))
-        self.captures_aux = captures
-
-    def upstream_aux_layers(self) -> tuple[int, ...]:
-        """The taps captured before this stage: the slots its ``IntermediateTensors`` bring."""
-        if self.is_first_rank:
-            return ()
-        return tuple(i for i in self.aux_hidden_state_layers if i <= self.start_layer)
-
-    def _own_aux_layers(self) -> tuple[int, ...]:
-        first = self.start_layer if self.is_first_rank else self.start_layer + 1
-        return tuple(i for i in self.aux_hidden_state_layers if first <= i <= self.end_layer)
 
     def forward(self, input_ids, positions, meta, intermediate_tensors: IntermediateTensors | None):
         if self.is_first_rank:
             x = self.embed_tokens(input_ids)
         else:
             x = intermediate_tensors["hidden_states"]
-        taps = {i: intermediate_tensors[aux_key(i)] for i in self.upstream_aux_layers()}
-        own = self._own_aux_layers()
-        if self.start_layer in own:
-            taps[self.start_layer] = x
+        taps = self.collect_remote_aux_hidden_states(intermediate_tensors)
         for idx, layer in self.layers.items():
+            self.maybe_add_hidden_state(taps, int(idx), x)
             x = layer(positions, x, meta)
-            if int(idx) + 1 in own:
-                taps[int(idx) + 1] = x
-        self.computed_aux_hidden_states = {i: taps[i] for i in own}
-        if not self.captures_aux:  # the fault: the slots were reserved, nothing filled them
-            taps.update({i: torch.zeros_like(x) for i in own})
-        if not self.is_last_rank:
-            return IntermediateTensors({"hidden_states": x, **{aux_key(i): t for i, t in taps.items()}})
-        if self.aux_hidden_state_layers:
-            return self.norm(x), [taps[i] for i in self.aux_hidden_state_layers]
-        return self.norm(x)
-
-
-def aux_key(layer: int) -> str:
-    """The ``IntermediateTensors`` key of the tap entering ``layer``."""
-    return f"aux_hidden_states_layer_{layer}"
+        self.maybe_add_hidden_state(taps, self.end_layer, x)
+        return self.aux_stage_output(x, taps, self.norm)
 
 
 class LlamaForCausalLM(nn.Module):

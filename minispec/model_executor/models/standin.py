@@ -18,10 +18,11 @@ modulo a prime below 2**24, so every value is exact in float32. A stale draft sl
 position, a wrong block or a wrong ``num_computed_tokens`` changes the hash, and so the
 token it predicts, as it would change a real model's (up to a 1-in-vocabulary collision
 when the hash is reduced to a token). A tree of drafts (``AttentionMetadata.visible``) hides a
-node's siblings from it, so a rejected sibling's entry left in the committed context changes the hash. Layers are split over pipeline stages as Llama's are,
-so the output does not depend on the number of stages. ``greedy_continuation`` computes the
-same function on a plain token list: what a correct engine must produce, and what the
-scripted proposer (``minispec.v1.spec_decode.scripted_proposer``) drafts from.
+node's siblings from it, so a rejected sibling's entry left in the committed context changes the
+hash. Layers are split over pipeline stages as Llama's are, so the output does not depend on
+the number of stages. ``greedy_continuation`` computes the same function on a plain token list:
+what a correct engine must produce, and what the scripted proposer (``minispec.v1.spec_decode.scripted_proposer``) drafts from; ``layer_inputs``
+gives the streams entering each layer there, what EAGLE-3 taps (``EagleModelMixin``) must carry.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from torch import nn
 from minispec.attention import AttentionMetadata
 from minispec.config import LlamaArchitecture
 from minispec.distributed.utils import get_pp_indices
-from minispec.sequence import IntermediateTensors
+from minispec.model_executor.models.interfaces import EagleModelMixin, aux_key
 
 PRIME = 16_777_213  # the largest prime below 2**24: float32 holds every residue exactly
 _VALUE, _POSITION, _QUERY = 1_000_003, 7_919, 104_729  # odd multipliers, below PRIME
@@ -56,26 +57,41 @@ def layer_output(context_hash, query_position):
     return (context_hash + query_position * _QUERY) % PRIME
 
 
+class _Causal:
+    """The stand-in computed on a plain token list, one place at a time (every position and
+    place what it should be). Causal, so each layer's hash of a prefix is a running sum."""
+
+    def __init__(self, arch: LlamaArchitecture):
+        self.sums = [0] * arch.num_hidden_layers
+
+    def feed(self, token: int, place: int) -> list[int]:
+        """The streams entering layers 0, 1, ..., n at ``place`` (the last: the model's output)."""
+        streams = [token]
+        for layer in range(len(self.sums)):
+            self.sums[layer] = (self.sums[layer] + entry_hash(streams[-1], place, place, layer)) % PRIME
+            streams.append(layer_output(self.sums[layer], place))
+        return streams
+
+
 def greedy_continuation(tokens: list[int], n: int, arch: LlamaArchitecture) -> list[int]:
-    """The ``n`` tokens a correct engine generates greedily after ``tokens``, computed on the
-    list itself (every position and place what it should be). Causal, so each layer's hash
-    of a prefix is a running sum: one pass, token by token."""
-    sums = [0] * arch.num_hidden_layers
-
-    def feed(token: int, place: int) -> int:
-        x = token
-        for layer in range(arch.num_hidden_layers):
-            sums[layer] = (sums[layer] + entry_hash(x, place, place, layer)) % PRIME
-            x = layer_output(sums[layer], place)
-        return x
-
+    """The ``n`` tokens a correct engine generates greedily after ``tokens``, in one pass."""
+    model = _Causal(arch)
     for place, token in enumerate(tokens):
-        last = feed(int(token), place)
+        last = model.feed(int(token), place)[-1]
     out = []
     for place in range(len(tokens), len(tokens) + n):
         out.append(last % arch.vocab_size)
-        last = feed(out[-1], place)
+        last = model.feed(out[-1], place)[-1]
     return out
+
+
+def layer_inputs(tokens: list[int], arch: LlamaArchitecture) -> list[int]:
+    """The streams entering layers 0..n at the last of ``tokens``' positions: what a correct
+    engine hands an EAGLE-3 drafter as tap ``i`` there (its first column)."""
+    model = _Causal(arch)
+    for place, token in enumerate(tokens):
+        streams = model.feed(int(token), place)
+    return streams
 
 
 class StandInLayer(nn.Module):
@@ -108,7 +124,6 @@ class StandInLayer(nn.Module):
             out.append(layer_output(hashes[seq_len - (end - start):], queries))
         return torch.from_numpy(np.concatenate(out)).to(x.device)
 
-
     def _tree_hashes(self, meta: AttentionMetadata, i: int, q_len: int, values, stored):
         """Each query hashes the entries it sees (``meta.visible``), placed by their rank among them:
         a node's context is the committed one, its ancestors and itself, as a chain's would be."""
@@ -118,35 +133,56 @@ class StandInLayer(nn.Module):
         return shares.sum(axis=1) % PRIME
 
 
-class StandInForCausalLM(nn.Module):
-    """One pipeline stage of the stand-in (the whole model when ``pp_size == 1``). Hidden
-    states are ``[tokens, hidden_size]`` floats whose first column carries the hash."""
+class StandInModel(nn.Module, EagleModelMixin):
+    """One pipeline stage's layers. Hidden states are ``[tokens, hidden_size]`` floats whose
+    first column carries the hash; so are EAGLE-3 taps (``EagleModelMixin``): tap ``i``, the
+    stream entering layer ``i``, travels to the last stage as the real model's do."""
 
-    def __init__(self, arch: LlamaArchitecture, pp_rank: int = 0, pp_size: int = 1):
+    def __init__(self, arch: LlamaArchitecture, pp_rank: int, pp_size: int):
         super().__init__()
-        self.arch, self.pp_rank, self.pp_size = arch, pp_rank, pp_size
+        self.hidden_size = arch.hidden_size
         self.start_layer, self.end_layer = get_pp_indices(arch.num_hidden_layers, pp_rank, pp_size)
         self.is_first_rank, self.is_last_rank = pp_rank == 0, pp_rank == pp_size - 1
         self.layers = nn.ModuleList(StandInLayer(i) for i in range(self.start_layer, self.end_layer))
 
-    @property
-    def attention_layers(self) -> list[StandInLayer]:
-        return list(self.layers)
+    def _hidden(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = torch.zeros(len(x), self.hidden_size, device=x.device)
+        hidden[:, 0] = x.to(hidden.dtype)
+        return hidden
 
     def forward(self, input_ids, positions, meta, intermediate_tensors=None):
         if self.is_first_rank:
             x = input_ids.to(torch.int64)
         else:
             x = intermediate_tensors["hidden_states"][:, 0].to(torch.int64)
+        taps = self.collect_remote_aux_hidden_states(intermediate_tensors)
         for layer in self.layers:
+            if self.aux_hidden_state_layers:  # a hidden-state copy per layer only when a tap may want it
+                self.maybe_add_hidden_state(taps, layer.layer, self._hidden(x))
             x = layer(positions.to(torch.int64), x, meta)
-        hidden = torch.zeros(len(x), self.arch.hidden_size, device=x.device)
-        hidden[:, 0] = x.to(hidden.dtype)
-        return hidden if self.is_last_rank else IntermediateTensors({"hidden_states": hidden})
+        hidden = self._hidden(x)
+        self.maybe_add_hidden_state(taps, self.end_layer, hidden)
+        return self.aux_stage_output(hidden, taps, lambda h: h)
+
+
+class StandInForCausalLM(nn.Module):
+    """One pipeline stage of the stand-in (the whole model when ``pp_size == 1``)."""
+
+    def __init__(self, arch: LlamaArchitecture, pp_rank: int = 0, pp_size: int = 1):
+        super().__init__()
+        self.arch, self.pp_rank, self.pp_size = arch, pp_rank, pp_size
+        self.model = StandInModel(arch, pp_rank, pp_size)
+
+    @property
+    def attention_layers(self) -> list[StandInLayer]:
+        return list(self.model.layers)
+
+    def forward(self, input_ids, positions, meta, intermediate_tensors=None):
+        return self.model(input_ids, positions, meta, intermediate_tensors)
 
     def intermediate_tensor_keys(self) -> list[str]:
-        """What this stage receives from the one before: the hidden states only (no EAGLE taps)."""
-        return ["hidden_states"]
+        """What this stage receives from the one before: the hidden states, then the taps captured upstream."""
+        return ["hidden_states"] + [aux_key(i) for i in self.model.upstream_aux_layers()]
 
     def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor:
         tokens = hidden_states[:, 0].to(torch.int64) % self.arch.vocab_size

@@ -30,7 +30,8 @@ def make_drafter(vllm_config: VllmConfig, device: torch.device, dtype: torch.dty
     if spec.method == "ngram":
         return NgramProposer(spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens)
     if spec.method == "scripted":
-        return ScriptedProposer(dict(spec.script), spec.num_speculative_tokens, vllm_config.arch, spec.token_tree)
+        return ScriptedProposer(dict(spec.script), spec.num_speculative_tokens, vllm_config.arch, spec.token_tree,
+                                spec.eagle_aux_hidden_state_layer_ids)
     proposer = EagleProposer if spec.method in EAGLE_METHODS else DraftModelProposer
     return proposer(spec.model, spec.num_speculative_tokens, sched.max_model_len, sched.max_num_seqs,
                     vllm_config.cache_config.block_size, device, dtype, arch=spec.draft_arch, tree=spec.token_tree)
@@ -38,7 +39,8 @@ def make_drafter(vllm_config: VllmConfig, device: torch.device, dtype: torch.dty
 
 def capture_hidden_states(drafter, req_ids: list[str], starts: np.ndarray, counts: np.ndarray, hidden_states,
                           aux_hidden_states) -> None:
-    """After the last stage's forward: hand an EAGLE drafter the features of every computed
-    position (``EagleProposer.capture``); any other proposer reads tokens only."""
-    if isinstance(drafter, EagleProposer):
+    """After the last stage's forward: hand an EAGLE drafter (or the scripted one, which may read
+    taps) the features of every computed position (``EagleProposer.capture``); any other proposer
+    reads tokens only."""
+    if isinstance(drafter, (EagleProposer, ScriptedProposer)):
         drafter.capture(req_ids, starts, counts, hidden_states, aux_hidden_states)
