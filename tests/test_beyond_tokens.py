@@ -16,7 +16,7 @@ from minispec.lab.experiments.beyond_tokens import (
 from minispec.lab.viz.figure import describe
 from minispec.lab.viz.legible import too_small
 from minispec.lab.viz.taps import plot_tap_stages, render_taps_acceptance
-from minispec.lab.viz.tree_kv import plot_tree_kv, render_tree
+from minispec.lab.viz.tree_figure import plot_tree_kv, render_tree
 from minispec.token_tree import TokenTree
 
 

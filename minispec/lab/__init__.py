@@ -106,7 +106,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "viz.sync_timeline": ("timeline_table", "plot_timeline"),
     "viz.pairing": ("plot_pairing",),
     "viz.placeholders": ("render_ahead",),
-    "viz.tree_kv": ("render_tree",),
+    "viz.tree_figure": ("render_tree",),
     "viz.map": ("render_map", "flow", "FULL", "WORKSHOP"),
     "viz.gantt": ("plot_gantt", "plot_gantt_compare"),
     "viz.plots": ("plot_step_rows", "plot_stage_rows", "plot_strip_diff", "plot_acceptance"),

@@ -197,7 +197,7 @@ def _taps_dropped():
 def _tree_kv():
     from minispec.lab.exercises.attempts import decoder
     from minispec.lab.experiments.beyond_tokens import tree_kv_run
-    from minispec.lab.viz.tree_kv import plot_tree_kv
+    from minispec.lab.viz.tree_figure import plot_tree_kv
 
     run, show = tree_kv_run(), decoder(visible_spaces=True)
     yield plot_tree_kv(run, show, "tree-path-not-compacted at PP = 2: only the last stage moves the path into place")
