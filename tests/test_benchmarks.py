@@ -90,3 +90,24 @@ def test_bench_explorer_prints_a_row_per_preset_and_the_fixed_designs():
     assert "(a request keeps its slot for its life (Model Runner V2's RequestState): nothing is re-added)" in out
     assert re.search(r"\| replicated \| whole, 1 request \| 8 \|", out)  # n-gram drafts: no scripts to vary
     assert re.search(r"the default scope \(DEFAULT\): 10 schedules .* distinct states", out)
+
+
+def test_bench_sharing_checks_its_state_keys_by_what_follows_them(monkeypatch):
+    """A key is sound when two runs that reach equal keys run the same from there. The
+    scheduler's view alone is planted as the unsound one (it leaves out the script's unread
+    drafts and the runners' buffers): equal views go on differently; the sound key's never do.
+    Three schedules run twice: the sound key sees each of their states again (it depends on the
+    state, not on the objects holding it or on leftover bytes in buffers, which are allocated
+    zeroed for the measurement).
+    The trie of inputs runs fewer engine steps than the schedules one by one."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import bench_sharing
+
+    group = bench_sharing.groups(1, seed=1)[0][:60]
+    once = bench_sharing.measure(group)
+    assert once["view differed"] > 0 and once["view repeat"] > 0
+    assert once["sound differed"] == 0
+    assert 0 < once["trie engine steps"] < once["engine_steps"]
+    twice = bench_sharing.measure(group + group[-3:])
+    rerun = twice["keyed"] - once["keyed"]
+    assert twice["sound repeat"] == once["sound repeat"] + rerun and rerun > 0 and twice["sound differed"] == 0

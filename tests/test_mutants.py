@@ -1,33 +1,32 @@
 """The mutation benchmark's catalogue: every mutant is applied and put back cleanly, its
 change is the one it declares, and the explorer catches a cheap subset where the benchmark
-says it does (the full table: ``make mutants``)."""
+says it does (the full table: ``make mutants``). The table, the suite column and its pytest
+plugin live outside the package (``benchmarks/``)."""
 
+import importlib
 import inspect
 import types
+from pathlib import Path
 
 import pytest
 
-from minispec.lab.explorer import mutant_plugin
 from minispec.lab.explorer.explorer import Scope, explore
-from minispec.lab.explorer.mutants import (
-    MUTANTS,
-    SUITE,
-    V1,
-    V2,
-    Catch,
-    Edit,
-    Row,
-    SwitchSet,
-    applied,
-    mutant,
-    render_table,
-    uncaught,
-)
+from minispec.lab.explorer.mutants import MUTANTS, V1, V2, Catch, Edit, SwitchSet, applied, mutant
 from minispec.lab.records.threads import references, thread
 from minispec.v1.worker.gpu_model_runner import GPUModelRunner
 from minispec.v1.worker.runner_fixes import READD_SPEC_TOKENS, RunnerFixes, skip_spec_tokens
 from minispec.v1.worker.switchboard import resolve_switches
 from minispec.v1.worker.switches import Switches
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    """The benchmark's own modules, imported from ``benchmarks/`` (not installed)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    return types.SimpleNamespace(table=importlib.import_module("bench_mutants"),
+                                 plugin=importlib.import_module("mutant_plugin"))
 
 
 def _patched(m):
@@ -89,14 +88,12 @@ def test_each_reference_is_in_the_thread_table():
             assert thread(repo, number)
 
 
-def test_the_suite_subsets_name_files_that_exist():
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    assert all((root / f).is_file() for files in SUITE.values() for f in files)
+def test_the_suite_subsets_name_files_that_exist(bench):
+    assert all((ROOT / f).is_file() for files in bench.table.SUITE.values() for f in files)
 
 
-def test_the_plugin_applies_the_mutant_for_the_session_and_puts_it_back():
+def test_the_plugin_applies_the_mutant_for_the_session_and_puts_it_back(bench):
+    mutant_plugin = bench.plugin
     m = mutant("v2-generation-not-bumped")
     original = inspect.getattr_static(m.change.owner, m.change.name)
     config = types.SimpleNamespace(getoption=lambda option: m.name)
@@ -130,7 +127,8 @@ def test_the_explorer_catches_a_cheap_subset_at_the_schedule_the_benchmark_measu
     assert explore(m.engine_args, scope, limit=index).counterexample is None  # the mutant, not the design
 
 
-def test_the_table_counts_catches_and_the_findings_are_what_nothing_caught():
+def test_the_table_counts_catches_and_the_findings_are_what_nothing_caught(bench):
+    Row, render_table, uncaught = bench.table.Row, bench.table.render_table, bench.table.uncaught
     yes, no = Catch(True, "1 req, 2 steps"), Catch(False, "40 schedules")
     rows = [Row(mutant("v2-slot-reuse"), yes, yes, no, no), Row(mutant("v2-drafts-not-cleared"), no, no, no, no)]
     table = render_table(rows)

@@ -1,5 +1,5 @@
-"""Single-point protocol mutants of the two runner designs, and the table that says which
-kind of test catches each: the mutation benchmark's catalogue (``benchmarks/bench_mutants.py``).
+"""Single-point protocol mutants of the two runner designs, and how the explorer and vLLM's
+acceptance rule fare against each: the mutation benchmark's catalogue (``benchmarks/bench_mutants.py``).
 
 vLLM twin: none. Each mutant changes one thing in one design's protocol (V1's
 ``GPUModelRunner``, ``model_runner="v1"``; Model Runner V2, ``"v2"``), modelled on a fault
@@ -15,23 +15,21 @@ the original back on exit, whatever happened; nothing is written to disk. Two ki
   the function is recompiled from its own source, in its own module's globals, and patched
   in where the runner looks it up. A mutant is therefore readable as a one-line diff.
 
-``MUTANTS`` is the catalogue; ``render_table`` turns measured ``Row``s into the
-markdown table of ``docs/explorer.md`` (pure). What is measured per mutant, and how: ``benchmarks/bench_mutants.py``.
+``MUTANTS`` is the catalogue; ``explorer_catch`` and ``acceptance_catch`` measure one kind of
+test against one mutant (a ``Catch``), as notebook 06 does on a few. The benchmark's table, its
+project-suite column and that column's pytest plugin live beside it, outside the package
+(``benchmarks/bench_mutants.py``, ``benchmarks/mutant_plugin.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import inspect
-import re
-import subprocess
 import sys
 import textwrap
-import time
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from unittest import mock
 
 from minispec.v1.worker import gpu_input_batch, gpu_model_runner
@@ -302,61 +300,13 @@ def mutant(name: str) -> Mutant:
     raise KeyError(f"mutant {name!r}: expected one of {[m.name for m in MUTANTS]}")
 
 
-# -- the table ------------------------------------------------------------------------
+# -- what a kind of test says about a mutant ------------------------------------------
 @dataclass(frozen=True)
 class Catch:
     """One kind of test against one mutant: caught or not, and how it reads in the table."""
 
     caught: bool
     detail: str  # "2 req, 3 steps, schedule 26, 0.7 s", "92% vs 95%", "test_x::test_y, 40 s"
-
-
-@dataclass(frozen=True)
-class Row:
-    mutant: Mutant
-    invariants: Catch
-    greedy: Catch
-    acceptance: Catch
-    suite: Catch
-
-
-COLUMNS = ("mutant", "design", "reference", "invariants (explorer)", "greedy equality alone",
-           "vLLM's 95 % acceptance rule", "project suite (subset)")
-
-
-def _cell(c: Catch) -> str:
-    return f"{'**yes**' if c.caught else 'no'}: {c.detail}"
-
-
-def render_row(r: Row) -> str:
-    """One mutant's line of the table."""
-    m = r.mutant
-    return (f"| {m.name} | {m.design.value} | {m.reference or '(a slip)'} | {_cell(r.invariants)} | "
-            f"{_cell(r.greedy)} | {_cell(r.acceptance)} | {_cell(r.suite)} |")
-
-
-def render_table(rows: list[Row]) -> str:
-    """The mutation table in markdown, one row per mutant, and a last row counting catches."""
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)] + [render_row(r) for r in rows]
-    counts = [sum(getattr(r, c).caught for r in rows) for c in ("invariants", "greedy", "acceptance", "suite")]
-    lines.append("| caught | | | " + " | ".join(f"{n} of {len(rows)}" for n in counts) + " |")
-    return "\n".join(lines)
-
-
-def uncaught(rows: list[Row]) -> list[Mutant]:
-    """The findings: mutants no kind of test catches."""
-    return [r.mutant for r in rows if not any(c.caught for c in (r.invariants, r.greedy, r.acceptance, r.suite))]
-
-
-# -- measuring one mutant ---------------------------------------------------------------
-# The project's own tests run per mutant, most relevant first (``-x`` stops at the first
-# failure): a subset, so a mutant it misses may still be caught by the rest of the suite.
-SUITE = {
-    V1: ("tests/test_runner_fixes.py", "tests/test_engine.py", "tests/test_fault_runs.py", "tests/test_invariants.py",
-         "tests/test_explorer.py"),
-    V2: ("tests/test_v2_runner.py", "tests/test_explorer.py"),
-}
-FAST_TIER = "not browser and not torchrun and not slow and not docs and not vllm"  # the Makefile's FAST
 
 
 def explorer_catch(m: Mutant, scope=None, invariants: bool = True) -> Catch:
@@ -395,31 +345,3 @@ def acceptance_catch(m: Mutant) -> Catch:
             lengths.append(1 + schedule.num_speculative_tokens * stats["acceptance_rate"])
     caught = lengths[1] < 0.95 * lengths[0] or min(lengths) <= 1
     return Catch(caught, f"{lengths[1]:.2f} vs {lengths[0]:.2f}")
-
-
-def suite_catch(m: Mutant, root: Path, timeout: float = 900) -> Catch:
-    """``SUITE[m.design]`` with ``m`` applied for the session (``mutant_plugin``), stopping at the
-    first failure: the first failing test, or how many passed."""
-    command = [sys.executable, "-m", "pytest", "-p", "minispec.lab.explorer.mutant_plugin", "--mutant", m.name,
-               "-x", "-q", "-n", "0", "-m", FAST_TIER, "-p", "no:cacheprovider", "-W", "ignore",
-               *SUITE[m.design]]
-    start = time.perf_counter()
-    try:
-        done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return Catch(False, f"not finished in {timeout:.0f} s")
-    seconds = time.perf_counter() - start
-    failed = re.search(r"^(?:FAILED|ERROR) (\S+)", done.stdout, re.MULTILINE)
-    if failed:
-        return Catch(True, f"`{failed.group(1).split('/')[-1]}`, {seconds:.0f} s")
-    passed = re.search(r"(\d+) passed", done.stdout)
-    if done.returncode != 0 or passed is None:
-        raise RuntimeError(f"pytest under mutant {m.name} exited {done.returncode} with no failed test:\n"
-                           f"{done.stdout[-2000:]}{done.stderr[-2000:]}")
-    return Catch(False, f"{passed.group(1)} passed, {seconds:.0f} s")
-
-
-def measure(m: Mutant, scope=None, root: Path | None = None) -> Row:
-    """Every column for ``m`` (``root``: the checkout whose tests run; None: the suite is not run)."""
-    suite = suite_catch(m, root) if root is not None else Catch(False, "not run")
-    return Row(m, explorer_catch(m, scope), explorer_catch(m, scope, invariants=False), acceptance_catch(m), suite)

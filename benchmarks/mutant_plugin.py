@@ -1,7 +1,7 @@
 """A pytest plugin that runs a test session with one mutant applied: the mutation benchmark's
 "project suite" column (vLLM twin: none)::
 
-    python -m pytest -p minispec.lab.explorer.mutant_plugin --mutant v2-slot-reuse -x -n 0 tests/...
+    PYTHONPATH=benchmarks python -m pytest -p mutant_plugin --mutant v2-slot-reuse -x -n 0 tests/...
 
 The mutant (``minispec.lab.explorer.mutants``) is applied when the session is configured
 and put back when it ends, in this process only: run with ``-n 0`` (xdist's workers would not
