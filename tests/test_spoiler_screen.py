@@ -118,7 +118,7 @@ def test_site_folds_say_what_is_behind_them_and_fold_going_deeper():
     site_notebook.fold(deeper)
     assert deeper.source.startswith("## Going deeper\n")  # the anchor stays outside the fold
     assert "<summary>Going deeper: What the stale slots cost</summary>" in deeper.source
-    code = new_code_cell("# NBVAL_CHECK_OUTPUT\nfrom minispec.lab import render_row_log\n\nprint(render_row_log(trace))")
+    code = new_code_cell("# NBVAL_CHECK_OUTPUT\nfrom minispec.lab.viz import render_row_log\n\nprint(render_row_log(trace))")
     code.metadata["tags"] = ["deeper"]
     site_notebook.fold(code)
     assert code.metadata["mystnb"]["code_prompt_show"] == "Going deeper: print(render_row_log(trace)) and what it prints"

@@ -2,7 +2,8 @@
 
 Every evidence function recomputes from the thread's scenario (run once per session by
 ``thread_trace``), so a reveal needs nothing from earlier cells. ``tools/spoilers.py`` reads
-``answers`` and ``figures`` from here. The mechanism is ``minispec.lab.prediction``.
+``answers`` and ``figures`` from here. The mechanism is ``minispec.lab.prediction``. A notebook
+imports ``reveal`` (``from minispec.lab.predictions import reveal``).
 
 No vLLM twin: this is workshop tooling.
 """
@@ -10,6 +11,8 @@ No vLLM twin: this is workshop tooling.
 from __future__ import annotations
 
 from minispec.lab.prediction import _UNSET, Prediction, show
+
+__all__ = ["reveal"]
 
 STALE = (r"\btem\b", "C's leftovers")
 
@@ -157,7 +160,7 @@ def _first_decode():
 def _recovered():
     import numpy as np
 
-    from minispec.lab.experiments.rejection_draws import P_TARGET, Q_DRAFT, VOCAB, rejection_draws
+    from minispec.lab.experiments.rejection_sampling import P_TARGET, Q_DRAFT, VOCAB, rejection_draws
     from minispec.lab.viz.spec import plot_rejection_example
 
     draws = rejection_draws()
