@@ -16,7 +16,9 @@ What a notebook imports from here (``from minispec.lab.experiments import ...``)
 ``v2_watch``: ``run_watched``;
 ``handover``: ``compare_designs``, ``count_handover``, ``Workload``;
 ``async_scheduling``: ``run_ahead``;
-``rejection_sampling``: ``rejection_draws``.
+``rejection_sampling``: ``rejection_draws``;
+``batch_queue``: ``SHORT_PROMPTS``, ``STAGGERED``, ``queued``, ``batches``, ``watch_rows``;
+``hand_batch``: ``cached_request``.
 
 vLLM twin: none.
 """
@@ -33,5 +35,7 @@ _SURFACE = {
     "handover": ("compare_designs", "count_handover", "Workload"),
     "async_scheduling": ("run_ahead",),
     "rejection_sampling": ("rejection_draws",),
+    "batch_queue": ("SHORT_PROMPTS", "STAGGERED", "queued", "batches", "watch_rows"),
+    "hand_batch": ("cached_request",),
 }
 __all__, __getattr__, __dir__ = lazy_surface(__name__, _SURFACE)
