@@ -1,9 +1,11 @@
 """Predict, then reveal (``minispec.lab.prediction``): nothing before a guess, then the answer, its
 explanation and evidence recomputed; the declared answers are what the evidence prints."""
 
+import json
 import re
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -79,9 +81,46 @@ def test_every_prediction_declares_an_answer_and_one_guess_per_question_in_a_not
         assert names.setdefault((notebook, p.guess_name), p.question) == p.question, f"{p.id} reuses {p.guess_name}"
 
 
-@pytest.mark.parametrize("pid", ["01-draft-slots", "01-relay", "01-add-request", "05-relay", "05-fault2"])
+REVEALED = ["01-draft-slots", "01-relay", "01-add-request", "05-relay", "05-fault2", "03-add-request", "03-condense",
+            "03-prepare-inputs", "04-second-batch", "04-serial-idle", "04-rows-step2", "07-draft-slots", "09-v1-relay",
+            "09-v2-broadcast", "09-v2-stale-drafts", "09-v2-optimistic-count", "10-placeholders", "10-posted-twice"]
+
+
+@pytest.mark.parametrize("pid", REVEALED)
 def test_a_reveal_prints_what_its_declared_answers_match(notebook, pid):
     """The declared answers catch the reveal's own text: a check on them can see this answer."""
     notebook.__dict__[PREDICTIONS[pid].guess_name] = "my guess"
     text = " ".join(_screen_text(i for i in PREDICTIONS[pid].screen() if isinstance(i, str)).split())
     assert any(re.search(p, text) for p in PREDICTIONS[pid].answers), text[:400]
+
+
+REVEAL_CALL = re.compile(r'\breveal\("([\w.-]+)"\)')
+
+
+def reveals_without_their_guess(cells: list[tuple[str, str]]) -> list[str]:
+    """The ``reveal(id)`` calls of a notebook's (cell type, source) list with no code cell above them
+    that sets the prediction's guess (``guess_name = ...``), or naming no declared prediction."""
+    missing, sources = [], []
+    for kind, source in cells:
+        for pid in REVEAL_CALL.findall(source) if kind == "code" else ():
+            prediction = PREDICTIONS.get(pid)
+            assigns = prediction and re.compile(rf"^{prediction.guess_name}\s*=", re.M)
+            if prediction is None or not any(assigns.search(s) for s in sources):
+                missing.append(pid)
+        sources += [source] if kind == "code" else []
+    return missing
+
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_reveal_has_its_guess_cell_above_it(path):
+    cells = [(c["cell_type"], "".join(c["source"])) for c in json.loads(path.read_text())["cells"]]
+    assert reveals_without_their_guess(cells) == []
+
+
+def test_a_reveal_with_no_guess_cell_above_it_is_caught():  # planted: the guess cell below, and an unknown id
+    cells = [("markdown", "guess_slots = ..."), ("code", 'reveal("03-add-request")'), ("code", "guess_slots = 1"),
+             ("code", 'reveal("03-nope")')]
+    assert reveals_without_their_guess(cells) == ["03-add-request", "03-nope"]

@@ -69,7 +69,8 @@ class Prediction:
                           "cell, then this one")]
         if self.judge is not None:
             return [self.judge(guess if guess is not _UNSET else ...)]
-        said = f"your guess: {guess!r}" if is_made(guess) else "(revealed without a guess)"
+        made = guess is not _UNSET and is_made(guess)  # revealed with no guess cell run: _UNSET
+        said = f"your guess: {guess!r}" if made else "(revealed without a guess)"
         return [said, _wrap(f"the answer: {self.answer}"), *(self.evidence() if self.evidence else ()),
                 _wrap(f"why: {self.explanation}")]
 

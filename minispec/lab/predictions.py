@@ -335,7 +335,7 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
         answers=STALE, evidence=evidence.draft_slots_by_preset),
     Prediction(
         "08-condense", "condense", "condense_guess", "(the checker says)", "(the checker says)",
-        judge=_judge_condense),
+        answers=(r"invariant 2 \(draft agreement\) violated at step 15, stage 0, request C",), judge=_judge_condense),
     Prediction(
         "09-v1-relay", "v1-relay", "guess_relay",
         "only `e`, the last token the last stage emitted",
