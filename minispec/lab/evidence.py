@@ -1,4 +1,4 @@
-"""What the reveals of notebooks 03, 04, 07, 09 and 10 show, recomputed on the spot.
+"""What the reveals of notebooks 03, 04, 06, 07, 09 and 10 show, recomputed on the spot.
 
 Each function yields a reveal's evidence (printed lines, figures) from the lab's own runs, so a
 reveal needs no variable of an earlier cell: a notebook closed and reopened reveals the same.
@@ -113,6 +113,81 @@ def rows_each_step() -> Iterator[str]:
     from minispec.lab.experiments.batch_queue import STAGGERED, queued, watch_rows
 
     yield from watch_rows(queued(STAGGERED))
+
+
+# -- 06: invariants as a debugger -------------------------------------------------------------
+def _thread(preset):
+    from minispec.lab.exercises.checkers import thread_trace
+
+    return thread_trace(preset)
+
+
+def _own_invariant(name: str, trace) -> str:
+    from minispec.lab.experiments.same_inputs import same_inputs_on_every_stage
+
+    broken = same_inputs_on_every_stage(trace)
+    return (f"{name:>20}: same inputs on every stage "
+            + (f"first breaks at step {broken[0][0]}, request {broken[0][1]}" if broken else "holds"))
+
+
+def copies_compared() -> Iterator[str]:
+    from minispec.lab.experiments.same_inputs import same_inputs_on_every_stage, stage_inputs
+
+    show, trace = _show(), _thread("vllm-0.9.2")
+    broken = same_inputs_on_every_stage(trace)
+    yield f"{len(broken)} break(s): {[(s, r, {k: _text(v, show) for k, v in seen.items()}) for s, r, seen in broken]}"
+    yield f"step 2, request A, per stage: { {st.stage: _text(stage_inputs(st)['A'], show) for st in trace.step(2).stages} }"
+
+
+def offline_checks() -> Iterator[str]:
+    from minispec.instruments.invariants import check_trace
+    from minispec.lab.experiments.same_inputs import same_inputs_on_every_stage
+
+    for preset in ("vllm-0.9.2", "vllm-0.14", "all"):
+        trace = _thread(preset)
+        violations = check_trace(trace)
+        counts = {i: sum(v.invariant == i for v in violations) for i in (2, 3, 4, 5)}
+        accepted = f"{trace.stats['accepted_tokens']} of {trace.stats['draft_tokens']} drafts accepted"
+        yield f"{preset:>10}: {len(violations):3} violations by invariant {counts}; {accepted}"
+    yield f"the first of them under vllm-0.14: {check_trace(_thread('vllm-0.14'))[0].headline}"
+    step, req_id, seen = same_inputs_on_every_stage(_thread("vllm-0.14"))[0]
+    yield f"our own invariant on vllm-0.14: first breaks at step {step}, request {req_id}:"
+    yield from (f"  stage {stage} gathered {_text(ids, _show())!r}" for stage, ids in seen.items())
+
+
+def bisected() -> Iterator[str]:
+    from minispec.instruments.invariants import check_trace
+    from minispec.lab.experiments.scenarios import forum_thread
+    from minispec.lab.viz.bisect import render_bisect
+    from minispec.v1.worker.runner_fixes import RunnerFixes
+
+    runs = {"neither (vllm-0.9.2)": _thread("vllm-0.9.2"), "fix 1 (vllm-0.14)": _thread("vllm-0.14"),
+            "fix 2 only": forum_thread(RunnerFixes(readd_spec_tokens=False, sync_accepted_tokens=True)),
+            "both (all)": _thread("all")}
+    yield render_bisect({name: check_trace(trace) for name, trace in runs.items()}) + "\n"
+    yield from (_own_invariant(name, trace) for name, trace in runs.items())
+
+
+def smallest_break() -> Iterator[str]:
+    from minispec.lab.explorer.explorer import explore
+    from minispec.lab.viz.exploration import render_counterexample
+
+    found = explore({"fixes": "vllm-0.9.2"})
+    yield f"schedule {found.schedules_run} of the scope is the first to break:"
+    yield render_counterexample(found.counterexample)
+
+
+MUTANTS_SHOWN = ("v1-readd-no-drafts", "v1-move-without-drafts", "v2-slot-reuse")
+
+
+def rule_against_invariants() -> Iterator[object]:
+    from minispec.lab.explorer.explorer import Scope
+    from minispec.lab.explorer.mutants import acceptance_catch, explorer_catch, mutant
+    from minispec.lab.viz.catches import catch_table
+
+    yield catch_table({name: {"invariants (explorer)": explorer_catch(mutant(name), Scope(max_requests=2)),
+                              "vLLM's 95 % rule": acceptance_catch(mutant(name))} for name in MUTANTS_SHOWN},
+                      slips={name: mutant(name).slip for name in MUTANTS_SHOWN})
 
 
 # -- 07: vLLM's code read ----------------------------------------------------------------------

@@ -327,6 +327,48 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
         "(01_the_thread)",
         answers=(r"re-add(ed|s)?\b[^.\n]{0,40}every step", r"Removed and re-added"), evidence=evidence.rows_each_step),
     Prediction(
+        "06-same-inputs", "same-inputs", "guess_step",
+        "not at step 2: both stages read `atem` there, so they agree, both wrong; it first fires at step 22 "
+        "(fault 2)",
+        "each stage has its own persistent batch, but both re-added A into the row C had just left, so both "
+        "read the same stale `tem`. An invariant that compares copies with each other misses every fault that "
+        "corrupts all copies alike; the checker's invariants compare each stage with the scheduler, which "
+        "holds the truth (all_token_ids, scheduled_spec_decode_tokens)",
+        answers=("both stages read `atem`", "they agree, both wrong", "both read the same stale",
+                 r"per stage: \{0: 'atem', 1: 'atem'\}", r"[Oo]nly at step 22"),
+        evidence=evidence.copies_compared),
+    Prediction(
+        "06-fault2", "fault2", "guess_break",
+        "invariant 3 (token history) at step 4, stage 0, request A, with invariant 2 beside it; the stages "
+        "disagree there, so our own invariant breaks too",
+        "fix 1 writes the drafts, but stage 0 was relayed one token where the last stage accepted two "
+        "drafts and sampled a third: its copy is short and its row shifted. Invariants 4 and 5 always hold: "
+        "counts right, contents wrong",
+        answers=_FAULT2 + (r"\b44 breaks; first at step 4",), evidence=evidence.offline_checks),
+    Prediction(
+        "06-fix2-only", "fix2-only", "guess_fix2_only",
+        "{2}: draft agreement breaks at step 2, as with no fix at all; the token history stays whole",
+        "fix 2 keeps stage 0's history whole, but without fix 1 a re-added row's draft slots are still stale. "
+        "Fix 1 alone breaks 3, and 2 with it (the shifted row puts wrong tokens in the draft slots); both "
+        "fixes: nothing. Our own invariant never sees fault 1: with fix 2 only it holds",
+        answers=(r"fix 2 only[^\n]*\{?3\}?", r"Fix 2 alone:\*\* fault 1's stale slots break 2"),
+        evidence=evidence.bisected),
+    Prediction(
+        "06-smallest", "smallest", "guess_requests",
+        "two: A, then B one step later, two prompt tokens each",
+        "A's first decode is re-added into the row B used a step before, and nothing writes its drafts: stage "
+        "0 embeds whatever that row held past B's tokens (here zeros, never written), not the drafts the "
+        "scheduler sent. One request alone never leaves its row, and requests that all arrive at step 0 go "
+        "into one batch: two requests one step apart are the smallest that alternate",
+        answers=("B: 2 tokens at step 1", "Two: A, then B"), evidence=evidence.smallest_break),
+    Prediction(
+        "06-rule-misses", "rule-misses", "guess_missed",
+        "`v1-move-without-drafts` and `v2-slot-reuse`; the invariants catch all three with two requests",
+        "a row moved without its drafts costs PP 1 as much as PP 2, and the thread's four requests have four "
+        "rows, so no slot is ever reused. An acceptance rate says how much a fault costs on one workload, not "
+        "whether it is there",
+        answers=(r"missed: \d\.\d\d vs", r"[Tt]he rule misses two"), evidence=evidence.rule_against_invariants),
+    Prediction(
         "07-draft-slots", "draft-slots", "guess_slots",
         "without fix 1 `tem` (from C's prompt, \"The for sta-tem-ent\"); with it ` st`, the scheduled drafts",
         "0.9.2's add_request copies prompt and output only; 0.14.0 also writes the scheduled drafts on re-add "

@@ -18,7 +18,8 @@ What a notebook imports from here (``from minispec.lab.experiments import ...``)
 ``async_scheduling``: ``run_ahead``;
 ``rejection_sampling``: ``rejection_draws``;
 ``batch_queue``: ``SHORT_PROMPTS``, ``STAGGERED``, ``queued``, ``batches``, ``watch_rows``;
-``hand_batch``: ``cached_request``.
+``hand_batch``: ``cached_request``;
+``same_inputs``: ``stage_inputs``, ``same_inputs_on_every_stage``.
 
 vLLM twin: none.
 """
@@ -37,5 +38,6 @@ _SURFACE = {
     "rejection_sampling": ("rejection_draws",),
     "batch_queue": ("SHORT_PROMPTS", "STAGGERED", "queued", "batches", "watch_rows"),
     "hand_batch": ("cached_request",),
+    "same_inputs": ("stage_inputs", "same_inputs_on_every_stage"),
 }
 __all__, __getattr__, __dir__ = lazy_surface(__name__, _SURFACE)
