@@ -282,7 +282,7 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
         "num_tokens slots (vLLM v0.9.2, gpu_input_batch.py, condense, line 543), so what D left stays behind "
         "E, and row 2 keeps a copy of E nobody owns. A moved request keeps its drafts only if num_tokens "
         "counts them",
-        answers=(r"s␣are␣raised␣when", r"s are raised when", r"D's leftovers"), evidence=evidence.condensed_rows),
+        answers=(r"def␣f\(x\):s␣are", r"[Rr]ow 1, with D's leftovers"), evidence=evidence.condensed_rows),
     Prediction(
         "03-prepare-inputs", "prepare-inputs", "guess_notices",
         "no: it gathers token_ids_cpu[row, position] for the scheduled positions and never reads num_tokens, "
@@ -397,7 +397,7 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
         "invariant 2 (draft agreement), at step 2, stage 0, request A: stage 0 embeds `<unk><unk><unk>`",
         "`<unk>` is token id 0, the tokenizer's unknown token: the slots' zeroed drafts. Fault 1's first "
         "violation in 01, again. The fix, PR #50514 (vLLM 0.30.0), broadcasts the drafts",
-        answers=(r"stage 0's drafts\s+'<unk>", r"invariant 2 \(draft agreement\) violated at step 2"),
+        answers=(r"stage 0's drafts\s+'<unk>", r"embeds `<unk><unk><unk>`"),
         evidence=evidence.fault_run("v2-stale-drafts")),
     Prediction(
         "09-v2-optimistic-count", "v2-optimistic-count", "guess_count",
