@@ -59,6 +59,15 @@ def test_after_a_guess_the_answer_its_evidence_recomputed_and_why(notebook):
     assert first == second and len(CALLS) == 2  # recomputed each time: nothing kept from earlier cells
     assert "your guess: 'abc'" in first and "the answer: `xyz`" in first and "why: because the row kept it" in first
     assert first.index("the answer") < first.index("why")
+    assert [type(i) for i in QUIZ.screen()] == [str, str, rv.Aligned, str]  # evidence keeps its columns
+
+
+def test_evidence_in_columns_is_html_that_keeps_its_lines_and_escapes_them():
+    table = rv.Aligned("row 0  A<B\nrow 1  C")
+    assert repr(table) == str(table) == "row 0  A<B\nrow 1  C"
+    assert table._repr_html_() == '<pre class="minispec-aligned">row 0  A&lt;B\nrow 1  C</pre>'
+    css = (Path(__file__).resolve().parents[1] / "tools" / "jupyterlab" / "custom" / "custom.css").read_text()
+    assert f"pre.{rv.ALIGNED_CLASS} {{\n  white-space: pre;" in css
 
 
 def test_the_authors_run_reveals_without_a_guess(notebook, monkeypatch):
@@ -90,7 +99,7 @@ REVEALED = ["01-draft-slots", "01-relay", "01-add-request", "05-relay", "05-faul
 def test_a_reveal_prints_what_its_declared_answers_match(notebook, pid):
     """The declared answers catch the reveal's own text: a check on them can see this answer."""
     notebook.__dict__[PREDICTIONS[pid].guess_name] = "my guess"
-    text = " ".join(_screen_text(i for i in PREDICTIONS[pid].screen() if isinstance(i, str)).split())
+    text = " ".join(_screen_text(i for i in PREDICTIONS[pid].screen() if isinstance(i, (str, rv.Aligned))).split())
     assert any(re.search(p, text) for p in PREDICTIONS[pid].answers), text[:400]
 
 

@@ -28,6 +28,7 @@ REVEAL_ENV = "MINISPEC_REVEAL"
 MAKE_YOUR_GUESS = "make your guess first"
 WIDTH = 72  # characters of a reveal's sentences: 01's output column at 150 % zoom holds about 75
 _UNSET = object()
+ALIGNED_CLASS = "minispec-aligned"  # custom.css keeps these lines whole
 
 
 def is_made(guess) -> bool:
@@ -71,8 +72,31 @@ class Prediction:
             return [self.judge(guess if guess is not _UNSET else ...)]
         made = guess is not _UNSET and is_made(guess)  # revealed with no guess cell run: _UNSET
         said = f"your guess: {guess!r}" if made else "(revealed without a guess)"
-        return [said, _wrap(f"the answer: {self.answer}"), *(self.evidence() if self.evidence else ()),
+        evidence = self.evidence() if self.evidence else ()
+        return [said, _wrap(f"the answer: {self.answer}"), *(Aligned(e) if isinstance(e, str) else e for e in evidence),
                 _wrap(f"why: {self.explanation}")]
+
+
+@dataclass(frozen=True)
+class Aligned:
+    """Evidence printed in columns (a row table, a gather, a fault's report): shown with its lines
+    kept whole, scrolling sideways where the output area is narrower (``tools/jupyterlab/custom/
+    custom.css`` wraps other printed output between words, which would break the columns apart at
+    125-150 % zoom)."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:  # the notebook's text/plain: what nbval and the spoiler checks read
+        return self.text
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f'<pre class="{ALIGNED_CLASS}">{html.escape(self.text)}</pre>'
+
 
 
 def _wrap(sentence: str) -> str:
