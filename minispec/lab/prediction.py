@@ -13,6 +13,10 @@ reveal. ``MINISPEC_REVEAL=1`` (set by ``make notebooks`` and by the test suite's
 reveals with the guess unset: the committed notebooks keep the answers as their stored outputs,
 which learner copies clear and the website folds.
 
+Sentences are printed one to a line: ``make lab``'s stylesheet (``tools/jupyterlab/custom/
+custom.css``) and the website wrap them between words at whatever width the zoom leaves. Evidence in
+columns is :class:`Aligned`, kept whole and scrolled sideways where it is too wide.
+
 No vLLM twin: this is workshop tooling.
 """
 
@@ -20,13 +24,11 @@ from __future__ import annotations
 
 import os
 import sys
-import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 REVEAL_ENV = "MINISPEC_REVEAL"
 MAKE_YOUR_GUESS = "make your guess first"
-WIDTH = 72  # characters of a reveal's sentences: 01's output column at 150 % zoom holds about 75
 _UNSET = object()
 ALIGNED_CLASS = "minispec-aligned"  # custom.css keeps these lines whole
 
@@ -63,18 +65,18 @@ class Prediction:
         if guess is _UNSET:
             guess = _notebook_guess(self.guess_name)
         if guess is _UNSET and not _reveal_all():
-            return [_wrap(f"{MAKE_YOUR_GUESS}: {self.guess_name} is not set in this kernel; run the cell with "
-                          f"your guess ({self.guess_name} = ...) above, then this one")]
+            return [f"{MAKE_YOUR_GUESS}: {self.guess_name} is not set in this kernel; run the cell with "
+                    f"your guess ({self.guess_name} = ...) above, then this one"]
         if not is_made(guess) and not _reveal_all():
-            return [_wrap(f"{MAKE_YOUR_GUESS}: write it in the cell above ({self.guess_name} = ...), run that "
-                          "cell, then this one")]
+            return [f"{MAKE_YOUR_GUESS}: write it in the cell above ({self.guess_name} = ...), run that "
+                    "cell, then this one"]
         if self.judge is not None:
             return [self.judge(guess if guess is not _UNSET else ...)]
         made = guess is not _UNSET and is_made(guess)  # revealed with no guess cell run: _UNSET
         said = f"your guess: {guess!r}" if made else "(revealed without a guess)"
         evidence = self.evidence() if self.evidence else ()
-        return [said, _wrap(f"the answer: {self.answer}"), *(Aligned(e) if isinstance(e, str) else e for e in evidence),
-                _wrap(f"why: {self.explanation}")]
+        return [said, f"the answer: {self.answer}", *(Aligned(e) if isinstance(e, str) else e for e in evidence),
+                f"why: {self.explanation}"]
 
 
 @dataclass(frozen=True)
@@ -97,12 +99,6 @@ class Aligned:
 
         return f'<pre class="{ALIGNED_CLASS}">{html.escape(self.text)}</pre>'
 
-
-
-def _wrap(sentence: str) -> str:
-    """A sentence in lines of at most :data:`WIDTH` characters, broken between words: a projector's
-    zoom then has no need to break a word."""
-    return textwrap.fill(sentence, WIDTH, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
 
 
 def _reveal_all() -> bool:

@@ -11,7 +11,7 @@ No vLLM twin: this is workshop tooling.
 from __future__ import annotations
 
 from minispec.lab import evidence
-from minispec.lab.prediction import _UNSET, MAKE_YOUR_GUESS, Prediction, _notebook_guess, _wrap, show
+from minispec.lab.prediction import _UNSET, MAKE_YOUR_GUESS, Prediction, _notebook_guess, show
 
 __all__ = ["reveal"]
 
@@ -176,8 +176,8 @@ def _judge_condense(guess):
 
     move_row = _notebook_guess("move_row")
     if move_row is _UNSET:
-        return _wrap(f"{MAKE_YOUR_GUESS}: move_row is not defined in this kernel; run the cell with your "
-                     "move_row above, then this one")
+        return (f"{MAKE_YOUR_GUESS}: move_row is not defined in this kernel; run the cell with your "
+                "move_row above, then this one")
     return check_condense(move_row, guess)
 
 
