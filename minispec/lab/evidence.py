@@ -201,6 +201,12 @@ def draft_slots_by_preset() -> Iterator[str]:
         yield f"{preset:>10}: " + render_stage(stage0, step, _show()).splitlines()[1].strip()
 
 
+def vllm_stale_drafts() -> Iterator[str]:
+    from minispec.lab.records.artifact import load_artifact, render_moment
+
+    yield render_moment(load_artifact()["moments"]["stale_drafts"], _show())
+
+
 # -- 09 and 10: the 2026 family ----------------------------------------------------------------
 def relay_v1_v2() -> Iterator[str]:
     from minispec.lab.experiments.scenarios import FIRST_DECODE, forum_thread, thread_schedule
@@ -242,3 +248,28 @@ def placeholders() -> Iterator[str]:
     ahead = run_ahead(thread_schedule())  # the four requests, async scheduling, watched (about 5 s)
     yield render_ahead(ahead.first_decode("A"), _show(), ahead.max_concurrent_batches)
     yield f"every output equals plain greedy decoding: {ahead.equals_greedy}"
+
+
+def placeholders_at_step4() -> Iterator[str]:
+    from minispec.lab.experiments.async_scheduling import run_ahead
+    from minispec.lab.experiments.scenarios import thread_schedule
+    from minispec.lab.viz.placeholders import render_ahead
+
+    ahead = run_ahead(thread_schedule())
+    yield render_ahead(ahead.step(4, "A"), _show(), ahead.max_concurrent_batches)
+
+
+def posted_twice_ahead() -> Iterator[str]:
+    """``v2-drafts-posted-twice`` with async scheduling on: the transport's error as the engine raises it."""
+    import textwrap
+
+    from minispec.distributed.parallel_state import MessageMismatch
+    from minispec.lab.experiments.async_scheduling import run_ahead
+    from minispec.lab.experiments.scenarios import thread_schedule
+
+    try:
+        run_ahead(thread_schedule(), faults="v2-drafts-posted-twice")
+    except MessageMismatch as caught:
+        yield textwrap.fill(str(caught), 96)
+    else:
+        yield "no MessageMismatch: the preset did not misalign a receive"

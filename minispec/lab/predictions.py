@@ -376,6 +376,12 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
         "(gpu_model_runner.py lines 987-1001)",
         answers=STALE, evidence=evidence.draft_slots_by_preset),
     Prediction(
+        "07-vllm-0.9.2", "draft-slots", "guess_slots",
+        "vLLM 0.9.2's own code leaves `tem` in A's draft slots too, as minispec's \"vllm-0.9.2\" does",
+        "only vLLM's InputBatch and GPUModelRunner._update_states ran, ahead of time, on minispec's recorded "
+        "schedule (make vllm-check); what prints is their stored result, the scheduled drafts after `|`",
+        answers=STALE, evidence=evidence.vllm_stale_drafts),
+    Prediction(
         "08-condense", "condense", "condense_guess", "(the checker says)", "(the checker says)",
         answers=(r"invariant 2 \(draft agreement\) violated at step 15, stage 0, request C",), judge=_judge_condense),
     Prediction(
@@ -425,6 +431,20 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
         "more messages to shift",
         answers=(r"the sender was at step 0", r"expected \[2, 4\] torch\.int64 of step 1"),
         evidence=evidence.fault_run("v2-drafts-posted-twice")),
+    Prediction(
+        "10-placeholders-step4", "placeholders", "guess_placeholders",
+        "at step 4 it holds 11 of A's tokens (step 0's came back); step 2's four are still placeholders and "
+        "four more come on top: num_output_placeholders=8, drafts [-1, -1, -1] again",
+        "a request in flight keeps being scheduled ahead; each step adds its scheduled tokens as placeholders "
+        "until that step's output comes back",
+        answers=(r"drafts \[-1, -1, -1\]", r"num_output_placeholders=8"), evidence=evidence.placeholders_at_step4),
+    Prediction(
+        "10-posted-twice-async", "posted-twice", "guess_posted_twice",
+        "with async scheduling on, the copy lands in the same receive: step 1's sampled tokens",
+        "three batches in flight put more messages on the channel, but the second copy of step 0's drafts still "
+        "meets the next receive stage 0 posted",
+        answers=(r"the sender was at step 0", r"expected \[2, 4\] torch\.int64 of step 1"),
+        evidence=evidence.posted_twice_ahead),
     Prediction(
         "10-pairing-depth", "pairing-depth", "guess_rows",
         "at PP = 2 batch c's own rows (nothing caught); at PP = 3 the next batch's rows (invariant 3 caught)",
