@@ -59,7 +59,10 @@ def test_after_a_guess_the_answer_its_evidence_recomputed_and_why(notebook):
     assert first == second and len(CALLS) == 2  # recomputed each time: nothing kept from earlier cells
     assert "your guess: 'abc'" in first and "the answer: `xyz`" in first and "why: because the row kept it" in first
     assert first.index("the answer") < first.index("why")
-    assert [type(i) for i in QUIZ.screen()] == [str, str, rv.Aligned, str]  # evidence keeps its columns
+    assert [type(i) for i in QUIZ.screen()] == [str, str, str, str]  # one line of evidence: a sentence, it wraps
+    table = rv.Prediction("t-table", "table", "guess_quiz", "a", "b", answers=("a",),
+                          evidence=lambda: iter(["row 0  A\nrow 1  C"]))
+    assert [type(i) for i in table.screen()] == [str, str, rv.Aligned, str]  # lines in columns are kept whole
 
 
 def test_evidence_in_columns_is_html_that_keeps_its_lines_and_escapes_them():

@@ -15,7 +15,8 @@ which learner copies clear and the website folds.
 
 Sentences are printed one to a line: ``make lab``'s stylesheet (``tools/jupyterlab/custom/
 custom.css``) and the website wrap them between words at whatever width the zoom leaves. Evidence in
-columns is :class:`Aligned`, kept whole and scrolled sideways where it is too wide.
+columns (a string of several lines) is :class:`Aligned`, kept whole and scrolled sideways where it
+is too wide; a one-line piece of evidence is a sentence, and wraps.
 
 No vLLM twin: this is workshop tooling.
 """
@@ -75,7 +76,7 @@ class Prediction:
         made = guess is not _UNSET and is_made(guess)  # revealed with no guess cell run: _UNSET
         said = f"your guess: {guess!r}" if made else "(revealed without a guess)"
         evidence = self.evidence() if self.evidence else ()
-        return [said, f"the answer: {self.answer}", *(Aligned(e) if isinstance(e, str) else e for e in evidence),
+        return [said, f"the answer: {self.answer}", *(Aligned(e) if isinstance(e, str) and "\n" in e.strip() else e for e in evidence),
                 f"why: {self.explanation}"]
 
 
