@@ -560,7 +560,7 @@ def test_the_index_finds_classes_in_a_notebooks_imports(tmp_path):
 
     site_api = _ext("site_api")
     nb = new_notebook(cells=[new_code_cell("%matplotlib inline\nfrom minispec.v1.core.kv_cache_manager import "
-                                           "KVCacheManager\nfrom minispec.lab import PROMPTS")])
+                                           "KVCacheManager\nfrom minispec.lab.experiments import PROMPTS")])
     nbformat.write(nb, tmp_path / "01_x.ipynb")
     assert [c.__name__ for c in site_api.notebook_classes(tmp_path)] == ["KVCacheManager"]  # PROMPTS: no class
 

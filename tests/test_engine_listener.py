@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 from minispec.instruments.trace import EngineListener, TraceRecorder, listening
-from minispec.lab import forum_thread, run_schedule, thread_schedule
+from minispec.lab.experiments import forum_thread, run_schedule, thread_schedule
 
 ROOT = Path(__file__).resolve().parents[1]
 MUTATION_HARNESS = {"minispec/lab/explorer/mutants.py"}

@@ -80,15 +80,16 @@ def test_its_name_works_in_the_cli_and_gpu_check(capsys):
 
 
 def test_the_handover_table_says_its_record_names_no_rule():
-    from minispec.lab import handover_table
     from minispec.lab.experiments.handover import DesignCost
+    from minispec.lab.viz import handover_table
 
     row = handover_table([DesignCost("fifth", 10, {"stage 2 -> stage 0": 30}, {"stage 2 -> stage 0": 1200})]).rows[0]
     assert row[0] == "`fifth`" and row[6] == "not stated by its record"
 
 
 def test_its_name_works_in_the_explorer():
-    from minispec.lab import Scope, explore, render_exploration
+    from minispec.lab.explorer import Scope, explore
+    from minispec.lab.viz import render_exploration
 
     result = explore({"model_runner": "fifth"}, Scope(max_requests=1), limit=3)
     assert "nothing breaks" in render_exploration(result)

@@ -1,7 +1,9 @@
-"""The lab's one surface (``minispec.lab``): the notebooks import lab code through it
-only, it names what it exports, and importing it loads nothing heavy."""
+"""The lab's surface, grouped by job (``minispec.lab.viz``, ``.faults``, ...): the notebooks import
+lab code through the parts' surfaces only, each part names what it exports, and importing a part
+loads nothing heavy."""
 
 import ast
+import importlib
 import json
 import subprocess
 import sys
@@ -9,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import minispec.lab as lab
+from minispec.lab import PARTS
+from minispec.lab.surface import lazy_surface
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -33,9 +36,16 @@ def lab_modules(notebook: Path) -> set[str]:
     return {m for m in modules if m == "minispec.lab" or m.startswith("minispec.lab.")}
 
 
+SURFACES = {f"minispec.lab.{part}" for part in PARTS}
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebooks_import_lab_code_only_through_the_surface(notebook):
-    assert lab_modules(notebook) <= {"minispec.lab"}
+def test_notebooks_import_lab_code_only_through_the_parts(notebook):
+    assert lab_modules(notebook) <= SURFACES
+
+
+def test_every_notebook_uses_a_part():  # the import cells say which parts each uses
+    assert all(lab_modules(nb) for nb in NOTEBOOKS if nb.stem[:2].isdigit())
 
 
 def test_the_import_check_sees_a_deep_import():
@@ -43,20 +53,31 @@ def test_the_import_check_sees_a_deep_import():
         "torch", "minispec.lab.viz.text"}
 
 
-def test_every_name_resolves_and_the_docstring_lists_it():
-    for name in lab.__all__:
-        assert getattr(lab, name) is not None
-        assert f"``{name}``" in lab.__doc__, f"{name}: exported but not listed in minispec.lab's docstring"
-    assert set(lab.__all__) <= set(dir(lab))
+@pytest.mark.parametrize("part", PARTS)
+def test_every_name_resolves_and_the_docstring_lists_it(part):
+    surface = importlib.import_module(f"minispec.lab.{part}")
+    assert surface.__all__, f"minispec.lab.{part} exports nothing"
+    for name in surface.__all__:
+        assert getattr(surface, name) is not None
+        assert f"``{name}``" in surface.__doc__, f"{name}: exported but not listed in minispec.lab.{part}'s docstring"
+    assert set(surface.__all__) <= set(dir(surface))
 
 
 def test_an_unknown_name_is_refused_by_name():
-    with pytest.raises(AttributeError, match="'minispec.lab' has no attribute 'forum_threads'"):
-        lab.forum_threads  # noqa: B018
+    import minispec.lab.viz as viz
+
+    with pytest.raises(AttributeError, match="'minispec.lab.viz' has no attribute 'render_steps'"):
+        viz.render_steps  # noqa: B018
 
 
-def test_importing_the_surface_loads_nothing_heavy():
-    code = ("import sys; import minispec.lab; "
+def test_a_name_that_a_module_would_shadow_is_refused():  # planted: viz.text's module and a name "text"
+    with pytest.raises(ValueError, match=r"surface names \['text'\] are also names of its modules"):
+        lazy_surface("minispec.lab.viz", {"text": ("text",)})
+
+
+def test_importing_a_part_loads_nothing_heavy():
+    parts = "; ".join(f"import minispec.lab.{part}" for part in PARTS)
+    code = (f"import sys; {parts}; "
             "print(sorted(m for m in ('torch', 'transformers', 'matplotlib', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(ROOT), "PATH": ""})

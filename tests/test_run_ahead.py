@@ -1,4 +1,4 @@
-"""Async scheduling watched (minispec/lab/experiments/run_ahead.py) and its renderer
+"""Async scheduling watched (minispec/lab/experiments/async_scheduling.py) and its renderer
 (minispec/lab/viz/placeholders.py): the scheduler's drafts for a step scheduled ahead are
 placeholders, stage 0 embeds the drafts a synchronous run schedules, and the outputs are
 plain greedy decoding's."""
@@ -11,7 +11,7 @@ import pytest
 
 from minispec.distributed.parallel_state import MessageMismatch
 from minispec.instruments.invariants import Invariant
-from minispec.lab.experiments.run_ahead import run_ahead
+from minispec.lab.experiments.async_scheduling import run_ahead
 from minispec.lab.experiments.scenarios import thread_schedule
 from minispec.lab.experiments.schedule import run_schedule
 from minispec.lab.viz.placeholders import render_ahead

@@ -118,7 +118,7 @@ def test_site_folds_say_what_is_behind_them_and_fold_going_deeper():
     site_notebook.fold(deeper)
     assert deeper.source.startswith("## Going deeper\n")  # the anchor stays outside the fold
     assert "<summary>Going deeper: What the stale slots cost</summary>" in deeper.source
-    code = new_code_cell("# NBVAL_CHECK_OUTPUT\nfrom minispec.lab import render_row_log\n\nprint(render_row_log(trace))")
+    code = new_code_cell("# NBVAL_CHECK_OUTPUT\nfrom minispec.lab.viz import render_row_log\n\nprint(render_row_log(trace))")
     code.metadata["tags"] = ["deeper"]
     site_notebook.fold(code)
     assert code.metadata["mystnb"]["code_prompt_show"] == "Going deeper: print(render_row_log(trace)) and what it prints"
@@ -128,4 +128,29 @@ def test_site_folds_say_what_is_behind_them_and_fold_going_deeper():
 @pytest.mark.parametrize("path", ["core", "full"])
 def test_no_answer_on_the_room_screen_or_the_site(path):
     found, asked = screen.check(path)
+    assert asked and not found, "\n".join(map(str, found))
+
+
+@pytest.mark.docs
+def test_a_notebook_off_the_paths_is_read_alone_and_a_planted_answer_in_it_caught(tmp_path):
+    """--notebooks: 04 alone, its page as the site shows it; rows-step2 (revealed in 01 on the paths)
+    counts as unrevealed here, so an intro that states it is caught."""
+    _site_notebook()
+    (tmp_path / "notebooks").mkdir()
+    for name in ("04_pipeline_and_batch_queue.ipynb", "glossary.ipynb"):
+        (tmp_path / "notebooks" / name).write_text((ROOT / "notebooks" / name).read_text())
+    assert screen.check("core", tmp_path, execute_notebooks=False, notebooks=("04",))[0] == []
+    path = tmp_path / "notebooks" / "04_pipeline_and_batch_queue.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].source += "\n\nHence every decode is re-added every step."  # planted
+    nbformat.write(nb, path)
+    found, asked = screen.check("core", tmp_path, execute_notebooks=False, notebooks=("04",))
+    assert [(f.question, f.where) for f in found] == [("rows-step2", "site 04_pipeline_and_batch_queue.html cell 0")]
+    assert {"second-batch", "serial-idle", "overlap-cost", "rows-step2"} <= set(asked)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebooks", [("03", "04", "06", "07", "09", "10")])
+def test_no_answer_on_the_screen_or_the_site_of_the_notebooks_off_the_paths(notebooks):
+    found, asked = screen.check("core", notebooks=notebooks)
     assert asked and not found, "\n".join(map(str, found))

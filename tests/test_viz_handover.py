@@ -5,8 +5,9 @@
 import pytest
 
 from minispec.instruments.invariants import Invariant
-from minispec.lab import Workload, count_handover, handover_table, plot_handover
+from minispec.lab.experiments import Workload, count_handover
 from minispec.lab.experiments.handover import DesignCost
+from minispec.lab.viz import handover_table, plot_handover
 from minispec.lab.viz.figure import describe
 from minispec.lab.viz.legible import too_small
 from minispec.v1.worker.designs import DESIGNS

@@ -1,6 +1,7 @@
 """The spoiler check that looks at the screen: every declared answer readable before its reveal.
 
     python tools/spoiler_screen.py [--path core|full] [--no-execute]
+    python tools/spoiler_screen.py --notebooks 03 04 [--no-execute]
 
 ``tools/spoilers.py`` reads the notebooks' sources in the agenda's order; this one looks at what
 the room and the reader see. For each slot of the agenda it executes the learner copy
@@ -18,6 +19,10 @@ What gives an answer away is declared: ``minispec.lab.predictions`` (each predic
 - an output or figure that matches a question the room has not had revealed in an earlier slot
   (Run All prints every output before anyone guesses, whatever its place on the page);
 - prose, code or a page that matches a question before its reveal cell, in reading order.
+
+``--notebooks`` checks notebooks off both paths (read afterwards, alone): each is its own room, run
+on its own (Run All, then restart and Run All) and read as its own page, so nothing revealed in
+another notebook counts as revealed there.
 
 No vLLM twin: this is workshop tooling.
 """
@@ -148,12 +153,14 @@ def cell_items(name: str, index: int, cell, slot: int) -> Iterator[Item]:
         yield Item(where, "figure", cell.source, frozenset(), slot)
 
 
-def room_items(path_name: str, root: Path = ROOT, runs: int = 2) -> Iterator[Item]:
-    """The room's screen on the path: pages kept open, then each slot's executed learner copy (``runs``
-    times: Run All, then restart and Run All), with the handout where it is handed out."""
+def room_items(path_name: str, root: Path = ROOT, runs: int = 2,
+               slots: tuple[agenda.Slot, ...] | None = None) -> Iterator[Item]:
+    """The room's screen on the path (or on ``slots``): pages kept open, then each slot's executed
+    learner copy (``runs`` times: Run All, then restart and Run All), with the handout where it is
+    handed out."""
     for page, sections in agenda.OPEN_PAGES:
         yield Item(f"{Path(page).name} (kept open)", "page", workshop.page_prose(root / page, sections))
-    for number, slot in enumerate(agenda.path(path_name), start=1):
+    for number, slot in enumerate(slots or agenda.path(path_name), start=1):
         if slot.page:
             yield Item(slot.page, "page", workshop.page_prose(root / slot.page), slot=number)
         if slot.label in spoilers.HANDOUT_AT:
@@ -170,12 +177,13 @@ def room_items(path_name: str, root: Path = ROOT, runs: int = 2) -> Iterator[Ite
                 yield from cell_items(label, index, cell, number)
 
 
-def site_items(path_name: str, root: Path = ROOT) -> Iterator[Item]:
-    """The website's pages of the path's notebooks (and the glossary), as ``site_notebook`` folds them:
-    a folded output or cell is not on screen; a markdown fold shows its title only."""
+def site_items(path_name: str, root: Path = ROOT, notebooks: tuple[str, ...] | None = None) -> Iterator[Item]:
+    """The website's pages of the path's notebooks (or of ``notebooks``) and the glossary, as
+    ``site_notebook`` folds them: a folded output or cell is not on screen; a markdown fold shows its
+    title only."""
     import site_notebook
 
-    numbers = [s.notebook for s in agenda.path(path_name) if s.notebook]
+    numbers = notebooks or [s.notebook for s in agenda.path(path_name) if s.notebook]
     pages = [agenda.notebook_path(n, root) for n in dict.fromkeys(numbers)] + [root / "notebooks" / "glossary.ipynb"]
     for number, page in enumerate(pages, start=1):
         nb = nbformat.read(page, as_version=4)
@@ -241,26 +249,32 @@ def scan(items: list[Item], answers: dict[str, Answer]) -> list[Finding]:
     return found
 
 
-def check(path_name: str, root: Path = ROOT, execute_notebooks: bool = True) -> tuple[list[Finding], dict[str, Answer]]:
+def check(path_name: str, root: Path = ROOT, execute_notebooks: bool = True,
+          notebooks: tuple[str, ...] = ()) -> tuple[list[Finding], dict[str, Answer]]:
+    """Findings and the questions asked, on the path; with ``notebooks``, on each of them alone."""
     answers = tracked(root)
-    room = list(room_items(path_name, root)) if execute_notebooks else []
-    site = list(site_items(path_name, root))
-    asked = {q for item in room + site for q in item.asks | item.reveals}
+    rooms = ([list(room_items(path_name, root, slots=(agenda.Slot(0, f"notebook {n}", n),))) for n in notebooks]
+             if notebooks else [list(room_items(path_name, root))]) if execute_notebooks else []
+    site = list(site_items(path_name, root, notebooks or None))
+    asked = {q for item in [i for room in rooms for i in room] + site for q in item.asks | item.reveals}
     pages = {item.slot for item in site}  # a reader may land on any page: each is read on its own
     site_found = [f for page in sorted(pages) for f in scan([i for i in site if i.slot == page], answers)]
-    return scan(room, answers) + site_found, {q: a for q, a in answers.items() if q in asked}
+    return [f for room in rooms for f in scan(room, answers)] + site_found, {q: a for q, a in answers.items() if q in asked}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--path", choices=sorted(agenda.PATHS), default="core")
     parser.add_argument("--no-execute", action="store_true", help="the website's pages only")
+    parser.add_argument("--notebooks", nargs="+", default=(), metavar="NN",
+                        help="check these notebooks (e.g. 03 04), each alone, instead of a path")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    found, asked = check(args.path, execute_notebooks=not args.no_execute)
+    found, asked = check(args.path, execute_notebooks=not args.no_execute, notebooks=tuple(args.notebooks))
     patterns = sum(len(a.patterns) + len(a.figures) for a in asked.values())
+    where = f"notebooks {', '.join(args.notebooks)}" if args.notebooks else f"{args.path} path"
     return workshop.print_findings(
-        f"{args.path} path, screen and site: {len(asked)} questions tracked ({patterns} answer patterns and figures), "
+        f"{where}, screen and site: {len(asked)} questions tracked ({patterns} answer patterns and figures), "
         f"{len(found)} findings ({time.perf_counter() - start:.0f} s)", found)
 
 

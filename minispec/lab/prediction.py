@@ -13,6 +13,11 @@ reveal. ``MINISPEC_REVEAL=1`` (set by ``make notebooks`` and by the test suite's
 reveals with the guess unset: the committed notebooks keep the answers as their stored outputs,
 which learner copies clear and the website folds.
 
+Sentences are printed one to a line: ``make lab``'s stylesheet (``tools/jupyterlab/custom/
+custom.css``) and the website wrap them between words at whatever width the zoom leaves. Evidence in
+columns (a string of several lines) is :class:`Aligned`, kept whole and scrolled sideways where it
+is too wide; a one-line piece of evidence is a sentence, and wraps.
+
 No vLLM twin: this is workshop tooling.
 """
 
@@ -20,14 +25,13 @@ from __future__ import annotations
 
 import os
 import sys
-import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 REVEAL_ENV = "MINISPEC_REVEAL"
 MAKE_YOUR_GUESS = "make your guess first"
-WIDTH = 72  # characters of a reveal's sentences: 01's output column at 150 % zoom holds about 75
 _UNSET = object()
+ALIGNED_CLASS = "minispec-aligned"  # custom.css keeps these lines whole
 
 
 def is_made(guess) -> bool:
@@ -62,22 +66,40 @@ class Prediction:
         if guess is _UNSET:
             guess = _notebook_guess(self.guess_name)
         if guess is _UNSET and not _reveal_all():
-            return [_wrap(f"{MAKE_YOUR_GUESS}: {self.guess_name} is not set in this kernel; run the cell with "
-                          f"your guess ({self.guess_name} = ...) above, then this one")]
+            return [f"{MAKE_YOUR_GUESS}: {self.guess_name} is not set in this kernel; run the cell with "
+                    f"your guess ({self.guess_name} = ...) above, then this one"]
         if not is_made(guess) and not _reveal_all():
-            return [_wrap(f"{MAKE_YOUR_GUESS}: write it in the cell above ({self.guess_name} = ...), run that "
-                          "cell, then this one")]
+            return [f"{MAKE_YOUR_GUESS}: write it in the cell above ({self.guess_name} = ...), run that "
+                    "cell, then this one"]
         if self.judge is not None:
             return [self.judge(guess if guess is not _UNSET else ...)]
-        said = f"your guess: {guess!r}" if is_made(guess) else "(revealed without a guess)"
-        return [said, _wrap(f"the answer: {self.answer}"), *(self.evidence() if self.evidence else ()),
-                _wrap(f"why: {self.explanation}")]
+        made = guess is not _UNSET and is_made(guess)  # revealed with no guess cell run: _UNSET
+        said = f"your guess: {guess!r}" if made else "(revealed without a guess)"
+        evidence = self.evidence() if self.evidence else ()
+        return [said, f"the answer: {self.answer}", *(Aligned(e) if isinstance(e, str) and "\n" in e.strip() else e for e in evidence),
+                f"why: {self.explanation}"]
 
 
-def _wrap(sentence: str) -> str:
-    """A sentence in lines of at most :data:`WIDTH` characters, broken between words: a projector's
-    zoom then has no need to break a word."""
-    return textwrap.fill(sentence, WIDTH, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+@dataclass(frozen=True)
+class Aligned:
+    """Evidence printed in columns (a row table, a gather, a fault's report): shown with its lines
+    kept whole, scrolling sideways where the output area is narrower (``tools/jupyterlab/custom/
+    custom.css`` wraps other printed output between words, which would break the columns apart at
+    125-150 % zoom)."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:  # the notebook's text/plain: what nbval and the spoiler checks read
+        return self.text
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f'<pre class="{ALIGNED_CLASS}">{html.escape(self.text)}</pre>'
+
 
 
 def _reveal_all() -> bool:

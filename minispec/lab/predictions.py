@@ -2,14 +2,18 @@
 
 Every evidence function recomputes from the thread's scenario (run once per session by
 ``thread_trace``), so a reveal needs nothing from earlier cells. ``tools/spoilers.py`` reads
-``answers`` and ``figures`` from here. The mechanism is ``minispec.lab.prediction``.
+``answers`` and ``figures`` from here. The mechanism is ``minispec.lab.prediction``. A notebook
+imports ``reveal`` (``from minispec.lab.predictions import reveal``).
 
 No vLLM twin: this is workshop tooling.
 """
 
 from __future__ import annotations
 
-from minispec.lab.prediction import _UNSET, Prediction, _wrap, show
+from minispec.lab import evidence
+from minispec.lab.prediction import _UNSET, MAKE_YOUR_GUESS, Prediction, _notebook_guess, show
+
+__all__ = ["reveal"]
 
 STALE = (r"\btem\b", "C's leftovers")
 
@@ -62,24 +66,14 @@ def _relay(preset: str):
 
 def _add_request():
     """add_request for A, with three drafts in its state, into a row C used."""
-    from minispec.config import DEFAULT_TARGET
+    from minispec.lab.experiments.hand_batch import cached_request
     from minispec.lab.experiments.scenarios import PROMPTS
-    from minispec.sampling_params import SamplingParams
-    from minispec.transformers_utils.tokenizer import load_tokenizer
-    from minispec.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
-
-    tokenizer = load_tokenizer(DEFAULT_TARGET)
-
-    def state(req_id, prompt, output="", drafts=""):
-        s = CachedRequestState(req_id, tokenizer.encode(prompt).ids, SamplingParams(), generator=None,
-                               block_ids=[0], num_computed_tokens=0, output_token_ids=tokenizer.encode(output).ids)
-        s.spec_token_ids = tokenizer.encode(drafts).ids
-        return s
+    from minispec.v1.worker.gpu_input_batch import InputBatch
 
     batch = InputBatch(max_num_reqs=2, max_model_len=40, max_num_blocks_per_req=4)
-    batch.add_request(state("C", PROMPTS["C"]))
+    batch.add_request(cached_request("C", PROMPTS["C"]))
     batch.remove_request("C")  # C's turn is over; its tokens stay
-    row = batch.add_request(state("A", PROMPTS["A"], output="a", drafts=" st"))
+    row = batch.add_request(cached_request("A", PROMPTS["A"], output="a", drafts=" st"))
     yield f"row {row} positions 0-15: {_text(batch.token_ids_cpu[row, :16])!r}"
     yield f"num_tokens_no_spec = {batch.num_tokens_no_spec[row]}  num_tokens = {batch.num_tokens[row]}"
     yield f"positions 11-13: {_text(batch.token_ids_cpu[row, 11:14])!r}  (A's drafts were ' st')"
@@ -157,7 +151,7 @@ def _first_decode():
 def _recovered():
     import numpy as np
 
-    from minispec.lab.experiments.rejection_draws import P_TARGET, Q_DRAFT, VOCAB, rejection_draws
+    from minispec.lab.experiments.rejection_sampling import P_TARGET, Q_DRAFT, VOCAB, rejection_draws
     from minispec.lab.viz.spec import plot_rejection_example
 
     draws = rejection_draws()
@@ -191,7 +185,7 @@ def _taps_dropped():
     found = explore({"model_runner": "v2", "faults": TAPS_DROPPED},
                     Scope(max_requests=1, eagle_aux_hidden_state_layer_ids=TAPS))
     yield f"the explorer, from nothing: schedule {found.schedules_run} of its scope breaks first"
-    yield _wrap(f"{found.counterexample.schedule.details}: {found.counterexample.failure}")
+    yield f"{found.counterexample.schedule.details}: {found.counterexample.failure}"
 
 
 def _tree_kv():
@@ -201,7 +195,7 @@ def _tree_kv():
 
     run, show = tree_kv_run(), decoder(visible_spaces=True)
     yield plot_tree_kv(run, show, "tree-path-not-compacted at PP = 2: only the last stage moves the path into place")
-    yield _wrap(str(run.violation))
+    yield str(run.violation)
     for name in ("fixed", "faulty"):
         texts = ", ".join(f"{r}: {_text(ids)!r}" for r, ids in sorted(run.outputs[name].items()))
         yield f"{name:>6}: acceptance {run.acceptance[name]:.1%}; {texts}"
@@ -213,6 +207,17 @@ def _judge(name: str):
 
         return getattr(checkers, name)(guess)
     return check
+
+
+def _judge_condense(guess):
+    """08 §7: the learner's move_row, found in the notebook as the guess is, and their guess."""
+    from minispec.lab.exercises.checkers import check_condense
+
+    move_row = _notebook_guess("move_row")
+    if move_row is _UNSET:
+        return (f"{MAKE_YOUR_GUESS}: move_row is not defined in this kernel; run the cell with your "
+                "move_row above, then this one")
+    return check_condense(move_row, guess)
 
 
 # where fault 2 first breaks an invariant (what the accepted drafts never reaching stage 0 leads to: the
@@ -302,6 +307,183 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
     Prediction(
         "08-fault2", "fault2", "fault2_guess", "(the checker says)", "(the checker says)",
         answers=_FAULT2, judge=_judge("check_fault2")),
+    Prediction(
+        "03-add-request", "draft-slots", "guess_slots",
+        "`tem`, C's leftovers (\"The for sta-tem-ent\")",
+        "add_request copies prompt and output, sets num_tokens and num_tokens_no_spec both to 11, and stops: "
+        "the drafts in A's state are never written, so positions 11-13 keep what C left there. These are the "
+        "forum thread's stale slots",
+        answers=STALE, evidence=evidence.readded_rows),
+    Prediction(
+        "03-condense", "condense-rows", "guess_condense",
+        "row 1, with D's leftovers (`s are raised when`) behind E's 9 tokens",
+        "condense moves the highest occupied row (E, row 2) into the hole at row 1 and copies only its first "
+        "num_tokens slots (vLLM v0.9.2, gpu_input_batch.py, condense, line 543), so what D left stays behind "
+        "E, and row 2 keeps a copy of E nobody owns. A moved request keeps its drafts only if num_tokens "
+        "counts them",
+        answers=(r"def␣f\(x\):s␣are", r"[Rr]ow 1, with D's leftovers"), evidence=evidence.condensed_rows),
+    Prediction(
+        "03-prepare-inputs", "prepare-inputs", "guess_notices",
+        "no: it gathers token_ids_cpu[row, position] for the scheduled positions and never reads num_tokens, "
+        "so stage 0 embeds `a t e m` for A",
+        "the last stage gathers the same way, and its rejection sampler takes the drafts to verify from those "
+        "inputs: under vllm-0.9.2 stage 1 verified `tem` and `e␣r`, C's and D's leftovers, not the "
+        "scheduler's drafts; under `all`, the real ones",
+        answers=(r"(does not|doesn't|never) (notice|check)", r"verified \{'A': 'tem'"),
+        evidence=evidence.gathered_at_step2),
+    Prediction(
+        "04-second-batch", "second-batch", "guess_second_batch",
+        "none: the first batch takes everyone, and nothing overlaps; a second batch can hold only other requests",
+        "a decode whose drafts all fit is not rescheduled while it is in flight (a chunked prefill with prompt "
+        "left, or a decode none of whose drafts fit, is: vLLM v0.9.2, vllm/v1/core/sched/scheduler.py "
+        "230-235 and 301-310, from reading the code). With C and D one step later the halves alternate, "
+        "A B / C D, as in the thread",
+        answers=(r"second batch (can )?holds? (only )?\*?other\*? requests", "None: the first takes everyone",
+                 r"0:ABCD 2:ABCD"),
+        evidence=evidence.second_batch),
+    Prediction(
+        "04-serial-idle", "serial-idle", "guess_idle",
+        "half the time each: one stage works while the other waits",
+        "with one batch in flight a batch leaves stage 1 before the next enters stage 0. The tick counts stay "
+        "close because the scheduler then puts all four requests in each batch from step 1 on (there is no "
+        "other batch to leave them for): fewer, larger batches, and ticks count batch-stages, not tokens",
+        answers=(r"[Hh]alf the time each", r"idle stage 0 50%"), evidence=evidence.serial_idle),
+    Prediction(
+        "04-overlap", "overlap-cost", "guess_overlap",
+        "filling and draining the pipeline, and the messages between stages (the thin gaps); on a loaded "
+        "machine the two stages cannot run at once, and the ratio can fall below 1",
+        "the ideal assumes both stages busy all the time on cores of their own. Above 2.0 is noise (the cell "
+        "says so): read it as about 2x. The noise line says how far the same work moved from run to run. On "
+        "minispec's 2-core machine with nothing else running it gave 1.5-1.7x (benchmarks/bench_pipeline.py: "
+        "a median of 1.70)",
+        answers=(r"[Ff]illing and draining",), evidence=evidence.overlap_measured),
+    Prediction(
+        "04-rows-step2", "rows-step2", "guess_rows",
+        "A and B are back in rows 0 and 1, which C and D held at step 1: each stage removes the other batch "
+        "and re-adds this one, every step",
+        "each stage's _update_states first removes the requests not scheduled now (vLLM v0.9.2, "
+        "gpu_model_runner.py 387-400), and add_request copies prompt and output, not the drafts: fault 1 "
+        "(01_the_thread)",
+        answers=(r"re-add(ed|s)?\b[^.\n]{0,40}every step", r"Removed and re-added"), evidence=evidence.rows_each_step),
+    Prediction(
+        "06-same-inputs", "same-inputs", "guess_step",
+        "not at step 2: both stages read `atem` there, so they agree, both wrong; it first fires at step 22 "
+        "(fault 2)",
+        "each stage has its own persistent batch, but both re-added A into the row C had just left, so both "
+        "read the same stale `tem`. An invariant that compares copies with each other misses every fault that "
+        "corrupts all copies alike; the checker's invariants compare each stage with the scheduler, which "
+        "holds the truth (all_token_ids, scheduled_spec_decode_tokens)",
+        answers=("both stages read `atem`", "they agree, both wrong", "both read the same stale",
+                 r"per stage: \{0: 'atem', 1: 'atem'\}", r"[Oo]nly at step 22"),
+        evidence=evidence.copies_compared),
+    Prediction(
+        "06-fault2", "fault2", "guess_break",
+        "invariant 3 (token history) at step 4, stage 0, request A, with invariant 2 beside it; the stages "
+        "disagree there, so our own invariant breaks too",
+        "fix 1 writes the drafts, but stage 0 was relayed one token where the last stage accepted two "
+        "drafts and sampled a third: its copy is short and its row shifted. Invariants 4 and 5 always hold: "
+        "counts right, contents wrong",
+        answers=_FAULT2 + (r"\b44 breaks; first at step 4",), evidence=evidence.offline_checks),
+    Prediction(
+        "06-fix2-only", "fix2-only", "guess_fix2_only",
+        "{2}: draft agreement breaks at step 2, as with no fix at all; the token history stays whole",
+        "fix 2 keeps stage 0's history whole, but without fix 1 a re-added row's draft slots are still stale. "
+        "Fix 1 alone breaks 3, and 2 with it (the shifted row puts wrong tokens in the draft slots); both "
+        "fixes: nothing. Our own invariant never sees fault 1: with fix 2 only it holds",
+        answers=(r"fix 2 only[^\n]*\{?3\}?", r"Fix 2 alone:\*\* fault 1's stale slots break 2"),
+        evidence=evidence.bisected),
+    Prediction(
+        "06-smallest", "smallest", "guess_requests",
+        "two: A, then B one step later, two prompt tokens each",
+        "A's first decode is re-added into the row B used a step before, and nothing writes its drafts: stage "
+        "0 embeds whatever that row held past B's tokens (here zeros, never written), not the drafts the "
+        "scheduler sent. One request alone never leaves its row, and requests that all arrive at step 0 go "
+        "into one batch: two requests one step apart are the smallest that alternate",
+        answers=("B: 2 tokens at step 1", "Two: A, then B"), evidence=evidence.smallest_break),
+    Prediction(
+        "06-rule-misses", "rule-misses", "guess_missed",
+        "`v1-move-without-drafts` and `v2-slot-reuse`; the invariants catch all three with two requests",
+        "a row moved without its drafts costs PP 1 as much as PP 2, and the thread's four requests have four "
+        "rows, so no slot is ever reused. An acceptance rate says how much a fault costs on one workload, not "
+        "whether it is there",
+        answers=(r"missed: \d\.\d\d vs", r"[Tt]he rule misses two"), evidence=evidence.rule_against_invariants),
+    Prediction(
+        "07-draft-slots", "draft-slots", "guess_slots",
+        "without fix 1 `tem` (from C's prompt, \"The for sta-tem-ent\"); with it ` st`, the scheduled drafts",
+        "0.9.2's add_request copies prompt and output only; 0.14.0 also writes the scheduled drafts on re-add "
+        "(PR #31944). Fault 2 stays: on non-last ranks 0.14.0 still extends its copy from the one-token relay "
+        "(gpu_model_runner.py lines 987-1001)",
+        answers=STALE, evidence=evidence.draft_slots_by_preset),
+    Prediction(
+        "07-vllm-0.9.2", "draft-slots", "guess_slots",
+        "vLLM 0.9.2's own code leaves `tem` in A's draft slots too, as minispec's \"vllm-0.9.2\" does",
+        "only vLLM's InputBatch and GPUModelRunner._update_states ran, ahead of time, on minispec's recorded "
+        "schedule (make vllm-check); what prints is their stored result, the scheduled drafts after `|`",
+        answers=STALE, evidence=evidence.vllm_stale_drafts),
+    Prediction(
+        "08-condense", "condense", "condense_guess", "(the checker says)", "(the checker says)",
+        answers=(r"invariant 2 \(draft agreement\) violated at step 15, stage 0, request C",), judge=_judge_condense),
+    Prediction(
+        "09-v1-relay", "v1-relay", "guess_relay",
+        "only `e`, the last token the last stage emitted",
+        "V1's scheduler relays one token per decode (new_token_ids); stage 0 must keep the accepted `␣s` "
+        "itself. Fault 2 of 05 was that bookkeeping missing",
+        answers=(r"relays to stage 0 for A at step 4: 'e'", r"Only `'e'`"), evidence=evidence.relay_v1_v2),
+    Prediction(
+        "09-v2-broadcast", "v2-broadcast", "guess_broadcast",
+        "`␣se` with num_sampled=3, num_rejected=1; at step 4 stage 0's slot for A has total_len=14 and "
+        "num_computed_tokens=13",
+        "A's slot ends as the scheduler's tokens do, and its count is total_len less one: `e` is the next "
+        "input. C is mid-way: it ran stage 0 at step 3, so its count includes three drafts its history "
+        "lacks until step 3's broadcast, applied at step 5",
+        answers=(r"num_sampled=3", r"num_rejected=1\b"), evidence=evidence.broadcast_and_slots),
+    Prediction(
+        "09-v2-stale-drafts", "v2-stale-drafts", "guess_stale_drafts",
+        "invariant 2 (draft agreement), at step 2, stage 0, request A: stage 0 embeds `<unk><unk><unk>`",
+        "`<unk>` is token id 0, the tokenizer's unknown token: the slots' zeroed drafts. Fault 1's first "
+        "violation in 01, again. The fix, PR #50514 (vLLM 0.30.0), broadcasts the drafts",
+        answers=(r"stage 0's drafts\s+'<unk>", r"embeds `<unk><unk><unk>`"),
+        evidence=evidence.fault_run("v2-stale-drafts")),
+    Prediction(
+        "09-v2-optimistic-count", "v2-optimistic-count", "guess_count",
+        "14, one too many (the scheduler's is 13): the rejected draft is never given back",
+        "every later token sits one position too far. vLLM's own V2 gives rejected drafts back by design "
+        "(since PR #42187); RFC #44697 found the same gap in its V1 runner",
+        answers=(r"got\s+14\b", r"num_computed_tokens=14", r"one position too far"),
+        evidence=evidence.fault_run("v2-optimistic-num-computed")),
+    Prediction(
+        "10-placeholders", "placeholders", "guess_placeholders",
+        "only A's 10 prompt tokens, and drafts [-1, -1, -1]: placeholders",
+        "num_output_placeholders=5 counts step 0's token and this step's four. Stage 0 never reads them: it "
+        "ran step 2 on `a` and `␣st`, which the last stage broadcast after step 0; the scheduler learns them "
+        "when the output comes back. `at most 3`: under async scheduling vLLM keeps one batch more in flight "
+        "than there are stages",
+        answers=(r"drafts \[-1, -1, -1\]", r"holds 10 of A's tokens", r"num_output_placeholders=5"),
+        evidence=evidence.placeholders),
+    Prediction(
+        "10-posted-twice", "posted-twice", "guess_posted_twice",
+        "the receive stage 0 posted for step 1's sampled tokens ([2, 4]) takes the copy of step 0's drafts "
+        "([2, 3]): invariant 7 reports the sender at step 0, the receiver expecting step 1",
+        "the copy sits at the same place on the channel as step 1's sampled tokens, so every later message "
+        "would be one off. NCCL sends no header; in PR #56956's words, \"double-posting misaligned the recv "
+        "FIFO and hung the pipeline\". Async scheduling is not needed for it; more batches in flight mean "
+        "more messages to shift",
+        answers=(r"the sender was at step 0", r"expected \[2, 4\] torch\.int64 of step 1"),
+        evidence=evidence.fault_run("v2-drafts-posted-twice")),
+    Prediction(
+        "10-placeholders-step4", "placeholders", "guess_placeholders",
+        "at step 4 it holds 11 of A's tokens (step 0's came back); step 2's four are still placeholders and "
+        "four more come on top: num_output_placeholders=8, drafts [-1, -1, -1] again",
+        "a request in flight keeps being scheduled ahead; each step adds its scheduled tokens as placeholders "
+        "until that step's output comes back",
+        answers=(r"drafts \[-1, -1, -1\]", r"num_output_placeholders=8"), evidence=evidence.placeholders_at_step4),
+    Prediction(
+        "10-posted-twice-async", "posted-twice", "guess_posted_twice",
+        "with async scheduling on, the copy lands in the same receive: step 1's sampled tokens",
+        "three batches in flight put more messages on the channel, but the second copy of step 0's drafts still "
+        "meets the next receive stage 0 posted",
+        answers=(r"the sender was at step 0", r"expected \[2, 4\] torch\.int64 of step 1"),
+        evidence=evidence.posted_twice_ahead),
     Prediction(
         "10-pairing-depth", "pairing-depth", "guess_rows",
         "at PP = 2 batch c's own rows (nothing caught); at PP = 3 the next batch's rows (invariant 3 caught)",

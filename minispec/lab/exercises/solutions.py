@@ -1,7 +1,7 @@
 """Reference solutions to the workshop's exercises (``notebooks/08_exercises.ipynb``).
 
 The notebook never imports this module. A learner who is stuck loads one
-solution on purpose, with ``minispec.lab.show_solution(name)``, which
+solution on purpose, with ``minispec.lab.exercises.show_solution(name)``, which
 prints its source. The checker plugs these in for the empty exercise cells only
 when ``MINISPEC_PLUG_SOLUTIONS=1`` (how the test suite executes the notebook).
 """

@@ -1,13 +1,13 @@
 """One step scheduled ahead, as text: what the scheduler held and scheduled for a request
 (its placeholders), what stage 0 put in their place, and what came back. A pure function,
-``AheadStep -> str`` (the run: ``minispec.lab.experiments.run_ahead``).
+``AheadStep -> str`` (the run: ``minispec.lab.experiments.async_scheduling``).
 
 No vLLM twin.
 """
 
 from __future__ import annotations
 
-from minispec.lab.experiments.run_ahead import AheadStep
+from minispec.lab.experiments.async_scheduling import AheadStep
 
 TAIL = 8  # characters of the scheduler's tokens shown
 
