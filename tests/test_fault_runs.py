@@ -87,5 +87,5 @@ def test_under_async_scheduling_the_resolved_values_are_shown_not_the_placeholde
 
 def test_an_unknown_preset_is_named():
     with pytest.raises(ValueError, match=r"run_fault: 'stale': expected one of \['relay-no-seq-lens', 'relay-pairing', "
-                                         r"'v1-pp-async-column-0'"):
+                                         r"'tree-path-not-compacted', 'v1-pp-async-column-0'"):
         run_fault("stale")
