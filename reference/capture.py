@@ -124,7 +124,8 @@ class CaptureListener(EngineListener):
     def on_schedule(self, scheduler, out) -> None:
         capture = self.capture
         capture.scheduler_events.append({"kind": "schedule", "step": out.step,
-                                         "output": scheduler_output_data(out, scheduler)})
+                                         "output": scheduler_output_data(out, scheduler),
+                                         "preempted": sorted(out.preempted_req_ids)})
         if out.total_num_scheduled_tokens == 0:  # never executed: no stage sees it
             return
         capture.schedules[out.step] = scheduler_output_data(out, scheduler)

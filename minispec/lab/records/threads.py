@@ -251,16 +251,22 @@ THREADS: tuple[Thread, ...] = (
               "a request can be preempted after a speculative decode frame has been dispatched but before its output "
               "returns",)),)),
     _vllm(50514, P, "[Core][MRV2] Support eagle3 spec decode with pipeline parallel", MERGED,
-          (Post(COMMENT, date(2026, 8, 4)),
+          (Post(DESCRIPTION, date(2026, 7, 31), (
+              "broadcast draft proposals from the last stage so earlier stages embed the correct token IDs on the "
+              "next step",
+              "use one fixed sampled-token broadcast width on every rank",
+              "Each stage adds the states it produces to the existing `IntermediateTensors` handoff using globally "
+              "ordered slots.")),
+           Post(COMMENT, date(2026, 8, 4)),
            Post(REVIEW, date(2026, 8, 5), ("I think we should use the filtered idex_mapping instead of this "
                                            "unfiltered one.",))),
           verified=Verified.PARTLY,
-          note="its description is of 2026-07-31 (issue 35's fact-check); this check's searches on 2026-12-07 "
-               "returned its comments of 2026-08-04 (a TP8 x PP2 hardware validation, not its description) and "
-               "2026-08-23 and a review of 2026-08-21, not the description, nor the review of 2026-08-05 an "
-               "earlier check quoted; what it changed (the draft broadcast and one fixed sampled-token width) is "
-               "read in 0.30.0 vllm/v1/worker/gpu/pp_utils.py (absent in 0.29.0); the review of 2026-08-05 asks "
-               "that the draft restore skip rows whose slot was freed"),
+          note="its description (yongqinwang-cmd, 2026-07-31) was returned by the search on 2026-12-07 (query: its "
+               "title): the draft broadcast, the fixed width and the taps carried in `IntermediateTensors` are its "
+               "own words; the comment of 2026-08-04 (a TP8 x PP2 hardware validation) and a review of 2026-08-21 "
+               "were returned by earlier searches; the review of 2026-08-05 an earlier check quoted was not found "
+               "again; what it changed is read in 0.30.0 vllm/v1/worker/gpu/pp_utils.py (absent in 0.29.0), and "
+               "run in make vllm-check (reference/v2_run.py)"),
     _vllm(52071, I, "[Bug]: speculative decoding under pipeline parallelism produces wrong output with "
           "--no-async-scheduling", OPEN,
           (Post(DESCRIPTION, date(2026, 8, 12), (
