@@ -25,7 +25,8 @@ RELEASE = "0.9.2"
 # Compared field by field, in this order; "new" without sampling params, which
 # vLLM's Scheduler passes through untouched.
 FIELDS = ("num_scheduled_tokens", "scheduled_spec_decode_tokens", "new", "cached", "finished_req_ids")
-# Both preempted the same requests, one of them with a batch in flight, and part after: 0.9.2's
+# Both preempted the same requests (as sets: minispec may preempt one again where vLLM does
+# not, which shows later), one of them with a batch in flight, and part after: 0.9.2's
 # update_from_output walks only its running requests (0.9.2 vllm/v1/core/sched/scheduler.py 756-762),
 # so the output in flight of a request it preempted is dropped and the request may resume before it
 # is back; minispec delivers that output and resumes after it, as 0.30.0 does since PR #48245.
@@ -51,7 +52,7 @@ class ScheduleDifference:
         """The documented departure of minispec's scheduler (its module docstring)
         this difference comes from, or "undocumented"."""
         if any(in_flight for _, in_flight in self.vllm_preempted):
-            if sorted(r for r, _ in self.vllm_preempted) == sorted(self.minispec_preempted):
+            if {r for r, _ in self.vllm_preempted} == set(self.minispec_preempted):
                 return STALE_OUTPUT_DROPPED
             return "vLLM preempted a request in flight"
         preempted = {r for r, _ in self.vllm_preempted}
