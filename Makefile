@@ -157,7 +157,17 @@ VLLM_RANDOM_V2 ?= 20
 .PHONY: vllm-check
 vllm-check: $(DEV_STAMP)
 	TORCH_INDEX=$(TORCH_INDEX) $(BIN)/python -m reference --random $(VLLM_RANDOM) --random-v2 $(VLLM_RANDOM_V2)
-	MINISPEC_REQUIRE_VLLM=1 $(BIN)/python -m pytest tests/test_vllm_reference.py tests/test_vllm_reference_v2.py -q
+	MINISPEC_REQUIRE_VLLM=1 $(BIN)/python -m pytest tests/test_vllm_reference.py tests/test_vllm_reference_v2.py \
+		tests/test_vllm_reference_explore.py -q
+
+# The explorer's schedules (its DEFAULT scope, synchronous half) through vLLM's own state code:
+# V1 0.9.2, 0.14.0, 0.33.0 and V2 0.29.0, 0.30.0, 0.33.0 (reference/explore.py). Every schedule
+# takes hours on 2 shared cores; VLLM_EXPLORE sets how many of each engine shape, smallest first
+# (docs/checked_against_vllm.md, "The explorer's schedules": the run recorded there).
+VLLM_EXPLORE ?= 250
+.PHONY: vllm-explore
+vllm-explore: $(DEV_STAMP)
+	TORCH_INDEX=$(TORCH_INDEX) $(BIN)/python -m reference explore --per-shape $(VLLM_EXPLORE)
 
 # Every citation of vLLM release source in the repository, checked against that release
 # (tools/cite_check.py): the cited releases' Python sources are fetched once into make

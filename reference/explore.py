@@ -1,0 +1,314 @@
+"""The explorer's schedules through vLLM's own state code: ``python -m reference explore``.
+
+``explore_vllm(targets, scope)`` takes the schedules the small-scope explorer runs
+(``minispec.lab.explorer.explorer.schedules``, smallest first), runs each in minispec
+under the preset that mirrors a release (``TARGETS``), captures every stage-step as
+``python -m reference`` does (``capture`` for V1, ``v2_capture`` for Model Runner V2),
+replays them through that release's own ``InputBatch``/``_update_states`` (``worker.py``)
+or V2 request state, ``PPHandler`` and ``post_update`` (``v2_worker.py``), and compares
+every buffer after every stage-step. Runs go in chunks, one subprocess per release and
+chunk, so memory stays bounded.
+
+A schedule that differs is classed (``Divergence.kind``):
+
+* a named departure (``DEPARTURES``: one of ``docs/checked_against_vllm.md``'s), by a
+  predicate on the run;
+* else a known fault: the schedule run again in minispec under each fault preset of the
+  design (``candidates``) and replayed, the first preset whose run vLLM's code matches
+  stage by stage (``classify``);
+* else new.
+
+The minimal counterexample of a class is its schedule with the fewest requests, then the
+fewest steps (``Divergence.size``). Left out: asynchronous scheduling (the V1 worker's
+stand-in runner runs none of vLLM's async bookkeeping, and minispec's V2 takes broadcast
+entries on first need, ``v2_run``), and the explorer's ``search`` past its scope.
+
+vLLM twin: none.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from minispec.distributed.parallel_state import MessageMismatch
+from minispec.lab.experiments.schedule import Schedule, run_schedule
+from minispec.lab.explorer.explorer import DEFAULT, Scope, schedules
+from reference import run, v2_run
+from reference.capture import capturing
+from reference.compare import Comparison, compare
+from reference.v2_capture import capturing_v2
+
+V1, V2 = "V1", "V2"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One release and design, and minispec's preset that mirrors it there."""
+
+    release: str
+    design: str  # V1 or V2
+    preset: str  # V1: fixes=; V2: v2_run's FIXED or a fault preset
+    sampler_width: str = "vllm"  # V2: a key of v2_run.SAMPLER_WIDTHS
+
+    @property
+    def label(self) -> str:
+        return f"{self.release} {self.design} ({self.preset})"
+
+
+TARGETS = (
+    Target("0.9.2", V1, "vllm-0.9.2"), Target("0.14.0", V1, "vllm-0.14"), Target("0.33.0", V1, "vllm-0.14"),
+    Target("0.29.0", V2, v2_run.BROADCAST_WIDTH), Target("0.30.0", V2, v2_run.FIXED),
+    Target("0.33.0", V2, v2_run.FIXED),
+)
+
+
+def _holds_41133(target: Target, capture, comparison: Comparison, others: dict) -> bool:
+    """0.33.0's V1 writes a non-last stage's relayed tokens from ``num_tokens_no_spec``
+    (PR #41133; 0.33.0 ``gpu_model_runner.py`` 1459-1479), which minispec's ``vllm-0.14``
+    leaves out: only that stage's token slots differ, and 0.14.0 is equal on the same run."""
+    last = capture.trace.pipeline_parallel_size - 1
+    fourteen = others.get("0.14.0")
+    return (target.release == "0.33.0" and fourteen is not None and fourteen.equal == fourteen.total
+            and all(d.buffer in ("token_ids_cpu", "num_tokens_no_spec", "num_tokens") and d.stage != last
+                    for d in comparison.differences))
+
+
+def _unwaited(target: Target, capture, comparison: Comparison, others: dict) -> bool:
+    """A V2 broadcast that did not fit, which vLLM's code took off its FIFO without waiting
+    on it (``v2_run.unwaited_mismatch``)."""
+    return target.design == V2 and others["unwaited"]
+
+
+# Named departures: (name, applies to a run). Each is documented in docs/checked_against_vllm.md.
+DEPARTURES: tuple[tuple[str, Callable], ...] = (
+    ("departure: a request resumed while it held a row (minispec evicts it, 0.9.2 appends)",
+     lambda t, c, comp, o: t.release == "0.9.2" and run.resumes_holding_a_row(c)),
+    ("departure: PR #41133's relay write from num_tokens_no_spec (0.33.0), left out by vllm-0.14", _holds_41133),
+    ("departure: a misfit broadcast vLLM's code never waited on (every row freed)", _unwaited),
+)
+
+
+def candidates(target: Target) -> tuple[str, ...]:
+    """The fault presets a divergence of ``target`` is tried against, in order."""
+    if target.design == V1:
+        return tuple(p for p in ("vllm-0.14", "vllm-0.9.2", "all") if p != target.preset)
+    from minispec.lab.faults.catalogue import EVERY_FAULT
+
+    v2 = [name for name, f in EVERY_FAULT.items() if f.design == "v2" and "eagle" not in name]
+    return tuple(p for p in (v2_run.FIXED, *v2) if p != target.preset)
+
+
+@dataclass
+class Divergence:
+    index: int  # the schedule's place in the explorer's order
+    schedule: Schedule
+    comparison: Comparison
+    kind: str = "new"
+
+    @property
+    def size(self) -> tuple:
+        """Fewest requests, then fewest steps (last arrival plus tokens), then the explorer's order."""
+        s = self.schedule
+        return len(s.requests), max(r.arrival_step for r in s.requests) + s.max_tokens, self.index
+
+    def describe(self) -> str:
+        first = self.comparison.first
+        return f"schedule {self.index} ({self.schedule.details}): {first.describe() if first else 'no difference'}"
+
+
+@dataclass
+class TargetResult:
+    target: Target
+    runs: int = 0
+    runs_equal: int = 0
+    stage_steps: int = 0
+    stage_steps_equal: int = 0
+    seconds: float = 0.0
+    divergences: list[Divergence] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # minispec runs that raised, not under a fault preset
+
+    def classes(self) -> dict[str, list[Divergence]]:
+        out: dict[str, list[Divergence]] = {}
+        for d in self.divergences:
+            out.setdefault(d.kind, []).append(d)
+        return out
+
+    def minimal(self) -> dict[str, Divergence]:
+        return {kind: min(ds, key=lambda d: d.size) for kind, ds in self.classes().items()}
+
+
+def explorer_schedules(scope: Scope = DEFAULT, per_shape: int | None = None, limit: int | None = None) -> list:
+    """(index, schedule) of the scope's synchronous schedules in the explorer's order, each
+    named by its index; ``per_shape``: only the first that many of each engine shape."""
+    out, seen = [], {}
+    for index, s in enumerate(schedules(scope)):
+        if s.async_scheduling:
+            continue
+        shape = (s.pipeline_parallel_size, s.num_gpu_blocks, s.max_num_batched_tokens, s.max_num_seqs)
+        seen[shape] = seen.get(shape, 0) + 1
+        if per_shape is None or seen[shape] <= per_shape:
+            out.append((index, replace(s, name=f"schedule {index}", check_invariants=False)))
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def capture_runs(design: str, preset: str, batch: list) -> dict[str, object]:
+    """Each schedule of ``batch`` run in minispec under ``preset``, captured, by name. A
+    run that raises is kept up to where it stopped."""
+    capturing_ = capturing if design == V1 else capturing_v2
+    kwargs = {"fixes": preset} if design == V1 else {
+        "fixes": "all", "model_runner": "v2", "faults": None if preset == v2_run.FIXED else preset}
+    with capturing_() as captures:
+        for _, s in batch:
+            try:
+                run_schedule(s, **kwargs)
+            except MessageMismatch:
+                pass  # v2-broadcast-width ends here; the capture holds the misfit
+    return {s.name: c for (_, s), c in zip(batch, captures)}
+
+
+def replay(target: Target, captures: dict) -> dict[str, list[dict]]:
+    """Every capture through the target release's own code; its stage-steps by run name."""
+    if target.design == V1:
+        jobs = {("explore", target.preset, name): c.job() for name, c in captures.items()}
+        _, results = run.run_jobs(target.release, run.WORKER, jobs, version=target.release)
+    else:
+        keyed = {("explore", target.preset, name): c for name, c in captures.items()}
+        _, results = v2_run.run_vllm(target.release, target.sampler_width, keyed)
+    return {name: steps for (_, _, name), steps in results.items()}
+
+
+def comparison_of(design: str, capture, theirs: list[dict]) -> tuple[Comparison, bool]:
+    """The run's comparison, and (V2) whether its one difference is an unwaited misfit."""
+    mine = [s.__dict__ for s in capture.stage_steps]
+    if design == V1:
+        return compare(mine, theirs), False
+    c = v2_run.compare_until_stopped(mine, theirs)
+    return c, v2_run.unwaited_mismatch(mine, theirs, c)
+
+
+def _depart(target: Target, capture, comparison: Comparison, others: dict) -> str | None:
+    return next((name for name, applies in DEPARTURES if applies(target, capture, comparison, others)), None)
+
+
+def explore_batch(targets, batch: list, results: dict[Target, TargetResult]) -> None:
+    """One chunk of schedules under every target, tallied into ``results``."""
+    by_run: dict[str, dict[str, Comparison]] = {}  # run name -> release -> its V1 comparison
+    for (design, preset) in dict.fromkeys((t.design, t.preset) for t in targets):
+        start = time.monotonic()
+        captures = capture_runs(design, preset, batch)
+        share = (time.monotonic() - start) / sum(1 for t in targets if (t.design, t.preset) == (design, preset))
+        for target in (t for t in targets if (t.design, t.preset) == (design, preset)):
+            start = time.monotonic()
+            theirs = replay(target, captures)
+            tally = results[target]
+            for index, s in batch:
+                comparison, unwaited = comparison_of(design, captures[s.name], theirs[s.name])
+                by_run.setdefault(s.name, {})[target.release] = comparison
+                tally.runs += 1
+                tally.stage_steps += comparison.total
+                tally.stage_steps_equal += comparison.equal
+                if comparison.equal == comparison.total:
+                    tally.runs_equal += 1
+                    continue
+                others = {**by_run[s.name], "unwaited": unwaited}
+                d = Divergence(index, s, comparison)
+                d.kind = _depart(target, captures[s.name], comparison, others) or "new"
+                tally.divergences.append(d)
+            tally.seconds += share + time.monotonic() - start
+
+
+def classify(target: Target, divergence: Divergence) -> str:
+    """The first fault preset under which minispec's run of the schedule equals vLLM's
+    code stage by stage, or "new"."""
+    batch = [(divergence.index, divergence.schedule)]
+    for preset in candidates(target):
+        captures = capture_runs(target.design, preset, batch)
+        theirs = replay(replace(target, preset=preset), captures)
+        name = divergence.schedule.name
+        comparison, _ = comparison_of(target.design, captures[name], theirs[name])
+        if comparison.total and comparison.equal == comparison.total:
+            return f"known fault: minispec under {preset!r} matches"
+    return "new"
+
+
+def explore_vllm(targets=TARGETS, scope: Scope = DEFAULT, per_shape: dict[str, int | None] | None = None,
+                 limit: int | None = None, chunk: int = 500, progress=print) -> dict[Target, TargetResult]:
+    """Every target on the scope's synchronous schedules (``per_shape``: per design, the
+    first that many of each engine shape; ``limit``: at most that many); the new
+    divergences of each target classed by ``classify``, smallest first, one per first
+    differing buffer."""
+    results = {t: TargetResult(t) for t in targets}
+    for design in dict.fromkeys(t.design for t in targets):
+        mine = [t for t in targets if t.design == design]
+        todo = explorer_schedules(scope, (per_shape or {}).get(design), limit)
+        for at in range(0, len(todo), chunk):
+            explore_batch(mine, todo[at : at + chunk], results)
+            progress(f"{design}: {min(at + chunk, len(todo))}/{len(todo)} schedules; "
+                     + "; ".join(f"{t.label} {results[t].runs - results[t].runs_equal} differ" for t in mine))
+    for result in results.values():
+        _classify_new(result)
+    return results
+
+
+def _classify_new(result: TargetResult) -> None:
+    """Each first differing buffer among the new divergences: its smallest schedule classed,
+    and that class given to every new divergence with the same first buffer."""
+    groups: dict[str, list[Divergence]] = {}
+    for d in result.divergences:
+        if d.kind == "new":
+            groups.setdefault(d.comparison.first.buffer, []).append(d)
+    for buffer, ds in groups.items():
+        kind = classify(result.target, min(ds, key=lambda d: d.size))
+        for d in ds:
+            d.kind = kind if kind == "new" else f"{kind} (first differing buffer {buffer})"
+
+
+def render(results: dict[Target, TargetResult]) -> str:
+    """The table (release x design), then each class's minimal counterexample."""
+    lines = ["| release | design | preset | schedules | runs equal | stage-steps equal | divergences | classes | s |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for t, r in results.items():
+        classes = "; ".join(f"{kind}: {len(ds)}" for kind, ds in r.classes().items()) or "none"
+        lines.append(f"| {t.release} | {t.design} | {t.preset} | {r.runs} | {r.runs_equal}/{r.runs} | "
+                     f"{r.stage_steps_equal}/{r.stage_steps} | {len(r.divergences)} | {classes} | {r.seconds:.0f} |")
+    for t, r in results.items():
+        for kind, d in r.minimal().items():
+            lines.append(f"\n{t.label}, {kind}: minimal counterexample {d.describe()}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    """``python -m reference explore``: exit 1 if a divergence is neither a named departure nor a
+    known fault (a new one: in 0.33.0, a finding for upstream)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m reference explore", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--design", choices=(V1, V2), action="append", help="only this design (repeatable)")
+    parser.add_argument("--release", action="append", help="only this release's targets (repeatable)")
+    parser.add_argument("--per-shape", type=int, default=None,
+                        help="the first N schedules of each engine shape (default: every schedule)")
+    parser.add_argument("--limit", type=int, default=None, help="at most N schedules per design")
+    parser.add_argument("--chunk", type=int, default=500, help="schedules per vLLM subprocess (default 500)")
+    args = parser.parse_args(argv)
+    for name, value in (("--per-shape", args.per_shape), ("--limit", args.limit), ("--chunk", args.chunk)):
+        if value is not None and value < 1:
+            parser.error(f"{name}={value}: expected a number >= 1")
+    targets = tuple(t for t in TARGETS if (not args.design or t.design in args.design)
+                    and (not args.release or t.release in args.release))
+    if not targets:
+        parser.error(f"no target is release {args.release} and design {args.design}: expected among "
+                     + ", ".join(t.label for t in TARGETS))
+    from reference import environment
+
+    environment.ensure(tuple(dict.fromkeys(t.release for t in targets)))
+    start = time.monotonic()
+    per_shape = dict.fromkeys((V1, V2), args.per_shape)
+    results = explore_vllm(targets, DEFAULT, per_shape, args.limit, args.chunk, progress=lambda s: print(s, flush=True))
+    print(render(results))
+    new = [d for r in results.values() for d in r.divergences if d.kind == "new"]
+    print(f"\nran in {time.monotonic() - start:.0f} s: " + (f"{len(new)} new divergences" if new else "no new divergence"))
+    return 1 if new else 0
