@@ -19,9 +19,8 @@ A schedule that differs is classed (``Divergence.kind``):
 * else new.
 
 The minimal counterexample of a class is its schedule with the fewest requests, then the
-fewest steps (``Divergence.size``). Left out: asynchronous scheduling (the V1 worker's
-stand-in runner runs none of vLLM's async bookkeeping, and minispec's V2 takes broadcast
-entries on first need, ``v2_run``), and the explorer's ``search`` past its scope.
+fewest steps (``Divergence.size``). Left out: V1 under asynchronous scheduling (``MODES``),
+and the explorer's ``search`` past its scope.
 
 vLLM twin: none.
 """
@@ -41,6 +40,11 @@ from reference.compare import Comparison, compare
 from reference.v2_capture import capturing_v2
 
 V1, V2 = "V1", "V2"
+# The scheduling each design is run under. V1's worker runs none of vLLM's async bookkeeping
+# (worker.StandInRunner: use_async_scheduling False; PP + async relays through
+# prev_sampled_token_ids, which it does not build); V2's replays minispec's stage-steps in the
+# order they ran and takes each broadcast when minispec did (v2_worker.apply_broadcasts), async or not.
+MODES = {V1: (False,), V2: (False, True)}
 
 
 @dataclass(frozen=True)
@@ -65,14 +69,31 @@ TARGETS = (
 
 
 def _holds_41133(target: Target, capture, comparison: Comparison, others: dict) -> bool:
-    """0.33.0's V1 writes a non-last stage's relayed tokens from ``num_tokens_no_spec``
-    (PR #41133; 0.33.0 ``gpu_model_runner.py`` 1459-1479), which minispec's ``vllm-0.14``
-    leaves out: only that stage's token slots differ, and 0.14.0 is equal on the same run."""
+    """0.33.0's V1 writes a non-last stage's relayed tokens over the span from
+    ``num_tokens_no_spec`` (PR #41133; 0.33.0 ``gpu_model_runner.py`` 1459-1479), which
+    minispec's ``vllm-0.14`` leaves out. Under synchronous scheduling the relay holds one token
+    and the span also covers the drafts accepted last step, so that one token fills every slot
+    (docs/vllm_0330_relay_write.md). So: 0.14.0 is equal on the same run, only a non-last
+    stage's ``token_ids_cpu`` differs, and each differing slot holds, in vLLM, the token of the
+    first slot after it where the two agree (the relayed token's own slot)."""
     last = capture.trace.pipeline_parallel_size - 1
     fourteen = others.get("0.14.0")
-    return (target.release == "0.33.0" and fourteen is not None and fourteen.equal == fourteen.total
-            and all(d.buffer in ("token_ids_cpu", "num_tokens_no_spec", "num_tokens") and d.stage != last
-                    for d in comparison.differences))
+    if target.release != "0.33.0" or fourteen is None or fourteen.equal != fourteen.total:
+        return False
+    if any(d.buffer != "token_ids_cpu" or d.stage == last for d in comparison.differences):
+        return False
+    mine, theirs = others["buffers"]
+    return all(_broadcast_back(mine[key]["token_ids_cpu"], theirs[key]["token_ids_cpu"])
+               for key in {(d.step, d.stage) for d in comparison.differences})
+
+
+def _broadcast_back(mine: list[list[int]], theirs: list[list[int]]) -> bool:
+    """Each slot where the rows differ holds, in ``theirs``, the value of the next slot where they agree."""
+    for a, b in zip(mine, theirs):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y and next((v for u, v in zip(a[i + 1:], b[i + 1:]) if u == v), None) != y:
+                return False
+    return True
 
 
 def _unwaited(target: Target, capture, comparison: Comparison, others: dict) -> bool:
@@ -139,14 +160,17 @@ class TargetResult:
         return {kind: min(ds, key=lambda d: d.size) for kind, ds in self.classes().items()}
 
 
-def explorer_schedules(scope: Scope = DEFAULT, per_shape: int | None = None, limit: int | None = None) -> list:
-    """(index, schedule) of the scope's synchronous schedules in the explorer's order, each
-    named by its index; ``per_shape``: only the first that many of each engine shape."""
+def explorer_schedules(scope: Scope = DEFAULT, per_shape: int | None = None, limit: int | None = None,
+                       modes: tuple[bool, ...] = (False,)) -> list:
+    """(index, schedule) of the scope's schedules whose ``async_scheduling`` is among ``modes``
+    (synchronous only, unless told), in the explorer's order, each named by its index;
+    ``per_shape``: only the first that many of each engine shape."""
     out, seen = [], {}
     for index, s in enumerate(schedules(scope)):
-        if s.async_scheduling:
+        if s.async_scheduling not in modes:
             continue
-        shape = (s.pipeline_parallel_size, s.num_gpu_blocks, s.max_num_batched_tokens, s.max_num_seqs)
+        shape = (s.pipeline_parallel_size, s.num_gpu_blocks, s.max_num_batched_tokens, s.max_num_seqs,
+                 s.async_scheduling)
         seen[shape] = seen.get(shape, 0) + 1
         if per_shape is None or seen[shape] <= per_shape:
             out.append((index, replace(s, name=f"schedule {index}", check_invariants=False)))
@@ -214,7 +238,9 @@ def explore_batch(targets, batch: list, results: dict[Target, TargetResult]) -> 
                 if comparison.equal == comparison.total:
                     tally.runs_equal += 1
                     continue
-                others = {**by_run[s.name], "unwaited": unwaited}
+                keyed = [{(r["step"], r["stage"]): r["buffers"] for r in steps}
+                         for steps in ([ss.__dict__ for ss in captures[s.name].stage_steps], theirs[s.name])]
+                others = {**by_run[s.name], "unwaited": unwaited, "buffers": keyed}
                 d = Divergence(index, s, comparison)
                 d.kind = _depart(target, captures[s.name], comparison, others) or "new"
                 tally.divergences.append(d)
@@ -236,15 +262,16 @@ def classify(target: Target, divergence: Divergence) -> str:
 
 
 def explore_vllm(targets=TARGETS, scope: Scope = DEFAULT, per_shape: dict[str, int | None] | None = None,
-                 limit: int | None = None, chunk: int = 500, progress=print) -> dict[Target, TargetResult]:
-    """Every target on the scope's synchronous schedules (``per_shape``: per design, the
-    first that many of each engine shape; ``limit``: at most that many); the new
-    divergences of each target classed by ``classify``, smallest first, one per first
-    differing buffer."""
+                 limit: int | None = None, chunk: int = 500, progress=print,
+                 modes: dict[str, tuple[bool, ...]] | None = None) -> dict[Target, TargetResult]:
+    """Every target on the scope's schedules (``modes``: per design, which of synchronous and
+    asynchronous scheduling, ``MODES`` unless given; ``per_shape``: per design, the first that
+    many of each engine shape; ``limit``: at most that many); the new divergences of each
+    target classed by ``classify``, smallest first, one per first differing buffer."""
     results = {t: TargetResult(t) for t in targets}
     for design in dict.fromkeys(t.design for t in targets):
         mine = [t for t in targets if t.design == design]
-        todo = explorer_schedules(scope, (per_shape or {}).get(design), limit)
+        todo = explorer_schedules(scope, (per_shape or {}).get(design), limit, (modes or MODES)[design])
         for at in range(0, len(todo), chunk):
             explore_batch(mine, todo[at : at + chunk], results)
             progress(f"{design}: {min(at + chunk, len(todo))}/{len(todo)} schedules; "
@@ -293,6 +320,8 @@ def main(argv=None) -> int:
                         help="the first N schedules of each engine shape (default: every schedule)")
     parser.add_argument("--limit", type=int, default=None, help="at most N schedules per design")
     parser.add_argument("--chunk", type=int, default=500, help="schedules per vLLM subprocess (default 500)")
+    parser.add_argument("--scheduling", choices=("sync", "async"), default=None,
+                        help="only synchronous or only asynchronous schedules (default: V1 sync, V2 both)")
     args = parser.parse_args(argv)
     for name, value in (("--per-shape", args.per_shape), ("--limit", args.limit), ("--chunk", args.chunk)):
         if value is not None and value < 1:
@@ -307,7 +336,10 @@ def main(argv=None) -> int:
     environment.ensure(tuple(dict.fromkeys(t.release for t in targets)))
     start = time.monotonic()
     per_shape = dict.fromkeys((V1, V2), args.per_shape)
-    results = explore_vllm(targets, DEFAULT, per_shape, args.limit, args.chunk, progress=lambda s: print(s, flush=True))
+    modes = MODES if args.scheduling is None else dict.fromkeys(MODES, (args.scheduling == "async",))
+    if args.scheduling == "async" and V1 in {t.design for t in targets}:
+        parser.error("--scheduling async: V1's worker runs no asynchronous scheduling; expected --design V2")
+    results = explore_vllm(targets, DEFAULT, per_shape, args.limit, args.chunk, lambda s: print(s, flush=True), modes)
     print(render(results))
     new = [d for r in results.values() for d in r.divergences if d.kind == "new"]
     print(f"\nran in {time.monotonic() - start:.0f} s: " + (f"{len(new)} new divergences" if new else "no new divergence"))

@@ -17,6 +17,7 @@ from reference.compare import Comparison, Difference
 from reference.explore import V1, V2, Divergence, Target, TargetResult, explore_vllm, explorer_schedules
 
 FOURTEEN, THIRTY_THREE = Target("0.14.0", V1, "vllm-0.14"), Target("0.33.0", V1, "vllm-0.14")
+ALL_EQUAL = Comparison(3, 3, [])
 
 
 def _differs(*differences: Difference) -> Comparison:
@@ -46,21 +47,25 @@ def test_the_minimal_counterexample_has_the_fewest_requests_then_steps():
     assert result.classes() == {"new": result.divergences}
 
 
-def test_pr_41133_departure_needs_0140_equal_and_only_a_non_last_stages_tokens():
-    (_, s), = explorer_schedules(DEFAULT, limit=1)
+def test_pr_41133_departure_needs_0140_equal_and_the_relayed_token_broadcast_back():
     capture = type("C", (), {"trace": type("T", (), {"pipeline_parallel_size": 2})()})()
-    tokens = _differs(Difference(4, 0, "token_ids_cpu", "row 0 slots 3-3", [34], [73]))
-    equal, unequal = Comparison(3, 3, []), tokens
-    assert explore._holds_41133(THIRTY_THREE, capture, tokens, {"0.14.0": equal})
-    assert not explore._holds_41133(THIRTY_THREE, capture, tokens, {"0.14.0": unequal})  # 0.14.0 differs too
-    assert not explore._holds_41133(THIRTY_THREE, capture, tokens, {})  # 0.14.0 not run
-    assert not explore._holds_41133(FOURTEEN, capture, tokens, {"0.14.0": equal})
-    last = _differs(Difference(4, 1, "token_ids_cpu", "row 0 slots 3-3", [34], [73]))
-    assert not explore._holds_41133(THIRTY_THREE, capture, last, {"0.14.0": equal})
-    drafts = _differs(Difference(4, 0, "drafts", "row 0", [1], [2]))
-    assert not explore._holds_41133(THIRTY_THREE, capture, drafts, {"0.14.0": equal})
+    mine = [[35, 3, 28, 34, 73, 41], [0] * 6]
 
+    def check(theirs, target=THIRTY_THREE, fourteen=ALL_EQUAL, stage=0, buffer="token_ids_cpu"):
+        d = Difference(4, stage, buffer, "row 0", None, None)
+        keyed = [{(4, stage): {"token_ids_cpu": rows}} for rows in (mine, theirs)]
+        others = {"buffers": keyed} | ({} if fourteen is None else {"0.14.0": fourteen})
+        return explore._holds_41133(target, capture, _differs(d), others)
 
+    broadcast = [[35, 3, 28, 73, 73, 41], [0] * 6]  # 0.33.0: the relayed 73 over the accepted 34
+    assert check(broadcast)
+    assert check([[35, 3, 73, 73, 73, 41], [0] * 6])  # two slots before the relayed one
+    assert not check([[35, 3, 28, 5, 73, 41], [0] * 6])  # a slot holding something else
+    assert not check(broadcast, fourteen=Comparison(3, 2, []))  # 0.14.0 differs too
+    assert not check(broadcast, target=FOURTEEN)
+    assert not check(broadcast, stage=1)  # the last stage writes no relay
+    assert not check(broadcast, buffer="drafts")
+    assert not check(broadcast, fourteen=None)  # 0.14.0 not run: not this departure
 def test_each_design_tries_the_other_presets_first_the_releases_nearest():
     assert explore.candidates(FOURTEEN) == ("vllm-0.9.2", "all")
     assert explore.candidates(Target("0.14.0", V1, "all"))[0] == "vllm-0.14"
