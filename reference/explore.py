@@ -148,7 +148,6 @@ class TargetResult:
     stage_steps_equal: int = 0
     seconds: float = 0.0
     divergences: list[Divergence] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)  # minispec runs that raised, not under a fault preset
 
     def classes(self) -> dict[str, list[Divergence]]:
         out: dict[str, list[Divergence]] = {}
