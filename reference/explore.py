@@ -70,28 +70,40 @@ TARGETS = (
 
 def _holds_41133(target: Target, capture, comparison: Comparison, others: dict) -> bool:
     """0.33.0's V1 writes a non-last stage's relayed tokens over the span from
+    ``num_tokens_no_spec`` to ``num_computed_tokens`` plus the relay, and never lowers
     ``num_tokens_no_spec`` (PR #41133; 0.33.0 ``gpu_model_runner.py`` 1459-1479), which
-    minispec's ``vllm-0.14`` leaves out. Under synchronous scheduling the relay holds one token
-    and the span also covers the drafts accepted last step, so that one token fills every slot
-    (docs/vllm_0330_relay_write.md). So: 0.14.0 is equal on the same run, only a non-last
-    stage's ``token_ids_cpu`` differs, and each differing slot holds, in vLLM, the token of the
-    first slot after it where the two agree (the relayed token's own slot)."""
+    minispec's ``vllm-0.14`` leaves out. So: 0.14.0 is equal on the same run, only a non-last
+    stage's rows differ, in ``num_tokens_no_spec`` (vLLM's no lower; ``num_tokens`` with it, the
+    drafts alike) or in token slots (``_relay_slots``)."""
     last = capture.trace.pipeline_parallel_size - 1
     fourteen = others.get("0.14.0")
     if target.release != "0.33.0" or fourteen is None or fourteen.equal != fourteen.total:
         return False
-    if any(d.buffer != "token_ids_cpu" or d.stage == last for d in comparison.differences):
+    allowed = ("token_ids_cpu", "num_tokens_no_spec", "num_tokens")
+    if any(d.buffer not in allowed or d.stage == last for d in comparison.differences):
         return False
     mine, theirs = others["buffers"]
-    return all(_broadcast_back(mine[key]["token_ids_cpu"], theirs[key]["token_ids_cpu"])
+    return all(_kept_longer(mine[key], theirs[key]) and _relay_slots(mine[key], theirs[key])
                for key in {(d.step, d.stage) for d in comparison.differences})
 
 
-def _broadcast_back(mine: list[list[int]], theirs: list[list[int]]) -> bool:
-    """Each slot where the rows differ holds, in ``theirs``, the value of the next slot where they agree."""
-    for a, b in zip(mine, theirs):
+def _kept_longer(mine: dict, theirs: dict) -> bool:
+    """Each row's ``num_tokens_no_spec`` no lower in vLLM, and as many drafts on top."""
+    return all(b >= a and tb - b == ta - a for a, b, ta, tb in zip(
+        mine["num_tokens_no_spec"], theirs["num_tokens_no_spec"], mine["num_tokens"], theirs["num_tokens"]))
+
+
+def _relay_slots(mine: dict, theirs: dict) -> bool:
+    """Each token slot where the rows differ lies past minispec's ``num_tokens_no_spec`` (its
+    history ends sooner), or holds, in vLLM, the token of the next slot where the two agree: the
+    relay holds one token, and the span also covers the drafts accepted the step before, so
+    that one token fills them all (docs/vllm_0330_relay_write.md)."""
+    ends = mine["num_tokens_no_spec"]
+    for row, (a, b) in enumerate(zip(mine["token_ids_cpu"], theirs["token_ids_cpu"])):
         for i, (x, y) in enumerate(zip(a, b)):
-            if x != y and next((v for u, v in zip(a[i + 1:], b[i + 1:]) if u == v), None) != y:
+            if x == y or (row < len(ends) and i >= ends[row]):
+                continue
+            if next((v for u, v in zip(a[i + 1:], b[i + 1:]) if u == v), None) != y:
                 return False
     return True
 

@@ -47,13 +47,14 @@ def test_the_minimal_counterexample_has_the_fewest_requests_then_steps():
     assert result.classes() == {"new": result.divergences}
 
 
-def test_pr_41133_departure_needs_0140_equal_and_the_relayed_token_broadcast_back():
+def test_pr_41133_departure_needs_0140_equal_and_0330s_relay_write():
     capture = type("C", (), {"trace": type("T", (), {"pipeline_parallel_size": 2})()})()
-    mine = [[35, 3, 28, 34, 73, 41], [0] * 6]
+    mine = {"token_ids_cpu": [[35, 3, 28, 34, 73, 41], [0] * 6], "num_tokens_no_spec": [5], "num_tokens": [6]}
 
-    def check(theirs, target=THIRTY_THREE, fourteen=ALL_EQUAL, stage=0, buffer="token_ids_cpu"):
+    def check(tokens, target=THIRTY_THREE, fourteen=ALL_EQUAL, stage=0, buffer="token_ids_cpu", no_spec=5):
         d = Difference(4, stage, buffer, "row 0", None, None)
-        keyed = [{(4, stage): {"token_ids_cpu": rows}} for rows in (mine, theirs)]
+        theirs = {"token_ids_cpu": tokens, "num_tokens_no_spec": [no_spec], "num_tokens": [no_spec + 1]}
+        keyed = [{(4, stage): buffers} for buffers in (mine, theirs)]
         others = {"buffers": keyed} | ({} if fourteen is None else {"0.14.0": fourteen})
         return explore._holds_41133(target, capture, _differs(d), others)
 
@@ -61,11 +62,15 @@ def test_pr_41133_departure_needs_0140_equal_and_the_relayed_token_broadcast_bac
     assert check(broadcast)
     assert check([[35, 3, 73, 73, 73, 41], [0] * 6])  # two slots before the relayed one
     assert not check([[35, 3, 28, 5, 73, 41], [0] * 6])  # a slot holding something else
+    assert check([[35, 3, 28, 34, 73, 9], [0] * 6], no_spec=6, buffer="num_tokens_no_spec")  # kept longer
+    assert not check(mine["token_ids_cpu"], no_spec=4, buffer="num_tokens_no_spec")  # lowered: not 0.33.0's
     assert not check(broadcast, fourteen=Comparison(3, 2, []))  # 0.14.0 differs too
+    assert not check(broadcast, fourteen=None)  # 0.14.0 not run: not this departure
     assert not check(broadcast, target=FOURTEEN)
     assert not check(broadcast, stage=1)  # the last stage writes no relay
     assert not check(broadcast, buffer="drafts")
-    assert not check(broadcast, fourteen=None)  # 0.14.0 not run: not this departure
+
+
 def test_each_design_tries_the_other_presets_first_the_releases_nearest():
     assert explore.candidates(FOURTEEN) == ("vllm-0.9.2", "all")
     assert explore.candidates(Target("0.14.0", V1, "all"))[0] == "vllm-0.14"
