@@ -157,7 +157,22 @@ VLLM_RANDOM_V2 ?= 20
 .PHONY: vllm-check
 vllm-check: $(DEV_STAMP)
 	TORCH_INDEX=$(TORCH_INDEX) $(BIN)/python -m reference --random $(VLLM_RANDOM) --random-v2 $(VLLM_RANDOM_V2)
-	MINISPEC_REQUIRE_VLLM=1 $(BIN)/python -m pytest tests/test_vllm_reference.py tests/test_vllm_reference_v2.py -q
+	MINISPEC_REQUIRE_VLLM=1 $(BIN)/python -m pytest tests/test_vllm_reference.py tests/test_vllm_reference_v2.py \
+		tests/test_vllm_reference_explore.py -q
+
+# The explorer's schedules (its DEFAULT scope) through vLLM's own state code: V1 0.9.2, 0.14.0,
+# 0.33.0 (synchronous) and V2 0.29.0, 0.30.0, 0.33.0 (sync and async) (reference/explore.py).
+# Every schedule would take many hours on 2 shared cores: these set how many of each engine shape,
+# smallest first. The defaults are the run in docs/checked_against_vllm.md ("The explorer's
+# schedules"), about 20 minutes for V1 and 25 for V2 there.
+VLLM_EXPLORE ?= 250
+VLLM_EXPLORE_V2 ?= 25
+VLLM_EXPLORE_V2_ASYNC ?= 20
+.PHONY: vllm-explore
+vllm-explore: $(DEV_STAMP)
+	TORCH_INDEX=$(TORCH_INDEX) $(BIN)/python -m reference explore --design V1 --per-shape $(VLLM_EXPLORE)
+	$(BIN)/python -m reference explore --design V2 --scheduling sync --per-shape $(VLLM_EXPLORE_V2)
+	$(BIN)/python -m reference explore --design V2 --scheduling async --per-shape $(VLLM_EXPLORE_V2_ASYNC)
 
 # Every citation of vLLM release source in the repository, checked against that release
 # (tools/cite_check.py): the cited releases' Python sources are fetched once into make

@@ -9,6 +9,9 @@ Model Runner V2's check alone; ``--v2-mismatched`` adds V2's mismatched pairings
 on the random schedules; ``--release R`` (repeatable) runs only release R's pairings
 (V1's scheduler check, 0.9.2's, only with 0.9.2); ``--write-artifact`` rewrites
 ``minispec/lab/records/artifacts/thread.json`` from this run.
+
+``python -m reference explore ...`` runs the explorer's schedules through vLLM's
+own state code instead (``reference/explore.py``; ``--help`` lists its options).
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ def _print_first_differences(result: run.CheckResult, decode) -> None:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["explore"]:
+        from reference import explore
+
+        return explore.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m reference")
     parser.add_argument("--random", type=int, default=200, help="random schedules per pairing (default 200)")
     parser.add_argument("--random-v2", type=int, default=None,

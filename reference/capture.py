@@ -111,6 +111,16 @@ def _runner_output_data(output) -> dict:
             "spec_token_ids": [list(t) for t in output.spec_token_ids]}
 
 
+def keep_executed(capture, out, scheduler, data: dict) -> bool:
+    """Keep ``data`` as the step's schedule, with the budget it was made under, unless the
+    schedule holds nothing: then it is never executed and no stage sees it (False)."""
+    if out.total_num_scheduled_tokens == 0:
+        return False
+    capture.schedules[out.step] = data
+    capture.config.setdefault("max_num_batched_tokens", scheduler.config.max_num_batched_tokens)
+    return True
+
+
 class CaptureListener(EngineListener):
     """Fills one recording engine's ``Capture``: its schedules, its scheduler's calls, and
     each V1 stage's buffers once its inputs are gathered."""
@@ -124,11 +134,10 @@ class CaptureListener(EngineListener):
     def on_schedule(self, scheduler, out) -> None:
         capture = self.capture
         capture.scheduler_events.append({"kind": "schedule", "step": out.step,
-                                         "output": scheduler_output_data(out, scheduler)})
-        if out.total_num_scheduled_tokens == 0:  # never executed: no stage sees it
+                                         "output": scheduler_output_data(out, scheduler),
+                                         "preempted": sorted(out.preempted_req_ids)})
+        if not keep_executed(capture, out, scheduler, scheduler_output_data(out, scheduler)):
             return
-        capture.schedules[out.step] = scheduler_output_data(out, scheduler)
-        capture.config.setdefault("max_num_batched_tokens", scheduler.config.max_num_batched_tokens)
         if not capture.scheduler_config:
             c, kv = scheduler.config, scheduler.kv_cache_manager
             capture.scheduler_config = {
@@ -151,15 +160,21 @@ class CaptureListener(EngineListener):
 
 
 @contextlib.contextmanager
-def capturing():
-    """Every ``LLM`` that records, built inside, also captures; yields the list of
-    their ``Capture`` objects, in the order the engines were built."""
-    captures: list[Capture] = []
+def capturing_with(listener: type[EngineListener]):
+    """Every ``LLM`` that records, built inside, also gets a ``listener(recorder)``; yields the
+    list of their ``capture`` objects, in the order the engines were built."""
+    captures: list = []
 
-    def make(recorder: TraceRecorder) -> CaptureListener:
-        listener = CaptureListener(recorder)
-        captures.append(listener.capture)
-        return listener
+    def make(recorder: TraceRecorder) -> EngineListener:
+        made = listener(recorder)
+        captures.append(made.capture)
+        return made
 
     with listening(make):
         yield captures
+
+
+def capturing():
+    """Every ``LLM`` that records, built inside, also captures; yields the list of
+    their ``Capture`` objects, in the order the engines were built."""
+    return capturing_with(CaptureListener)

@@ -128,15 +128,42 @@ def _extract_sources(wheel: Path, into: Path, package: str, extra=()) -> int:
     return len(names)
 
 
-def _fetch(requirement: str, into: Path, package: str, extra=()) -> None:
-    """``requirement``'s wheel (no dependencies), downloaded into a temporary
-    folder; only ``package``'s Python files and ``extra`` are kept, in ``into``."""
-    shutil.rmtree(into, ignore_errors=True)
-    into.mkdir(parents=True)
+def pip_download(python: str, requirement: str, into: str, *options: str, env=None) -> subprocess.CompletedProcess:
+    """``pip download --no-deps`` of ``requirement`` into ``into``; the caller reads the result."""
+    return subprocess.run([python, "-m", "pip", "download", "--quiet", "--no-deps", *options, requirement, "-d", into],
+                          capture_output=True, text=True, env=env)
+
+
+def fetch_wheel_sources(requirement: str, into: Path, package: str, extra=(), python: str | None = None) -> Path:
+    """``requirement``'s wheel (no dependencies; a name and version, or a wheel's path),
+    downloaded by ``python``'s pip (the environment's unless given) into a temporary folder in
+    the cache; only ``package``'s Python files and ``extra`` are kept, in ``into``, and the
+    wheel is deleted once read. Every fetch of sources goes through here: the environment's
+    releases and Triton, ``sources.release_sources``, ``more_sources.sglang_sources``."""
+    cache_dir().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache_dir()) as download:
-        _run(venv_python(), "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-             requirement, "-d", download)
-        _extract_sources(next(Path(download).glob("*.whl")), into, package, extra)
+        done = pip_download(python or str(venv_python()), requirement, download, "--only-binary=:all:")
+        wheels = sorted(Path(download).glob("*.whl"))
+        if done.returncode != 0 or not wheels:
+            raise RuntimeError(f"could not download {requirement}'s wheel ({done.returncode}):\n{done.stderr[-2000:]}")
+        into.mkdir(parents=True, exist_ok=True)
+        _extract_sources(wheels[0], into, package, extra)
+    return into
+
+
+def cached_or_fetched(cached: Path | None, folder: Path, fetch, stamp: str, label: str) -> Path:
+    """``cached`` if it is there; else ``fetch(folder)``, then ``folder/stamp`` written with
+    ``label`` (only once the fetch succeeded, so a failed one is fetched again next time)."""
+    if cached is not None:
+        return cached
+    fetch(folder)
+    (folder / stamp).write_text(label)
+    return folder
+
+
+def _replace_with_sources(requirement: str, into: Path, package: str, extra=()) -> None:
+    shutil.rmtree(into, ignore_errors=True)
+    fetch_wheel_sources(requirement, into, package, extra)
 
 
 def _ensure_release(release: str) -> bool:
@@ -146,7 +173,7 @@ def _ensure_release(release: str) -> bool:
         return False
     # with its METADATA, since vLLM asks importlib.metadata for its own version
     # (0.30.0 vllm/triton_utils/importing.py 38, vllm/platforms/__init__.py 25)
-    _fetch(f"vllm=={release}", folder, "vllm", (f"vllm-{release}.dist-info/METADATA",))
+    _replace_with_sources(f"vllm=={release}", folder, "vllm", (f"vllm-{release}.dist-info/METADATA",))
     if _pinned(pins):
         _run(venv_python(), "-m", "pip", "install", "--quiet", "--no-deps", "--target", folder, *_pinned(pins))
     stamp.write_text(expected)
@@ -165,7 +192,7 @@ def _ensure_triton() -> bool:
     stamp, expected = _triton_stamp()
     if _is_current(stamp, expected):
         return False
-    _fetch(f"triton=={TRITON}", triton_dir(), "triton", TRITON_FILES)
+    _replace_with_sources(f"triton=={TRITON}", triton_dir(), "triton", TRITON_FILES)
     stamp.write_text(expected)
     return True
 

@@ -17,20 +17,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from reference.environment import _extract_sources, cache_dir, release_dir
+from reference.environment import cache_dir, cached_or_fetched, fetch_wheel_sources, pip_download, release_dir
 
 SGLANG = re.compile(r"^sglang-(0\.\d+\.\d+)$")
 TESTS_STAMP = ".minispec-tests"
-
-
-def _pip_download(python: str, requirement: str, into: str, *options: str) -> subprocess.CompletedProcess:
-    return subprocess.run([python, "-m", "pip", "download", "--quiet", "--no-deps", *options, requirement, "-d", into],
-                          capture_output=True, text=True)
+SGLANG_STAMP = ".minispec-sglang"
 
 
 def sglang_dir(release: str) -> Path:
@@ -47,18 +42,11 @@ def cached_sglang(release: str) -> Path | None:
 
 def sglang_sources(release: str, python: str = sys.executable) -> Path:
     """The folder whose ``python/sglang/`` is SGLang ``release``'s package, fetched if not cached."""
-    cached = cached_sglang(release)
-    if cached is not None:
-        return cached
-    folder = sglang_dir(release)
-    cache_dir().mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cache_dir()) as download:
-        done = _pip_download(python, f"sglang=={SGLANG.match(release).group(1)}", download, "--only-binary=:all:")
-        wheels = sorted(Path(download).glob("sglang-*.whl"))
-        if done.returncode != 0 or not wheels:
-            raise RuntimeError(f"could not download {release}'s wheel ({done.returncode}):\n{done.stderr[-2000:]}")
-        _extract_sources(wheels[0], folder / "python", "sglang")
-    return folder
+    folder = sglang_dir(release)  # the release named as expected, else a ValueError
+    requirement = f"sglang=={SGLANG.match(release).group(1)}"
+    return cached_or_fetched(cached_sglang(release), folder,
+                             lambda into: fetch_wheel_sources(requirement, into / "python", "sglang", python=python),
+                             SGLANG_STAMP, release)
 
 
 def cached_tests(release: str) -> Path | None:
@@ -68,18 +56,19 @@ def cached_tests(release: str) -> Path | None:
 
 def release_tests(release: str, python: str = sys.executable) -> Path:
     """The folder whose ``tests/`` are vLLM ``release``'s tests (from its sdist), fetched if not cached."""
-    cached = cached_tests(release)
-    if cached is not None:
-        return cached
-    folder = release_dir(release)
+    return cached_or_fetched(cached_tests(release), release_dir(release),
+                             lambda folder: _fetch_sdist_tests(release, folder, python), TESTS_STAMP, release)
+
+
+def _fetch_sdist_tests(release: str, folder: Path, python: str) -> None:
+    """vLLM ``release``'s sdist unpacked in a temporary folder; its ``tests/**/*.py`` copied into ``folder``."""
     cache_dir().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache_dir()) as work:
         build = Path(work, "build")
         build.mkdir()
         # pip unpacks the sdist, then fails to prepare its metadata; --no-clean keeps what it unpacked
-        done = subprocess.run([python, "-m", "pip", "download", "--quiet", "--no-deps", "--no-clean",
-                               "--no-build-isolation", "--no-binary=:all:", f"vllm=={release}", "-d", work],
-                              capture_output=True, text=True, env={**os.environ, "TMPDIR": str(build)})
+        done = pip_download(python, f"vllm=={release}", work, "--no-clean", "--no-build-isolation",
+                            "--no-binary=:all:", env={**os.environ, "TMPDIR": str(build)})
         trees = [t.parent for t in build.glob("pip-*/*/pyproject.toml") if (t.parent / "tests").is_dir()]
         tarballs = sorted(Path(work).glob(f"vllm-{release}.tar.gz"))
         if tarballs:
@@ -92,6 +81,3 @@ def release_tests(release: str, python: str = sys.executable) -> Path:
             target = folder / source.relative_to(trees[0])
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
-    (folder / TESTS_STAMP).write_text(release)
-    return folder
-

@@ -25,6 +25,12 @@ RELEASE = "0.9.2"
 # Compared field by field, in this order; "new" without sampling params, which
 # vLLM's Scheduler passes through untouched.
 FIELDS = ("num_scheduled_tokens", "scheduled_spec_decode_tokens", "new", "cached", "finished_req_ids")
+# Both preempted the same requests (as sets: minispec may preempt one again where vLLM does
+# not, which shows later), one of them with a batch in flight, and part after: 0.9.2's
+# update_from_output walks only its running requests (0.9.2 vllm/v1/core/sched/scheduler.py 756-762),
+# so the output in flight of a request it preempted is dropped and the request may resume before it
+# is back; minispec delivers that output and resumes after it, as 0.30.0 does since PR #48245.
+STALE_OUTPUT_DROPPED = "0.9.2 dropped the output in flight of a request both preempted"
 
 
 @dataclass(frozen=True)
@@ -39,12 +45,15 @@ class ScheduleDifference:
     # in an empty schedule shows in no output, so the difference can come later
     vllm_preempted: tuple[tuple[str, bool], ...] = ()
     vllm_drafted: tuple[str, ...] = ()  # requests vLLM scheduled drafts for in this schedule
+    minispec_preempted: tuple[str, ...] = ()  # requests minispec preempted in this run up to here
 
     @property
     def kind(self) -> str:
         """The documented departure of minispec's scheduler (its module docstring)
         this difference comes from, or "undocumented"."""
         if any(in_flight for _, in_flight in self.vllm_preempted):
+            if {r for r, _ in self.vllm_preempted} == set(self.minispec_preempted):
+                return STALE_OUTPUT_DROPPED
             return "vLLM preempted a request in flight"
         preempted = {r for r, _ in self.vllm_preempted}
         if self.field == "num_scheduled_tokens" and self.where[len("request "):] in preempted & set(self.vllm_drafted):
@@ -130,14 +139,16 @@ def check_scheduler(run) -> SchedulerRow:
     for name, capture in run.captures.items():
         mine = [e for e in capture.scheduler_events if e["kind"] == "schedule"]
         row.total += len(mine)
-        difference, preempted = None, ()
+        difference, preempted, ours_preempted = None, (), ()
         for theirs, ours in zip(results[name], mine):
             row.dropped_finished += len(theirs["output"].pop("dropped_finished_req_ids", ()))
             preempted += tuple((p["req_id"], p["in_flight"]) for p in theirs["output"].pop("preempted"))
+            ours_preempted += tuple(ours["preempted"])
             difference = schedule_difference(name, ours["step"], comparable(ours["output"]), theirs["output"])
             if difference:
                 drafted = tuple(theirs["output"]["scheduled_spec_decode_tokens"])
-                difference = replace(difference, vllm_preempted=preempted, vllm_drafted=drafted)
+                difference = replace(difference, vllm_preempted=preempted, vllm_drafted=drafted,
+                                     minispec_preempted=ours_preempted)
                 row.differences.append(difference)
                 break
             row.equal += 1

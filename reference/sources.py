@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 
-from reference.environment import _extract_sources, cache_dir, release_dir
+from reference.environment import cache_dir, cached_or_fetched, fetch_wheel_sources, release_dir
 
 STAMP = ".minispec-sources"
 RELEASE = re.compile(r"^0\.\d+\.\d+$")
@@ -43,21 +41,9 @@ def cached_sources(release: str) -> Path | None:
 
 def release_sources(release: str, python: str = sys.executable) -> Path:
     """The folder holding release's ``vllm/`` package, fetched first if it is not cached."""
-    cached = cached_sources(release)
-    if cached is not None:
-        return cached
-    folder = release_dir(release)
-    cache_dir().mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cache_dir()) as download:
-        done = subprocess.run([python, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                               f"vllm=={release}", "-d", download], capture_output=True, text=True)
-        wheels = sorted(Path(download).glob("vllm-*.whl"))
-        if done.returncode != 0 or not wheels:
-            raise RuntimeError(f"could not download vLLM {release}'s wheel ({done.returncode}):\n{done.stderr[-2000:]}")
-        folder.mkdir(parents=True, exist_ok=True)
-        _extract_sources(wheels[0], folder, "vllm")
-    (folder / STAMP).write_text(release)
-    return folder
+    return cached_or_fetched(cached_sources(release), release_dir(release),
+                             lambda folder: fetch_wheel_sources(f"vllm=={release}", folder, "vllm", python=python),
+                             STAMP, release)
 
 
 def vllm_files(release: str) -> frozenset[str] | None:

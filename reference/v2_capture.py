@@ -18,13 +18,12 @@ vLLM twin: none (minispec's window onto its own V2 runner).
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 
-from minispec.instruments.trace import EngineListener, Trace, TraceRecorder, listening
+from minispec.instruments.trace import EngineListener, Trace, TraceRecorder
 from minispec.v1.worker.gpu.model_runner import GPUModelRunner
 from minispec.v1.worker.gpu.pp_utils import PPMessageKind
-from reference.capture import StageStep, scheduler_output_data
+from reference.capture import StageStep, capturing_with, keep_executed, scheduler_output_data
 
 
 @dataclass
@@ -125,13 +124,11 @@ class V2CaptureListener(EngineListener):
         self.queued: dict[int, list] = {}  # stage -> its broadcast entries when its call began
 
     def on_schedule(self, scheduler, out) -> None:
-        if out.total_num_scheduled_tokens == 0:  # never executed: no stage sees it
-            return
         data = _schedule_data(out, scheduler)
-        self.capture.schedules[out.step] = data
+        if not keep_executed(self.capture, out, scheduler, data):
+            return
         for new in data["new"]:
             self.capture.prompts.setdefault(new["req_id"], {k: new[k] for k in ("prompt_token_ids", "sampling_params")})
-        self.capture.config.setdefault("max_num_batched_tokens", scheduler.config.max_num_batched_tokens)
 
     def on_stage_start(self, runner, out) -> None:
         if not isinstance(runner, GPUModelRunner):
@@ -188,16 +185,7 @@ class V2CaptureListener(EngineListener):
             "draft_tokens": runner.req_states.draft_tokens[batch.idx_mapping_np].tolist()}
 
 
-@contextlib.contextmanager
 def capturing_v2():
     """Every recording ``LLM`` built inside, with Model Runner V2, also captures;
     yields the list of their ``V2Capture``, in the order the engines were built."""
-    captures: list[V2Capture] = []
-
-    def make(recorder: TraceRecorder) -> V2CaptureListener:
-        listener = V2CaptureListener(recorder)
-        captures.append(listener.capture)
-        return listener
-
-    with listening(make):
-        yield captures
+    return capturing_with(V2CaptureListener)

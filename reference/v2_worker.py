@@ -39,6 +39,7 @@ imports nothing from minispec. vLLM twin: none (it drives ``vllm/v1/worker/gpu/`
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -246,6 +247,13 @@ def pp_group(rank: int, world_size: int, group: InProcBroadcast):
                                  world_size=world_size, make_sibling_device_group=lambda group_desc: group)
 
 
+@functools.cache
+def runner_methods() -> tuple[dict, dict]:
+    """The runner's methods run here, compiled once per process (no name is replaced, so every
+    stage of every run binds the same functions)."""
+    return compile_methods("v1/worker/gpu/model_runner.py", "GPUModelRunner", RUNNER_METHODS, {})
+
+
 class StandInRunner:
     """What the methods run here read from ``self``; the rest of vLLM's runner is absent."""
 
@@ -266,8 +274,7 @@ class StandInRunner:
         self.sampler = types.SimpleNamespace(add_request=lambda *a: None, apply_staged_writes=lambda: None,
                                              penalties_state=types.SimpleNamespace(output_bin_counts=None))
         self.method_lines: dict = {}
-        methods, self.method_lines = compile_methods("v1/worker/gpu/model_runner.py", "GPUModelRunner",
-                                                     RUNNER_METHODS, {})
+        methods, self.method_lines = runner_methods()
         for name, fn in methods.items():
             setattr(self, name, types.MethodType(fn, self))
 

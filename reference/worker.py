@@ -27,6 +27,7 @@ import __future__
 
 import ast
 import dataclasses
+import functools
 import hashlib
 import json
 import sys
@@ -104,10 +105,13 @@ def compile_methods(relpath: str, cls: str, names, replaced: dict) -> tuple[dict
     return methods, {n.name: (n.lineno, n.end_lineno) for n in nodes}
 
 
+@functools.cache
 def compile_runner_methods(version: str, is_last_rank: bool) -> tuple[dict, dict]:
     """vLLM's own runner methods, compiled from ``gpu_model_runner.py``'s text.
     The one name replaced is ``get_pp_group``: the stage's place in the pipeline,
-    which vLLM asks its process group for."""
+    which vLLM asks its process group for. Compiled once per process and rank kind
+    (each stage binds the same functions; parsing 0.33.0's file for every stage of
+    thousands of runs took most of the explorer's time)."""
     return compile_methods("v1/worker/gpu_model_runner.py", "GPUModelRunner", METHODS[version],
                            {"get_pp_group": lambda: types.SimpleNamespace(is_last_rank=is_last_rank)})
 

@@ -190,11 +190,11 @@ def disagreements(text: str) -> list[str]:
 
 def test_a_date_or_quote_the_table_does_not_hold_is_named():
     text = ('PR #46994 (its comment of 2026-09-01: "NCCL does not negotiate element counts"); '
-            'PR #50514 (opened 2026-07-31: "broadcast draft proposals from the last stage"). '
+            'PR #50514 (opened 2026-07-30: "broadcast the sampled tokens twice"). '
             'RFC #44697 says "There\'s one invariant behind all of it", and its title is '
             '"[RFC]: MTP speculative decoding under pipeline parallelism (PP>1)".\n\n'
             'PR #20291 changed it; v0.9.2\'s comment says "When using PP, the scheduler sends the tokens".')
-    assert disagreements(text) == ["#50514: a post of 2026-07-31", "#50514: 'broadcast draft proposals from the last stage'"]
+    assert disagreements(text) == ["#50514: a post of 2026-07-30", "#50514: 'broadcast the sampled tokens twice'"]
 
 
 def test_every_date_and_quote_next_to_a_reference_is_the_tables():

@@ -9,6 +9,8 @@ outside the repository), unless ``MINISPEC_REQUIRE_VLLM=1`` (set by
 
 import json
 import os
+import sys
+import zipfile
 from dataclasses import replace
 
 import pytest
@@ -203,6 +205,56 @@ def test_cache_lives_outside_the_repository(monkeypatch, tmp_path):
     assert environment.missing() is not None  # nothing built there
 
 
+def _toy_wheel(folder) -> str:
+    """A wheel built on the spot (package ``toy``: two Python files and a data file), so the
+    fetch path runs without a network."""
+    wheel = folder / "toy-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for name, text in (("toy/__init__.py", ""), ("toy/core.py", "X = 1\n"), ("toy/data.bin", "x"),
+                           ("toy-0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: toy\nVersion: 0.1\n"),
+                           ("toy-0.1.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                                                       "Tag: py3-none-any\n"), ("toy-0.1.dist-info/RECORD", "")):
+            z.writestr(name, text)
+    return str(wheel)
+
+
+def test_a_cold_cache_fetches_a_wheels_sources_and_stamps_only_a_success(monkeypatch, tmp_path):
+    """The one fetch path (``environment.fetch_wheel_sources`` in ``cached_or_fetched``) that
+    the environment, ``release_sources`` and ``sglang_sources`` share, on an empty cache: pip
+    downloads the wheel into a temporary folder in the cache, only the package's Python files
+    are kept, the wheel is gone, and the stamp is written once that succeeded. A fetch that
+    fails raises, naming what it could not download, and leaves no stamp, so the next run
+    fetches again."""
+    monkeypatch.setenv("MINISPEC_VLLM_CACHE", str(tmp_path / "cache"))
+    wheel, into = _toy_wheel(tmp_path), tmp_path / "cache" / "toy-0.1"
+    got = environment.cached_or_fetched(
+        None, into, lambda f: environment.fetch_wheel_sources(wheel, f, "toy", python=sys.executable), ".stamp", "0.1")
+    assert got == into and (into / ".stamp").read_text() == "0.1"
+    assert sorted(str(p.relative_to(tmp_path / "cache")) for p in (tmp_path / "cache").rglob("*") if p.is_file()) == [
+        "toy-0.1/.stamp", "toy-0.1/toy/__init__.py", "toy-0.1/toy/core.py"]
+    assert environment.cached_or_fetched(into, into, lambda f: pytest.fail("fetched again"), ".stamp", "0.1") == into
+    missing = tmp_path / "cache" / "absent"
+    with pytest.raises(RuntimeError, match="could not download .*absent-0.1-py3-none-any.whl's wheel"):
+        environment.cached_or_fetched(None, missing, lambda f: environment.fetch_wheel_sources(
+            str(tmp_path / "absent-0.1-py3-none-any.whl"), f, "absent", python=sys.executable), ".stamp", "0.1")
+    assert not (missing / ".stamp").exists()
+
+
+@pytest.mark.vllm
+def test_a_release_fetched_into_an_empty_cache_is_read_as_cached(monkeypatch, tmp_path):
+    """CI's cold cache, for one release: vLLM 0.9.2's sources fetched from the package index into
+    an empty cache (``$MINISPEC_VLLM_CACHE``), then found there without a fetch. It needs the
+    network, as make vllm-check does."""
+    from reference.sources import STAMP, cached_sources, release_sources, vllm_files
+
+    monkeypatch.setenv("MINISPEC_VLLM_CACHE", str(tmp_path))
+    assert cached_sources("0.9.2") is None
+    folder = release_sources("0.9.2")
+    assert folder == tmp_path / "vllm-0.9.2" and (folder / STAMP).read_text() == "0.9.2"
+    assert "vllm/v1/worker/gpu_model_runner.py" in vllm_files("0.9.2") and not list(tmp_path.glob("*/*.whl"))
+    assert cached_sources("0.9.2") == folder
+
+
 def test_each_release_pins_its_own_transformers():
     common = [p.split("==")[0].lower() for p in environment._pinned(environment.CONSTRAINTS)]
     assert "transformers" not in common and "torch" in common and "vllm" not in common
@@ -292,11 +344,14 @@ def test_no_recorded_run_resumes_a_request_that_still_holds_a_row():
 
 
 def test_schedule_differences_are_named_by_departure():
-    from reference.scheduler_check import ScheduleDifference, schedule_difference
+    from reference.scheduler_check import STALE_OUTPUT_DROPPED, ScheduleDifference, schedule_difference
 
     d = ScheduleDifference("r", 3, "num_scheduled_tokens", "request x", None, 2)
     assert d.kind == "undocumented"
     assert replace(d, vllm_preempted=(("y", True),)).kind == "vLLM preempted a request in flight"
+    both = replace(d, vllm_preempted=(("y", False), ("y", True)), minispec_preempted=("y",))
+    assert both.kind == STALE_OUTPUT_DROPPED  # the same request preempted by both: 0.9.2 dropped its output
+    assert replace(both, minispec_preempted=("x",)).kind == "vLLM preempted a request in flight"
     assert replace(d, vllm_preempted=(("x", False),), vllm_drafted=("x",)).kind == "vLLM kept a preempted request's drafts"
     mine = {"new": [], "cached": {"req_ids": ["x"], "new_block_ids": [[1]]}, "num_scheduled_tokens": {"x": 1},
             "scheduled_spec_decode_tokens": {}, "finished_req_ids": []}

@@ -222,8 +222,8 @@ FAULTS: dict[FaultPreset, Fault] = {
     FaultPreset.V2_STALE_DRAFTS: Fault(
         FaultPreset.V2_STALE_DRAFTS,
         (_cite(46994, date(2026, 9, 1), "draft tokens never reach non-last ranks", "reported and confirmed there"),
-         _cite(50514, role="fixed upstream: the last rank broadcasts its draft proposals (in 0.30.0, not in "
-                           "0.29.0, from reading the code)"),
+         _cite(50514, date(2026, 7, 31), "broadcast draft proposals from the last stage",
+               "fixed upstream (in 0.30.0, not in 0.29.0, from reading the code; run by make vllm-check)"),
          _cite(52295, date(2026, 8, 14), "the non-last ranks keep stale or zero-initialized draft tokens",
                "the same fault in its own words, with its own fix")),
         "the fix in vLLM 0.30.0: vllm/v1/worker/gpu/pp_utils.py 163-178 (broadcast_drafts), 144-154 "
@@ -269,8 +269,8 @@ FAULTS: dict[FaultPreset, Fault] = {
         FaultPreset.V2_BROADCAST_WIDTH,
         (_cite(46994, date(2026, 9, 1), "NCCL does not negotiate element counts", "reported and confirmed there"),
          _cite(44697, date(2026, 6, 29), role="listed second, after DeepSeekMTP's missing SupportsPP"),
-         _cite(50514, role="fixed upstream: one sampled-token broadcast width on every rank (in 0.30.0, not in "
-                           "0.29.0, from reading the code)")),
+         _cite(50514, date(2026, 7, 31), "use one fixed sampled-token broadcast width on every rank",
+               "fixed upstream (in 0.30.0, not in 0.29.0, from reading the code; run by make vllm-check)")),
         "the fix in vLLM 0.30.0: vllm/v1/worker/gpu/pp_utils.py 257-260 (broadcast pads to max_sample_len) "
         "against 196-198 (receive posts [num_reqs, max_sample_len]); 0.33.0 has both sides work the width out "
         "alike (_sample_len, 104-106; asserted at 255)",
@@ -414,8 +414,9 @@ BEYOND_TOKENS_FAULTS: dict[BeyondTokensFaultPreset, Fault] = {
                   "SGLang's target models capture on the last rank only; the PR refuses the configuration"),
          _cite(53052, date(2026, 9, 4), "When a requested layer is on a non-final pipeline stage, this list is "
                "populated but discarded by the `IntermediateTensors` return", "the same shape in a vLLM model file"),
-         _cite(50514, role="Model Runner V2's EAGLE-3 under PP, whose models carry the taps (in 0.30.0, from "
-                           "reading the code)")),
+         _cite(50514, date(2026, 7, 31), "Each stage adds the states it produces to the existing "
+               "`IntermediateTensors` handoff", "Model Runner V2's EAGLE-3 under PP, whose models carry the taps "
+               "(in 0.30.0, from reading the code)")),
         "the carrying side in vLLM 0.30.0, from reading the code: vllm/model_executor/models/interfaces.py "
         "1569-1641 (EagleModelMixin: pack_local_aux_hidden_states, collect_remote_aux_hidden_states), used by "
         "llama.py 406-457; no SGLang release read",

@@ -92,7 +92,8 @@ TIMELINE: tuple[Milestone, ...] = (
               "pipeline parallelism with speculative decoding: drafts only on the last stage, and a relay payload "
               "of accept lengths, new sequence lengths, bonus token and next draft tree around the ring",
               (thread("sgl-project/sglang", 30775),)),
-    Milestone(date(2026, 8, 4), Lane.V2, Kind.FAULT,
+    # Dated by its description (2026-07-31), which lists both; the first comment is of 2026-08-04.
+    Milestone(date(2026, 7, 31), Lane.V2, Kind.FAULT,
               "the fix of #46994's two faults: the last rank broadcasts its draft proposals, and the sampled tokens "
               "go out at one fixed width on every rank (in 0.30.0, not in 0.29.0)", (vllm(50514),)),
     Milestone(date(2026, 8, 14), Lane.V2, Kind.FAULT,
