@@ -311,7 +311,7 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
         "03-add-request", "draft-slots", "guess_slots",
         "`tem`, C's leftovers (\"The for sta-tem-ent\")",
         "add_request copies prompt and output, sets num_tokens and num_tokens_no_spec both to 11, and stops: "
-        "the drafts in A's state are never written, so positions 11-13 keep what C left there. These are the "
+        "the drafts in A's state are never written, so positions 11 to 13 keep what C left there. These are the "
         "forum thread's stale slots",
         answers=STALE, evidence=evidence.readded_rows),
     Prediction(
@@ -411,8 +411,8 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
         "07-draft-slots", "draft-slots", "guess_slots",
         "without fix 1 `tem` (from C's prompt, \"The for sta-tem-ent\"); with it ` st`, the scheduled drafts",
         "0.9.2's add_request copies prompt and output only; 0.14.0 also writes the scheduled drafts on re-add "
-        "(PR #31944). Fault 2 stays: on non-last ranks 0.14.0 still extends its copy from the one-token relay "
-        "(gpu_model_runner.py lines 987-1001)",
+        "(PR #31944). Fault 2 stays: on non-last ranks 0.14.0 (gpu_model_runner.py lines 987-1001) still "
+        "extends its copy from the one-token relay",
         answers=STALE, evidence=evidence.draft_slots_by_preset),
     Prediction(
         "07-vllm-0.9.2", "draft-slots", "guess_slots",
