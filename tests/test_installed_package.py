@@ -37,8 +37,8 @@ def builds_environments(source: str) -> list[tuple[int, str]]:
 
 
 def test_the_check_catches_the_harness_that_runs_pip_and_builds_environments():
-    assert "-m venv" in {what for _, what in builds_environments((ROOT / "reference/environment.py").read_text())}
-    assert "-m pip" in {what for _, what in builds_environments((ROOT / "reference/sources.py").read_text())}
+    found = {what for _, what in builds_environments((ROOT / "reference/environment.py").read_text())}
+    assert {"-m venv", "-m pip"} <= found  # the harness's one fetch path builds and downloads there
     assert builds_environments("import venv\nfrom pip._internal import main\n") == [
         (1, "import venv"), (2, "import pip._internal")]
 

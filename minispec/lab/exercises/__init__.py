@@ -8,7 +8,7 @@
 
 What a notebook imports from here (``from minispec.lab.exercises import ...``), by module:
 
-``checkers``: ``check_draft_slots``, ``check_acceptance``, ``check_fix1``, ``check_fault2``,
+* ``checkers``: ``check_draft_slots``, ``check_acceptance``, ``check_fix1``, ``check_fault2``,
   ``check_fix2``, ``check_condense``, ``check_recovered``, ``check_broadcast``, ``condense_trace``,
   ``thread_trace``, ``decoder``, ``show_solution``.
 

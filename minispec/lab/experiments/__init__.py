@@ -8,19 +8,19 @@ broadcast and slots, watched through the engine's listener.
 
 What a notebook imports from here (``from minispec.lab.experiments import ...``), by module:
 
-``scenarios``: ``PROMPTS``, ``FIRST_DECODE``, ``batch_label``, ``forum_thread``,
+* ``scenarios``: ``PROMPTS``, ``FIRST_DECODE``, ``batch_label``, ``forum_thread``,
   ``forum_thread_llm``, ``forum_thread_reference``, ``thread_schedule``, ``random_config``;
-``schedule``: ``Schedule``, ``build_llm``, ``run_schedule``;
-``metrics``: ``acceptance_summary``, ``alpha_by_position``, ``chi_square``, ``first_divergence``;
-``overlap``: ``first_batches``, ``measure_overlap``;
-``v2_watch``: ``run_watched``;
-``handover``: ``compare_designs``, ``count_handover``, ``Workload``;
-``async_scheduling``: ``run_ahead``;
-``rejection_sampling``: ``rejection_draws``;
-``beyond_tokens``: ``tree_kv_run`` (state that is not tokens);
-``batch_queue``: ``SHORT_PROMPTS``, ``STAGGERED``, ``queued``, ``batches``, ``watch_rows``;
-``hand_batch``: ``cached_request``;
-``same_inputs``: ``stage_inputs``, ``same_inputs_on_every_stage``.
+* ``schedule``: ``Schedule``, ``build_llm``, ``run_schedule``;
+* ``metrics``: ``acceptance_summary``, ``alpha_by_position``, ``chi_square``, ``first_divergence``;
+* ``overlap``: ``first_batches``, ``measure_overlap``;
+* ``v2_watch``: ``run_watched``;
+* ``handover``: ``compare_designs``, ``count_handover``, ``Workload``;
+* ``async_scheduling``: ``run_ahead``;
+* ``rejection_sampling``: ``rejection_draws``;
+* ``beyond_tokens``: ``tree_kv_run`` (state that is not tokens);
+* ``batch_queue``: ``SHORT_PROMPTS``, ``STAGGERED``, ``queued``, ``batches``, ``watch_rows``;
+* ``hand_batch``: ``cached_request``;
+* ``same_inputs``: ``stage_inputs``, ``same_inputs_on_every_stage``.
 
 vLLM twin: none.
 """

@@ -6,8 +6,8 @@ explores and warns about, and below the renderers (``minispec.lab.viz``).
 
 What a notebook imports from here (``from minispec.lab.explorer import ...``), by module:
 
-``explorer``: ``explore``, ``search``, ``Scope``;
-``mutants``: ``MUTANTS``, ``mutant``, ``explorer_catch``, ``acceptance_catch``.
+* ``explorer``: ``explore``, ``search``, ``Scope``;
+* ``mutants``: ``MUTANTS``, ``mutant``, ``explorer_catch``, ``acceptance_catch``.
 
 vLLM twin: none.
 """

@@ -5,11 +5,11 @@ are the engine's (``minispec/v1/worker/fault_presets.py``).
 
 What a notebook imports from here (``from minispec.lab.faults import ...``), by module:
 
-``catalogue``: ``FAULTS``, ``RELAY_FAULTS``, ``EVERY_FAULT``, ``LEFT_OUT``;
-``reproduce``: ``run_fault``;
-``pp_sync``: ``TIMELINE``, ``DESIGNS``, ``THE_INVARIANT``;
-``in_flight``: ``FAMILY``;
-``relay_pairing``: ``pairings``.
+* ``catalogue``: ``FAULTS``, ``RELAY_FAULTS``, ``EVERY_FAULT``, ``LEFT_OUT``;
+* ``reproduce``: ``run_fault``;
+* ``pp_sync``: ``TIMELINE``, ``DESIGNS``, ``THE_INVARIANT``;
+* ``in_flight``: ``FAMILY``;
+* ``relay_pairing``: ``pairings``.
 
 vLLM twin: none.
 """

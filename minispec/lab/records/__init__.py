@@ -9,8 +9,8 @@ beside the package, in ``reference/`` (``make vllm-check``), and is not installe
 
 What a notebook imports from here (``from minispec.lab.records import ...``), by module:
 
-``artifact``: ``load_artifact``, ``render_moment``, ``render_sources``;
-``twin_map``: ``vllm_twins``, ``render_twins_markdown``.
+* ``artifact``: ``load_artifact``, ``render_moment``, ``render_sources``;
+* ``twin_map``: ``vllm_twins``, ``render_twins_markdown``.
 
 vLLM twin: none.
 """
