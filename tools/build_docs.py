@@ -39,6 +39,9 @@ def build(out: Path = SITE, clean: bool = False, jobs: int = 2) -> Path:
     if clean:
         shutil.rmtree(out, ignore_errors=True)
         shutil.rmtree(out.parent / "doctrees", ignore_errors=True)
+    # Sphinx never deletes an output page: a renamed module's old source page would stay behind,
+    # linking to ids that no longer exist. viewcode writes every source page on every build.
+    shutil.rmtree(out / "_modules", ignore_errors=True)
     start = time.perf_counter()
     stepper_frames.build(BUILD / "docs-frames", jobs)
     frames = time.perf_counter() - start

@@ -34,7 +34,8 @@ PAGES = Path(__file__).resolve().parents[1] / "api"
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 # The engine's parts every notebook talks about, whether or not one imports them.
 CORE = ("minispec.entrypoints.llm.LLM", "minispec.v1.engine.core.EngineCore", "minispec.v1.core.sched.scheduler.Scheduler",
-        "minispec.v1.core.kv_cache_manager.KVCacheManager", "minispec.v1.worker.gpu_input_batch.InputBatch")
+        "minispec.v1.core.kv_cache_manager.KVCacheManager", "minispec.v1.worker.gpu_input_batch.InputBatch",
+        "minispec.v1.worker.gpu_input_batch.CachedRequestState")
 
 
 def modules() -> list[str]:
