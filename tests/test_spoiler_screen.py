@@ -146,6 +146,27 @@ def test_site_folds_say_what_is_behind_them_and_fold_going_deeper():
     assert code.metadata["mystnb"]["code_prompt_show"] == "Going deeper: print(render_row_log(trace)) and what it prints"
 
 
+def generic_reveal_folds(nb, site_notebook) -> list[int]:
+    """The reveal cells whose site fold would carry the generic title, saying nothing of what is behind it."""
+    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and site_notebook.REVEAL in c.metadata.get("tags", [])
+            and site_notebook.fold_label(c, site_notebook.REVEAL) == site_notebook.FOLDED[site_notebook.REVEAL]]
+
+
+@pytest.mark.docs
+def test_every_reveal_fold_says_what_is_behind_it():
+    """A reveal cell either calls reveal(id) or names its fold (``workshop.fold``); planted: one that does neither."""
+    site_notebook = _site_notebook()
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        assert generic_reveal_folds(nbformat.read(path, as_version=4), site_notebook) == [], path.name
+    named = new_code_cell("print(run())")
+    named.metadata = {"tags": ["reveal"], "workshop": {"fold": "The four runs' tokens (predict first)"}}
+    planted = new_code_cell("print(run())")
+    planted.metadata["tags"] = ["reveal"]
+    assert generic_reveal_folds(new_notebook(cells=[named, planted]), site_notebook) == [1]
+    site_notebook.fold(named)
+    assert named.metadata["mystnb"]["code_prompt_show"] == "The four runs' tokens (predict first)"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", ["core", "full"])
 def test_no_answer_on_the_room_screen_or_the_site(path):
