@@ -145,6 +145,7 @@ def test_06s_stepper_waits_for_the_guess_and_is_the_stepper_the_site_draws(noteb
     absent (not even computed) before the guess; after it, the stepper whose frames the site draws."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
     import stepper_frames
+
     from minispec.lab.viz.static_stepper import stepper_manifest
 
     smallest = PREDICTIONS["06-smallest"]
