@@ -138,3 +138,20 @@ def test_a_reveal_with_no_guess_cell_above_it_is_caught():  # planted: the guess
     cells = [("markdown", "guess_slots = ..."), ("code", 'reveal("03-add-request")'), ("code", "guess_slots = 1"),
              ("code", 'reveal("03-nope")')]
     assert reveals_without_their_guess(cells) == ["03-add-request", "03-nope"]
+
+
+def test_06s_stepper_waits_for_the_guess_and_is_the_stepper_the_site_draws(notebook):
+    """06's smallest schedule: its stepper shows the two requests, so it is the reveal's evidence,
+    absent (not even computed) before the guess; after it, the stepper whose frames the site draws."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import stepper_frames
+
+    from minispec.lab.viz.static_stepper import stepper_manifest
+
+    smallest = PREDICTIONS["06-smallest"]
+    before = smallest.screen()
+    assert len(before) == 1 and before[0].startswith(rv.MAKE_YOUR_GUESS)
+    notebook.guess_requests = 2
+    [stepper] = [i for i in smallest.screen() if type(i).__name__ == "StepperBox"]
+    runs, decode, start = stepper_frames.explorer_stepper()
+    assert f'data-stepper="{stepper_manifest(runs, decode, **start)["id"]}"' in stepper._repr_mimebundle_()["text/html"]

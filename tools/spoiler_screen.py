@@ -7,8 +7,8 @@
 the room and the reader see. For each slot of the agenda it executes the learner copy
 (``tools/workshop.py``) of the slot's notebook as the room runs it (Run All for a whole notebook,
 else the slot's sections after the first cell), with no guess made, twice: Run All, then a
-restart and Run All again. It reads every printed output, every figure (by the plotting
-function that drew it) and the prose outside closed folds; then it reads the website's pages of
+restart and Run All again. It reads every printed output, every figure and widget (the
+stepper) by the call that drew it, and the prose outside closed folds; then it reads the website's pages of
 the same notebooks, converted as ``docs/_ext/site_notebook.py`` converts them (its folds
 closed), and the pages the room keeps open or is handed.
 
@@ -16,7 +16,7 @@ What gives an answer away is declared: ``minispec.lab.predictions`` (each predic
 ``answers`` and ``figures``), and for the questions not yet moved there, the cell metadata that
 ``tools/spoilers.py`` reads. A finding is:
 
-- an output or figure that matches a question the room has not had revealed in an earlier slot
+- an output, figure or widget that matches a question the room has not had revealed in an earlier slot
   (Run All prints every output before anyone guesses, whatever its place on the page);
 - prose, code or a page that matches a question before its reveal cell, in reading order.
 
@@ -52,6 +52,8 @@ _REVEAL_CALL = re.compile(r'\breveal\("([\w.-]+)"\)')
 _NBVAL_LINE = re.compile(r"^[ \t]*# NBVAL_\w+[^\n]*(\n|$)", re.M)  # nbval markers the site drops
 # The kernel sees no author's switch: each reveal waits for a guess, each check for an attempt.
 _AUTHOR_ENV = ("MINISPEC_REVEAL", "MINISPEC_PLUG_SOLUTIONS")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+DRAWN = ("figure", "widget")  # read by the call that drew them (Answer.figures), shown as Run All leaves them
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Answer:
     question: str
     patterns: tuple[re.Pattern, ...]
     figures: tuple[str, ...] = ()  # regular expressions for the call, in a cell's source, that draws it
+    # (a figure, or a widget such as the stepper: what it shows is drawn, not printed)
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ class Item:
     """One thing on screen, in reading order."""
 
     where: str
-    kind: str   # "output", "figure", "prose", "source", "page", "site"
+    kind: str   # "output", "figure", "widget", "prose", "source", "page", "site"
     text: str
     reveals: frozenset[str] = frozenset()
     slot: int = 0  # the agenda slot it belongs to (pages kept open: 0)
@@ -139,6 +142,19 @@ def slot_notebook(slot: agenda.Slot, root: Path = ROOT):
     return trimmed, keep
 
 
+_STEPPER_HTML = re.compile(r'class="minispec-stepper"')  # a stepper stored, or on the site, without its widget
+
+
+def drawn_items(where: str, cell, slot: int) -> Iterator[Item]:
+    """A cell's figures and widgets, each read by the call in its source that drew it: a widget's
+    text is its repr, not what it shows (the stepper's figures and lines are drawn in the browser)."""
+    outputs = [o.get("data", {}) for o in cell.get("outputs", [])]
+    if any("image/png" in data for data in outputs):
+        yield Item(where, "figure", cell.source, frozenset(), slot)
+    if any(WIDGET_VIEW in data or _STEPPER_HTML.search(data.get("text/html", "")) for data in outputs):
+        yield Item(where, "widget", cell.source, frozenset(), slot)
+
+
 def cell_items(name: str, index: int, cell, slot: int) -> Iterator[Item]:
     """What one executed cell puts on screen."""
     where = f"{name} cell {index}"
@@ -149,8 +165,7 @@ def cell_items(name: str, index: int, cell, slot: int) -> Iterator[Item]:
     yield Item(where, "source", cell.source, reveals, slot, asks_of(cell))
     printed = "".join(workshop.output_text(o) for o in cell.get("outputs", []))
     yield Item(where, "output", printed, frozenset(), slot)
-    if any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
-        yield Item(where, "figure", cell.source, frozenset(), slot)
+    yield from drawn_items(where, cell, slot)
 
 
 def room_items(path_name: str, root: Path = ROOT, runs: int = 2,
@@ -204,15 +219,14 @@ def site_cell_items(where: str, cell, page: int) -> Iterator[Item]:
     yield Item(where, "site", _NBVAL_LINE.sub("", cell.source), reveals_of(cell), page, asks_of(cell))
     if "hide-output" not in tags:
         yield Item(where, "site", "".join(workshop.output_text(o) for o in cell.get("outputs", [])), frozenset(), page)
-        if any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
-            yield Item(where, "figure", cell.source, frozenset(), page)
+        yield from drawn_items(where, cell, page)
 
 
 _SECTION = re.compile(r"^###? ", re.M)  # a section or a subsection: the reader meets a new part
 
 
 def scan(items: list[Item], answers: dict[str, Answer]) -> list[Finding]:
-    """Every answer on screen before its reveal: outputs and figures before the slot after the one
+    """Every answer on screen before its reveal: outputs, figures and widgets before the slot after the one
     that reveals it; prose, code and pages before the (sub)section after the reveal (text just under a
     reveal is on screen with it, open or not). Only the questions ``items`` ask count: a question
     never asked there cannot be spoiled there."""
@@ -228,14 +242,14 @@ def scan(items: list[Item], answers: dict[str, Answer]) -> list[Finding]:
         if item.kind in ("prose", "site") and _SECTION.match(item.text.lstrip()):  # a new part starts here
             revealed |= pending
             pending = set()
-        done = before_slot if item.kind in ("output", "figure") else revealed
+        done = before_slot if item.kind in DRAWN + ("output",) else revealed
         for answer in answers.values():
             if answer.question not in asked or answer.question in done or answer.question in item.reveals:
                 continue
-            if item.kind == "figure":
+            if item.kind in DRAWN:
                 hit = next((f for f in answer.figures if re.search(f, item.text)), None)
                 if hit:
-                    found.append(Finding(answer.question, item.where, item.kind, f"a figure drawn by {hit}"))
+                    found.append(Finding(answer.question, item.where, item.kind, f"a {item.kind} drawn by {hit}"))
                 continue
             text = " ".join(item.text.split())
             match = next((m for m in (p.search(text) for p in answer.patterns) if m), None)

@@ -29,9 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import minispec  # noqa: E402
 from minispec.config import DEFAULT_TARGET  # noqa: E402
-from minispec.lab.explorer.explorer import explore  # noqa: E402
+from minispec.lab.evidence import SMALLEST_START, smallest_break_runs  # noqa: E402
 from minispec.lab.viz.static_stepper import render_frames, stepper_manifest  # noqa: E402
-from minispec.lab.viz.stepper import schedule_runs, thread_runs  # noqa: E402
+from minispec.lab.viz.stepper import thread_runs  # noqa: E402
 from minispec.lab.viz.text import char_decoder  # noqa: E402
 from minispec.transformers_utils.tokenizer import load_tokenizer  # noqa: E402
 
@@ -42,11 +42,11 @@ def thread_stepper():
 
 
 def explorer_stepper():
-    """``06_invariants_as_a_debugger``'s stepper: the explorer's minimal counterexample for
-    ``"vllm-0.9.2"``, under that preset and under every fix."""
-    minimal = explore({"fixes": "vllm-0.9.2"}).counterexample
-    runs = schedule_runs(minimal.schedule, {preset: {"fixes": preset} for preset in ("vllm-0.9.2", "all")})
-    return runs, char_decoder(minimal.tokenizer, visible_spaces=True), {"step": 2}
+    """``06_invariants_as_a_debugger``'s stepper, inside the reveal of its "smallest schedule"
+    prediction: the explorer's minimal counterexample for ``"vllm-0.9.2"``, under that preset and
+    under every fix, as the reveal's evidence makes it."""
+    _, runs, decode = smallest_break_runs()
+    return runs, decode, dict(SMALLEST_START)
 
 
 SITE_STEPPERS = {"notebooks/01_the_thread": thread_stepper,

@@ -8,7 +8,9 @@ The committed notebook is never touched; what Sphinx reads is a copy with:
 - every answer behind a click, as the learner copy (``tools/workshop.py``) keeps it off
   the screen: a code cell tagged ``reveal`` shows its code and folds its outputs, one
   tagged ``answer`` or ``solution`` folds code and outputs, and a markdown cell tagged
-  ``answer`` or ``solution`` is folded whole (unless all of it is folded already);
+  ``answer`` or ``solution`` is folded whole (unless all of it is folded already); each fold
+  titled by what is behind it (``fold_label``; a ``reveal`` cell that calls no ``reveal(id)``
+  names its own in its metadata, ``{"workshop": {"fold": "..."}}``);
 - a box under the title: how to run the notebook yourself, and its learner copy to
   download (``build-finished`` in ``minispec_site`` writes the copies);
 - for the exercises (``NEEDS_KERNEL``), a line saying that the checks need a kernel;
@@ -32,6 +34,7 @@ from minispec.lab.viz.static_stepper import site_html
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
+import spoilers  # noqa: E402  (the cell's declaration: one reader)
 import workshop  # noqa: E402  (the learner copy's rules: one place)
 
 logger = logging.getLogger(__name__)
@@ -46,6 +49,7 @@ FOLDED = {REVEAL: "The output: it answers the question above (guess first)", ANS
           SOLUTION: "Show the solution (try first)"}
 REVEAL_CALL = re.compile(r'\breveal\("[\w.-]+"\)')
 PREDICTION_FOLD = "The answer, what shows it, and why (make your guess first)"
+FOLD_KEY = "fold"  # a reveal cell's own fold title, under its "workshop" metadata
 DEEPER_FOLD = "Going deeper: {what}"
 _HEADING = re.compile(r"^#+\s+(.+)$", re.M)
 NEEDS_KERNEL = {"notebooks/08_exercises"}
@@ -100,9 +104,12 @@ def site_stepper(app, docname: str, cell, output) -> None:
 
 
 def fold_label(cell, tag: str) -> str:
-    """What the fold's title says is behind it: a prediction's reveal names the answer and why."""
+    """What the fold's title says is behind it: a prediction's reveal names the answer and why; an
+    experiment whose output answers a question names it in its metadata (``workshop.fold``)."""
     if tag == REVEAL and REVEAL_CALL.search(cell.source):
         return PREDICTION_FOLD
+    if tag == REVEAL and (own := spoilers.declaration(cell).get(FOLD_KEY)):
+        return own
     if tag == DEEPER:
         if cell.cell_type == "code":
             return DEEPER_FOLD.format(what=f"{code_line(cell)} and what it prints")

@@ -168,13 +168,34 @@ def bisected() -> Iterator[str]:
     yield from (_own_invariant(name, trace) for name, trace in runs.items())
 
 
-def smallest_break() -> Iterator[str]:
+SMALLEST_START = {"step": 2}  # where 06's stepper opens: A's first decode, the break
+
+
+def smallest_break_runs():
+    """The explorer's smallest schedule that breaks ``"vllm-0.9.2"``, run under that preset and
+    under every fix: the exploration, the runs and their decoder. 06's reveal steps through these
+    runs and the site's frames (``tools/stepper_frames.py``) are drawn from the same ones."""
     from minispec.lab.explorer.explorer import explore
-    from minispec.lab.viz.exploration import render_counterexample
+    from minispec.lab.viz.stepper import schedule_runs
+    from minispec.lab.viz.text import char_decoder
 
     found = explore({"fixes": "vllm-0.9.2"})
+    runs = schedule_runs(found.counterexample.schedule,
+                         {preset: {"fixes": preset} for preset in ("vllm-0.9.2", "all")})
+    return found, runs, char_decoder(found.counterexample.tokenizer, visible_spaces=True)
+
+
+def smallest_break() -> Iterator[object]:
+    """The first breaking schedule, printed, then in the stepper: the stepper shows its two
+    requests, so it is part of the reveal, never on screen before the guess."""
+    from minispec.lab.viz.exploration import render_counterexample
+    from minispec.lab.viz.widgets import trace_stepper
+
+    found, runs, decode = smallest_break_runs()
     yield f"schedule {found.schedules_run} of the scope is the first to break:"
     yield render_counterexample(found.counterexample)
+    yield "the same schedule, step by step (switch the preset to `all` to see it fixed):"
+    yield trace_stepper(runs, decode=decode, **SMALLEST_START)
 
 
 MUTANTS_SHOWN = ("v1-readd-no-drafts", "v1-move-without-drafts", "v2-slot-reuse")

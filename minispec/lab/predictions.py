@@ -252,7 +252,8 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
         "`tem`, C's leftovers (\"The for sta-tem-ent\")",
         "add_request wrote A's 11 tokens, nothing more, so positions 11-13 keep what C left; stage 1's rejection "
         "sampler verifies the same stale slots",
-        answers=STALE, figures=("plot_step_rows", "plot_strip_diff", "trace_stepper"), evidence=_draft_slots),
+        answers=STALE, figures=("plot_step_rows", "plot_strip_diff", r"trace_stepper\([^)]*\bstep=2\b"),  # opened at step 2
+        evidence=_draft_slots),
     Prediction(
         "01-fix1", "draft-slots", "guess_slots",
         "with fix 1 stage 0's slots hold the scheduled drafts `␣st`; without it, `tem`",
@@ -399,7 +400,8 @@ PREDICTIONS: dict[str, Prediction] = {p.id: p for p in (
         "0 embeds whatever that row held past B's tokens (here zeros, never written), not the drafts the "
         "scheduler sent. One request alone never leaves its row, and requests that all arrive at step 0 go "
         "into one batch: two requests one step apart are the smallest that alternate",
-        answers=("B: 2 tokens at step 1", "Two: A, then B"), evidence=evidence.smallest_break),
+        answers=("B: 2 tokens at step 1", "Two: A, then B"), figures=(r"trace_stepper\(",),  # any stepper of its schedule
+        evidence=evidence.smallest_break),
     Prediction(
         "06-rule-misses", "rule-misses", "guess_missed",
         "`v1-move-without-drafts` and `v2-slot-reuse`; the invariants catch all three with two requests",
