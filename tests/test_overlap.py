@@ -37,6 +37,7 @@ def test_stages_overlap_with_two_in_flight_and_never_with_one():
     for run in (two, one):  # the timeline holds the last round only, both stages, in seconds
         tl = run.timeline
         assert tl.clock == "seconds" and {s.stage for s in tl.spans} == {0, 1}
+        # one clock for all ranks (parallel_state._clock_origin); with one per rank, CI saw 0.7 ms over
         assert tl.makespan <= run.seconds[-1]
     assert overlapped(two.timeline) > 0  # how many depends on the load; one batch in flight can give none
     assert overlapped(one.timeline) == 0

@@ -4,12 +4,13 @@ were posted, and the sends kept alive stay bounded however long a run is."""
 
 import datetime
 import threading
+import time
 
 import pytest
 import torch
 import torch.distributed as dist
 
-from minispec.distributed.parallel_state import FRAME_BYTES, MAX_PENDING_SENDS, StageGroup
+from minispec.distributed.parallel_state import FRAME_BYTES, MAX_PENDING_SENDS, StageGroup, _clock_origin
 
 
 def pair():
@@ -67,3 +68,17 @@ def test_a_silent_peer_times_out_instead_of_hanging():
     a.timeout = datetime.timedelta(seconds=0.3)
     with pytest.raises(RuntimeError, match="Timed out"):
         a.recv_object(1, tag=7)
+
+
+def test_ranks_on_one_machine_count_from_one_origin(groups):
+    rank0, rank1 = groups
+    assert rank0.origin_ns == rank1.origin_ns  # each leaving the barrier on its own clock differs
+
+
+def test_a_rank_on_another_machine_starts_its_own_clock():
+    store = dist.HashStore()
+    origin = _clock_origin(store, 0)
+    time.sleep(0.002)
+    assert _clock_origin(store, 1) == origin  # same machine: rank 0's, however late it asks
+    store.set("clock_origin", f"another-boot {origin}")
+    assert _clock_origin(store, 1) >= origin + 2_000_000  # its own, counted from now

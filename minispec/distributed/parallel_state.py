@@ -54,9 +54,11 @@ from __future__ import annotations
 import datetime
 import os
 import pickle
+import socket
 import time
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -95,6 +97,21 @@ class ObjectReceive(Receive):
         return pickle.loads(data)
 
 
+def _clock_origin(store, rank: int) -> int:
+    """Where this rank's ``now()`` counts from. Ranks on one machine read one monotonic clock, so
+    they take rank 0's origin and their spans line up exactly. A rank on another machine starts
+    its own as it leaves the barrier; ranks leave it up to milliseconds apart under load, so its
+    spans are that far off."""
+    machine = Path("/proc/sys/kernel/random/boot_id")
+    here = machine.read_text().strip() if machine.exists() else socket.gethostname()
+    if rank == 0:
+        origin = time.perf_counter_ns()
+        store.set("clock_origin", f"{here} {origin}")
+        return origin
+    there, origin = store.get("clock_origin").decode().split()
+    return int(origin) if there == here else time.perf_counter_ns()
+
+
 class StageGroup:
     """The ranks of one pipeline on a private gloo process group.
 
@@ -110,7 +127,7 @@ class StageGroup:
         self.sending: deque = deque()  # (work, tensor): a tensor must live until its send completes
         self.message_seqs: dict[tuple, int] = {}  # checked messages so far, per channel side (next_seq)
         self.pg.barrier().wait()
-        self.origin_ns = time.perf_counter_ns()  # every rank's clock starts at the barrier
+        self.origin_ns = _clock_origin(store, rank)
 
     def now(self) -> float:
         return (time.perf_counter_ns() - self.origin_ns) / 1e9
