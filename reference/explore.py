@@ -89,7 +89,7 @@ def _holds_41133(target: Target, capture, comparison: Comparison, others: dict) 
     ``num_tokens_no_spec`` (PR #41133; 0.33.0 ``gpu_model_runner.py`` 1459-1479), which
     minispec's ``vllm-0.14`` leaves out. So: 0.14.0 is equal on the same run, only a non-last
     stage's rows differ, in ``num_tokens_no_spec`` (vLLM's no lower; ``num_tokens`` with it, the
-    drafts alike) or in token slots (``_relay_slots``)."""
+    drafts alike) or in token slots (``_relay_slots``, given the stage's previous step)."""
     last = capture.trace.pipeline_parallel_size - 1
     fourteen = others.get("0.14.0")
     if target.release != "0.33.0" or fourteen is None or fourteen.equal != fourteen.total:
@@ -98,8 +98,14 @@ def _holds_41133(target: Target, capture, comparison: Comparison, others: dict) 
     if any(d.buffer not in allowed or d.stage == last for d in comparison.differences):
         return False
     mine, theirs = others["buffers"]
-    return all(_kept_longer(mine[key], theirs[key]) and _relay_slots(mine[key], theirs[key])
+    return all(_kept_longer(mine[key], theirs[key]) and _relay_slots(mine[key], theirs[key], _before(theirs, key))
                for key in {(d.step, d.stage) for d in comparison.differences})
+
+
+def _before(steps: dict, key: tuple[int, int]) -> dict | None:
+    """The buffers of the same stage's previous step, if it ran one."""
+    earlier = [k for k in steps if k[1] == key[1] and k[0] < key[0]]
+    return steps[max(earlier)] if earlier else None
 
 
 def _kept_longer(mine: dict, theirs: dict) -> bool:
@@ -108,19 +114,32 @@ def _kept_longer(mine: dict, theirs: dict) -> bool:
         mine["num_tokens_no_spec"], theirs["num_tokens_no_spec"], mine["num_tokens"], theirs["num_tokens"]))
 
 
-def _relay_slots(mine: dict, theirs: dict) -> bool:
-    """Each token slot where the rows differ lies past minispec's ``num_tokens_no_spec`` (its
-    history ends sooner), or holds, in vLLM, the token of the next slot where the two agree: the
-    relay holds one token, and the span also covers the drafts accepted the step before, so
-    that one token fills them all (docs/vllm_0330_relay_write.md)."""
+def _relay_slots(mine: dict, theirs: dict, before: dict | None = None) -> bool:
+    """Each token slot where the rows differ
+    - lies past minispec's ``num_tokens_no_spec`` (its history ends sooner);
+    - or holds, in vLLM, the token of the next slot where the two agree: the relay holds one
+      token, and the span also covers the drafts accepted the step before, so that one token
+      fills them all (docs/vllm_0330_relay_write.md);
+    - or lies below where vLLM's write started (its ``num_tokens_no_spec`` at the stage's
+      previous step, ``before``) and holds what vLLM held there: 0.33.0 never rewrites those
+      slots, where 0.14.0 rewrites from ``num_computed_tokens`` (a resumed request's chunk)."""
     ends = mine["num_tokens_no_spec"]
     for row, (a, b) in enumerate(zip(mine["token_ids_cpu"], theirs["token_ids_cpu"])):
+        kept = _kept_row(theirs["req_ids"][row], before) if row < len(theirs.get("req_ids", ())) else None
         for i, (x, y) in enumerate(zip(a, b)):
-            if x == y or (row < len(ends) and i >= ends[row]):
+            if x == y or (row < len(ends) and i >= ends[row]) or (kept and i < len(kept) and kept[i] == y):
                 continue
             if next((v for u, v in zip(a[i + 1:], b[i + 1:]) if u == v), None) != y:
                 return False
     return True
+
+
+def _kept_row(req_id: str, before: dict | None) -> list[int] | None:
+    """The request's tokens in vLLM at the stage's previous step, up to its ``num_tokens_no_spec``."""
+    if before is None or req_id not in before["req_ids"]:
+        return None
+    row = before["req_ids"].index(req_id)
+    return before["token_ids_cpu"][row][: before["num_tokens_no_spec"][row]]
 
 
 def _unwaited(target: Target, capture, comparison: Comparison, others: dict) -> bool:

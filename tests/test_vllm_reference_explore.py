@@ -71,6 +71,27 @@ def test_pr_41133_departure_needs_0140_equal_and_0330s_relay_write():
     assert not check(broadcast, buffer="drafts")
 
 
+def test_pr_41133_departure_keeps_what_lies_below_where_0330s_write_starts():
+    """Schedule 10200 of the whole scope, step 12, stage 0: B resumed with 3 tokens computed and
+    4 in the row. 0.14.0 (and minispec) rewrite from slot 3 with the relay (98, the last stage's
+    token); 0.33.0 writes from slot 4 and keeps the 11 it held."""
+    capture = type("C", (), {"trace": type("T", (), {"pipeline_parallel_size": 2})()})()
+    mine = {"req_ids": ["B"], "token_ids_cpu": [[53, 85, 12, 98, 48, 11]], "num_tokens_no_spec": [6],
+            "num_tokens": [6]}
+    theirs = mine | {"token_ids_cpu": [[53, 85, 12, 11, 48, 11]]}
+
+    def holds(before_tokens, before_no_spec=4):
+        before = {"req_ids": ["B"], "token_ids_cpu": [before_tokens], "num_tokens_no_spec": [before_no_spec]}
+        keyed = [{(11, 0): before, (12, 0): mine}, {(11, 0): before, (12, 0): theirs}]
+        d = Difference(12, 0, "token_ids_cpu", "row 0", None, None)
+        return explore._holds_41133(THIRTY_THREE, capture, _differs(d), {"buffers": keyed, "0.14.0": ALL_EQUAL})
+
+    assert holds([53, 85, 12, 11, 0, 0])
+    assert not holds([53, 85, 12, 7, 0, 0])  # planted: vLLM changed a slot below where it writes
+    assert not holds([53, 85, 12, 11, 0, 0], before_no_spec=3)  # slot 3 was inside its write
+    assert not explore._relay_slots(mine, theirs)  # without the step before, only the spread is known
+
+
 def test_0330s_v1_brings_0140_along_first_and_nothing_else_does():
     assert explore.with_needed((THIRTY_THREE,)) == (FOURTEEN, THIRTY_THREE)
     assert explore.with_needed((THIRTY_THREE, FOURTEEN)) == (FOURTEEN, THIRTY_THREE)
