@@ -312,8 +312,8 @@ def explore_vllm(targets=TARGETS, scope: Scope = DEFAULT, per_shape: dict[str, i
     """Every target on the scope's schedules (``modes``: per design, which of synchronous and
     asynchronous scheduling, ``MODES`` unless given; ``per_shape``: per design, the first that
     many of each engine shape; ``limit``: at most that many); the new divergences of each
-    target classed by ``classify``, smallest first, one per first differing buffer. The targets
-    ``targets`` needs are run with it (``with_needed``)."""
+    target classed by ``classify``, smallest first, one per first differing buffer. A target that
+    needs another to be recognised brings it along (``with_needed``)."""
     targets = with_needed(targets)
     results = {t: TargetResult(t) for t in targets}
     for design in dict.fromkeys(t.design for t in targets):
