@@ -1,7 +1,7 @@
 """How much Python the installed package holds, how much of ``minispec/v1`` is docstring, and how long its functions are.
 
 Prints three measures of the wheel (the packages ``pyproject.toml``'s ``packages.find`` includes, as
-setuptools finds them, namespace folders too):
+setuptools finds them, namespace folders too, less the notebooks' support ``setup.py`` leaves out):
 
 - lines of Python by folder (every line of every ``.py`` file, blank ones and comments included, as
   ``wc -l`` counts them), one row per ``minispec/<folder>`` and per ``minispec/lab/<layer>``;
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from generated import ROOT
+from wheel_scope import declared, is_listed
 
 PACKAGE = "minispec"
 LAB = f"{PACKAGE}/lab"
@@ -78,10 +79,12 @@ def wheel_packages(pyproject: str, folders: list[str]) -> set[str]:
 
 
 def wheel_files(names: list[str], pyproject: str) -> list[str]:
-    """The ``.py`` files among the repository's ``names`` the wheel holds."""
+    """The ``.py`` files among the repository's ``names`` the wheel holds: those of its packages, less
+    the notebooks' support that ``setup.py`` leaves out (``tools/wheel_scope.py``)."""
     folders = sorted({str(PurePosixPath(n).parent) for n in names if n.endswith(".py")})
-    packages = wheel_packages(pyproject, folders)
-    return sorted(n for n in names if n.endswith(".py") and str(PurePosixPath(n).parent) in packages)
+    packages, listed = wheel_packages(pyproject, folders), declared(pyproject)
+    return sorted(n for n in names if n.endswith(".py") and str(PurePosixPath(n).parent) in packages
+                  and not is_listed(n, listed))
 
 
 def folder_of(name: str) -> str:

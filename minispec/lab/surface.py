@@ -26,7 +26,7 @@ def lazy_surface(package: str, table: dict[str, tuple[str, ...]]) -> tuple[list[
     def __getattr__(name: str):
         if name not in module_of:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{module_of[name]}"), name)
+        value = getattr(_load(f"{package}.{module_of[name]}", name), name)
         setattr(sys.modules[package], name, value)  # looked up once
         return value
 
@@ -34,3 +34,16 @@ def lazy_surface(package: str, table: dict[str, tuple[str, ...]]) -> tuple[list[
         return sorted(set(vars(sys.modules[package])) | set(module_of))
 
     return sorted(module_of), __getattr__, __dir__
+
+
+def _load(module: str, name: str):
+    """Import ``module`` for ``name``; where the wheel left it out (the notebooks' support ships with
+    the checkout: ``tools/wheel_scope.py``), say so and how to get it."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if error.name != module:
+            raise
+        raise ImportError(f"{name} comes from {module}, which serves the notebooks and ships with them in the "
+                          f"checkout, not in the wheel: clone minispec and run `make lab`, whose editable "
+                          f"install imports it", name=module) from None
