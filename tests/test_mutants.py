@@ -6,6 +6,7 @@ plugin live outside the package (``benchmarks/``)."""
 import importlib
 import inspect
 import types
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,22 @@ def test_greedy_equality_alone_misses_a_draft_write_the_invariants_see():
         assert explore(m.engine_args, Scope(max_requests=1), limit=1, invariants=False).counterexample is None
         found = explore(m.engine_args, Scope(max_requests=1), limit=1).counterexample
     assert found is not None and "draft agreement" in str(found.failure)
+
+
+def test_a_padded_first_decode_under_prefix_caching_catches_drafts_not_cleared():
+    """A new slot keeps its previous occupant's drafts: only a first step that is a decode reads
+    them, which prefix caching brings (B's prompt is A's, and B waits for A's one slot). Without
+    prefix caching the same scope never reads them; with it and without the mutant, it runs clean."""
+    m = mutant("v2-drafts-not-cleared")
+    scope = Scope(max_requests=2, prompt_lengths=(5,), max_tokens=(2,), arrival_steps=(0,), right_drafts=(0,),
+                  max_num_seqs=(1,), enable_prefix_caching=(False, True))
+    assert explore(m.engine_args, scope).counterexample is None
+    with applied(m):
+        assert explore(m.engine_args, replace(scope, enable_prefix_caching=(False,))).counterexample is None
+        found = explore(m.engine_args, scope).counterexample
+    assert found is not None and found.schedule.enable_prefix_caching
+    assert (found.failure.violation.invariant, found.failure.violation.req_id) == (2, "B")
+    assert "expected draft slots [0, 0, 0]" in str(found.failure)
 
 
 def test_a_step_limit_turns_a_hung_engine_into_an_error_and_is_put_back():

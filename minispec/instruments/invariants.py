@@ -129,8 +129,10 @@ class Invariant(IntEnum):
         ("StageRecord.computed_taps", "StageRecord.drafter_taps"))
     COMMITTED_KV = (
         10, "committed KV is the accepted path",
-        "On every stage, before its forward, the KV it holds for a request at each position below its "
-        "num_computed_tokens was stored by the token the scheduler's all_token_ids has there, at that position: "
+        "On every stage, when its forward attends, the KV it holds for a request at each position below its "
+        "num_computed_tokens was stored by the token the scheduler's all_token_ids has there, at that position "
+        "(stored before the forward, or by it for another request: a prefix-cache hit on a block the same batch "
+        "fills): "
         "after a tree of drafts, the accepted path's nodes, moved into the committed positions, and no rejected "
         "sibling (nor a draft the target rejected).",
         "InvariantChecker.check_stage, every stage of every step that records its KV (tree_kv.py's probe; under "

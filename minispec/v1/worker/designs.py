@@ -18,8 +18,8 @@ stale-output switch where its preset was checked (``stale_output``), and:
 * ``must_keep``: the invariant (the checker's number) its hand-over must get right, and why;
 * ``stale_output``: the scheduler's stale-output switch declared for it, else None;
 * ``takes_padded_decodes``: whether a request's first step may be a decode whose drafts are
-  placeholders, read from a fresh slot (vLLM 0.30.0 pads such a step to ``1 + k``): the
-  scheduler pads for it under prefix caching. V1's rows (0.9.2's) take a new row's drafts
+  placeholders, read from a fresh slot (vLLM pads such a step to ``1 + k``): the
+  scheduler pads for it under prefix caching. V1's rows take a new row's drafts
   from the scheduler, placeholders there: ``docs/fidelity/scheduler.md``.
 
 ``DESIGNS`` maps each name to its record; ``register_design`` adds one from outside
