@@ -20,6 +20,7 @@ from minispec.lab.explorer.coverage import Condition, Kind, conditions
 from minispec.v1.core.block_pool import block_hashes
 from minispec.v1.core.kv_cache_manager import KVCacheManager
 from minispec.v1.core.sched.scheduler import Scheduler
+from minispec.v1.outputs import ModelRunnerOutput
 from minispec.v1.request import Request
 
 
@@ -132,10 +133,22 @@ def test_a_running_request_mid_prefill_in_the_step_stops_the_padding():
     assert out.num_scheduled_tokens == {"A": 3, "B": 1} and out.scheduled_spec_decode_tokens == {}
 
 
-def test_a_padded_step_over_the_budget_is_not_scheduled_at_all():
-    """vLLM prefers not scheduling it to scheduling it unpadded: k = 5 needs 6 tokens of a budget of 5."""
+def test_a_padded_step_over_the_budget_left_waits_for_the_next_step():
+    """vLLM prefers not scheduling it to scheduling it unpadded: A's decode (1 + 3 drafts) leaves
+    2 of a budget of 6, and B's padded step needs 4; the step after, it gets them."""
+    sched = scheduler(budget=6)
+    sched.add_request(request("A", PROMPT, max_tokens=8))
+    first = sched.schedule()
+    sched.update_from_output(first, ModelRunnerOutput(["A"], {"A": 0}, [[7]], [[8, 9, 10]]))
+    sched.add_request(request("B", PROMPT))
+    assert sched.schedule().num_scheduled_tokens == {"A": 4}
+    assert sched.schedule().num_scheduled_tokens == {"B": 4}  # A's batch is in flight
+
+
+def test_a_budget_below_one_plus_k_schedules_it_unpadded():
+    """minispec's departure: vLLM's request would wait for a budget it can never have."""
     out = first_step_of_b(scheduler(k=5, budget=5), PROMPT, PROMPT)
-    assert out.num_scheduled_tokens == {} and len(out.scheduled_new_reqs) == 0
+    assert out.num_scheduled_tokens == {"B": 1} and out.scheduled_spec_decode_tokens == {}
 
 
 # -- invariant 2 on a padded first step, by hand ----------------------------------------------

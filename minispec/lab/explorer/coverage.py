@@ -107,8 +107,8 @@ def _schedule(step: StepRecord, before: list[StepRecord], k: int) -> set[Conditi
         samples = computed + n >= prompt
         if s.num_output_placeholders.get(req, 0) > (1 + len(drafts)) * samples:
             found.add(Condition(Kind.PLACEHOLDERS))
-        if computed == 0 and any(req in b.schedule.num_scheduled_tokens for b in before):
-            found.add(Condition(Kind.PREEMPT_RESUME))  # scheduled from scratch again: preemption resets it
+        if req in s.resumed_req_ids or (computed == 0 and any(req in b.schedule.num_scheduled_tokens for b in before)):
+            found.add(Condition(Kind.PREEMPT_RESUME))  # scheduled from scratch (or its cached prefix) again
     return found
 
 

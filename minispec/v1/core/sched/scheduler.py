@@ -229,10 +229,12 @@ class Scheduler:
         """Is a waiting request's first step a decode padded to ``1 + k`` tokens, its k drafts
         placeholders (vLLM 0.30.0 ``vllm/v1/core/sched/scheduler.py`` 1042-1063)? One token left
         to compute, no running request mid-prefill in the step, a running request scheduled or a
-        cached prefix, and room for the padded tokens and the one sampled after them."""
+        cached prefix, and room for the padded tokens and the one sampled after them. minispec's
+        own condition: ``1 + k`` fits the whole token budget (else vLLM's request waits forever)."""
         return (self.pad_spec_decode and self.num_spec_tokens > 0 and num_new_tokens == 1 and not prefill_scheduled
                 and bool(running_reqs or num_computed > 0)
-                and num_computed + 1 + self.num_spec_tokens + 1 <= self.config.max_model_len)
+                and num_computed + 1 + self.num_spec_tokens + 1 <= self.config.max_model_len
+                and 1 + self.num_spec_tokens <= self.config.max_num_batched_tokens)
 
     def _wait_for_output(self, request: Request) -> bool:
         """Async scheduling only: is there nothing to schedule for ``request`` until an output
