@@ -252,7 +252,8 @@ class TraceRecorder:
             block_ids={r: list(scheduler.kv_cache_manager.get_block_ids(r)) for r in out.num_scheduled_tokens},
             # 0 for a request that keeps no such count (a test's stand-in)
             num_output_placeholders={r: getattr(reqs[r], "num_output_placeholders", 0) for r in out.num_scheduled_tokens},
-            resumed_req_ids=[r for r, resumed in zip(cached.req_ids, cached.resumed_from_preemption) if resumed],
+            resumed_req_ids=[r for r, resumed in zip(cached.req_ids, getattr(cached, "resumed_from_preemption", ()))
+                             if resumed],
         )
         step = StepRecord(record)
         self._by_step[out.step] = step

@@ -1,15 +1,8 @@
 """The pool of KV blocks under prefix caching (vLLM 0.30.0: ``vllm/v1/core/block_pool.py``, and
-``hash_block_tokens`` from ``kv_cache_utils.py``).
-
-A full block is named by a hash chained over token ids: its tokens and its parent block's
-hash, so equal hashes mean equal prefixes. Each block counts the requests holding it
-(``ref_cnt``); a block no request holds goes back to the free queue but keeps its hash, so a
-later request with the same prefix can take it back (``touch``) until it is handed out as a
-new block, which evicts its hash. Freeing puts blocks without a hash at the front of the free
-queue and hashed ones at the back (least recently freed evicted first; without caching,
-every block goes to the back). Left out: several
-blocks under one hash (a second block computed for a prefix already cached stays unhashed
-here), extra hash keys (LoRA, multimodal, cache salt), KV events, the null block, metrics.
+``hash_block_tokens`` from ``kv_cache_utils.py``). A full block's hash chains its tokens to its
+parent's; a block no request holds (``ref_cnt`` 0) stays hittable in the free queue until it is
+handed out again. Left out: several blocks under one hash, extra hash keys (LoRA, multimodal,
+cache salt), KV events, the null block, metrics.
 """
 
 from __future__ import annotations
@@ -70,16 +63,16 @@ class BlockPool:
         return blocks
 
     def cache_full_block(self, block_id: int, block_hash: bytes) -> None:
-        """Name a block just filled; a prefix already cached under another block keeps that one."""
+        # a prefix already cached under another block keeps that one
+
         if block_hash in self.cached_block_hash_to_block or block_id in self.block_hash:
             return
         self.block_hash[block_id] = block_hash
         self.cached_block_hash_to_block[block_hash] = block_id
 
     def free_blocks(self, ordered_block_ids) -> None:
-        """Drop one reference to each (``ordered``: the first to evict first); a block no one
-        holds any more goes to the front of the free queue if it has no hash (it can never be
-        hit), else to the back, where it stays reusable until it is handed out again."""
+        """Drop one reference to each; a block now free goes to the front of the queue if it has no
+        hash (never hit), else to the back (evicted last)."""
         evict_first, evict_last = [], []
         for block_id in ordered_block_ids:
             self.ref_cnt[block_id] -= 1

@@ -3,14 +3,11 @@ a list of block ids; ``allocate_slots`` extends it to cover ``num_computed_token
 num_new_tokens`` or returns ``None`` when the pool is short, which is the scheduler's cue to
 preempt.
 
-With ``enable_caching`` (vLLM's ``enable_prefix_caching``, off by default) the blocks live
-in a ``BlockPool``: ``get_computed_blocks`` finds a waiting request's longest run of cached
-full blocks, never its last token (vLLM 0.30.0 ``vllm/v1/core/kv_cache_manager.py`` 289-300:
-a step must compute at least one token to sample from), ``allocate_slots`` takes them first,
-and names every full block of known tokens once scheduled (drafts excluded). Block ids are
-shared by every pipeline stage, so a hit stands for the KV of every stage. Left out:
-sliding windows, several KV cache groups, KV connectors, the watermark. Block ids are
-vLLM's minus one (no null block): ``docs/fidelity/scheduler.md``.
+With ``enable_caching`` (vLLM's ``enable_prefix_caching``) ``get_computed_blocks`` finds a
+waiting request's longest cached prefix, never its last token, and ``allocate_slots`` names
+the full blocks it schedules; block ids, and so hits, are every stage's. Left out: sliding
+windows, several KV cache groups, KV connectors, the watermark. Block ids are vLLM's minus one
+(no null block): ``docs/fidelity/scheduler.md``.
 """
 
 from __future__ import annotations
@@ -52,8 +49,8 @@ class KVCacheManager:
 
     def allocate_slots(self, request: Request, num_new_tokens: int,
                        new_computed_blocks: list[int] = ()) -> list[int] | None:
-        """Blocks newly added to the request (prefix hits ``new_computed_blocks`` first), or None
-        if the pool cannot cover it. The hits count as computed on top of ``num_computed_tokens``."""
+        """Blocks newly added to the request (prefix hits ``new_computed_blocks`` first, computed
+        on top of ``num_computed_tokens``), or None if the pool cannot cover it."""
         blocks = self.req_to_blocks.setdefault(request.request_id, [])
         num_computed = request.num_computed_tokens + len(new_computed_blocks) * self.block_size
         needed = -(-(num_computed + num_new_tokens) // self.block_size) - len(blocks) - len(new_computed_blocks)

@@ -17,10 +17,8 @@ stale-output switch where its preset was checked (``stale_output``), and:
   accepted path (V1, V2, relay: the accepted tokens, ``tree_kv.py``);
 * ``must_keep``: the invariant (the checker's number) its hand-over must get right, and why;
 * ``stale_output``: the scheduler's stale-output switch declared for it, else None;
-* ``takes_padded_decodes``: whether a request's first step may be a decode whose drafts are
-  placeholders, read from a fresh slot (vLLM pads such a step to ``1 + k``): the
-  scheduler pads for it under prefix caching. V1's rows take a new row's drafts
-  from the scheduler, placeholders there: ``docs/fidelity/scheduler.md``.
+* ``takes_padded_decodes``: whether a request's first step may be a decode padded with
+  placeholder drafts, read from a fresh slot (V1's rows take the scheduler's values).
 
 ``DESIGNS`` maps each name to its record; ``register_design`` adds one from outside
 minispec, after which ``model_runner="its-name"`` works wherever a design is named. A

@@ -82,9 +82,8 @@ class TreeKV:
     def committed(self, blocks: list[int], n: int, writes: dict[int, tuple[int, int]] | None = None
                   ) -> tuple[list[int], list[int]]:
         """The tokens and positions stored at the request's first ``n`` positions, once this
-        forward's ``writes`` (slot -> (token, position)) are in: a layer stores every row's KV
-        before any row attends, so a prefix-cache hit may read a block another row of the same
-        batch fills."""
+        forward's ``writes`` (slot -> (token, position)) are in: a prefix-cache hit may read a
+        block another row of the batch fills, stored before any row attends."""
         n = min(n, len(blocks) * self.block_size)  # a count run past its blocks is invariant 4's
         slots = [self.slot(blocks, p) for p in range(n)]
         tags = self.kv_tags[slots].tolist()

@@ -226,11 +226,9 @@ class Scheduler:
         return output
 
     def _pads(self, num_new_tokens: int, num_computed: int, prefill_scheduled: bool, running_reqs) -> bool:
-        """Is a waiting request's first step a decode padded to ``1 + k`` tokens, its k drafts
-        placeholders (vLLM 0.30.0 ``vllm/v1/core/sched/scheduler.py`` 1042-1063)? One token left
-        to compute, no running request mid-prefill in the step, a running request scheduled or a
-        cached prefix, and room for the padded tokens and the one sampled after them. minispec's
-        own condition: ``1 + k`` fits the whole token budget (else vLLM's request waits forever)."""
+        """Is a waiting request's first step a decode padded to ``1 + k`` tokens, k placeholder
+        drafts (vLLM 0.30.0 ``vllm/v1/core/sched/scheduler.py`` 1042-1063; the conditions and
+        minispec's own, ``1 + k`` within the whole budget: ``docs/fidelity/scheduler.md``)?"""
         return (self.pad_spec_decode and self.num_spec_tokens > 0 and num_new_tokens == 1 and not prefill_scheduled
                 and bool(running_reqs or num_computed > 0)
                 and num_computed + 1 + self.num_spec_tokens + 1 <= self.config.max_model_len
