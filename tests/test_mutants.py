@@ -131,6 +131,7 @@ def test_the_explorer_catches_a_cheap_subset_at_the_schedule_the_benchmark_measu
 def test_the_table_counts_catches_and_the_findings_are_what_nothing_caught(bench):
     Row, render_table, uncaught = bench.table.Row, bench.table.render_table, bench.table.uncaught
     yes, no = Catch(True, "1 req, 2 steps"), Catch(False, "40 schedules")
+    # made-up rows: since prefix caching, the explorer catches v2-drafts-not-cleared too (below)
     rows = [Row(mutant("v2-slot-reuse"), yes, yes, no, no), Row(mutant("v2-drafts-not-cleared"), no, no, no, no)]
     table = render_table(rows)
     assert "| v2-slot-reuse | v2 | #39833 | **yes**: 1 req, 2 steps | **yes**: 1 req, 2 steps | no: 40 schedules |" in table

@@ -145,6 +145,21 @@ def test_a_padded_step_over_the_budget_left_waits_for_the_next_step():
     assert sched.schedule().num_scheduled_tokens == {"B": 4}  # A's batch is in flight
 
 
+def test_a_one_token_prompt_beside_a_scheduled_running_request_is_padded():
+    """vLLM's other branch (no computed tokens, a running request scheduled): A decodes, and B's
+    prompt is one token; alone, B's first step stays one token."""
+    sched = scheduler()
+    sched.add_request(request("A", PROMPT, max_tokens=8))
+    first = sched.schedule()
+    sched.update_from_output(first, ModelRunnerOutput(["A"], {"A": 0}, [[7]], [[8, 9, 10]]))
+    sched.add_request(request("B", [3]))
+    out = sched.schedule()
+    assert out.num_scheduled_tokens == {"A": 4, "B": 4} and out.scheduled_spec_decode_tokens["B"] == [-1] * 3
+    alone = scheduler()
+    alone.add_request(request("B", [3]))
+    assert alone.schedule().num_scheduled_tokens == {"B": 1}
+
+
 def test_a_budget_below_one_plus_k_schedules_it_unpadded():
     """minispec's departure: vLLM's request would wait for a budget it can never have."""
     out = first_step_of_b(scheduler(k=5, budget=5), PROMPT, PROMPT)
