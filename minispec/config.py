@@ -138,10 +138,12 @@ def read_config_json(path: str | Path, param: str = "model") -> dict:
 @dataclass(frozen=True)
 class CacheConfig:
     """Paged KV cache shape: ``num_gpu_blocks`` blocks of ``block_size`` tokens.
-    ``None`` blocks means enough for every sequence at full length."""
+    ``None`` blocks means enough for every sequence at full length. ``enable_prefix_caching``:
+    vLLM's, off here by default (``minispec/v1/core/block_pool.py``)."""
 
     block_size: int = 16
     num_gpu_blocks: int | None = None
+    enable_prefix_caching: bool = False
 
     def __post_init__(self):
         require(is_int(self.block_size) and self.block_size > 0, "block_size", self.block_size, "an integer > 0")
@@ -149,6 +151,8 @@ class CacheConfig:
             self.num_gpu_blocks is None or (is_int(self.num_gpu_blocks) and self.num_gpu_blocks > 0),
             "num_gpu_blocks", self.num_gpu_blocks, "None or an integer > 0",
         )
+        require(isinstance(self.enable_prefix_caching, bool), "enable_prefix_caching", self.enable_prefix_caching,
+                "True or False")
 
     def sized_for(self, max_num_seqs: int, max_model_len: int) -> "CacheConfig":
         if self.num_gpu_blocks is not None:

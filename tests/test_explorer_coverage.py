@@ -11,8 +11,8 @@ from minispec.lab.explorer.explorer import Scope, Shape, _schedule, explore, run
 from minispec.lab.viz.exploration import render_exploration
 
 
-def shape(pp=2, blocks=None, budget=512, seqs=4, async_scheduling=False) -> Shape:
-    return Shape(pp, 3, None, blocks, budget, seqs, async_scheduling)
+def shape(pp=2, blocks=None, budget=512, seqs=4, async_scheduling=False, prefix_caching=False) -> Shape:
+    return Shape(pp, 3, None, blocks, budget, seqs, async_scheduling, prefix_caching)
 
 
 def reached(reqs, max_tokens, engine: Shape, design=None) -> set[Condition]:
@@ -36,6 +36,8 @@ REACHING = {
     Condition(Kind.STAGE_PAIRING, (0, 2)): ([(0, 2, (0,)), (1, 2, (0,)), (2, 2, (0,))], 4, shape(pp=3), None),
     Condition(Kind.REUSE_BROADCAST_PENDING): ([(0, 2, (0,)), (0, 2, (0,))], 2, shape(seqs=1), {"model_runner": "v2"}),
     Condition(Kind.REPEATED_DRAFTS): ([(0, 2, (SCRIPT_REPEAT,))], 8, shape(), None),
+    # B's prompt is A's (prefix caching cuts every prompt from one text): a full hit, one token left
+    Condition(Kind.NEW_WITH_DRAFTS): ([(0, 5, (0,)), (0, 5, (0,))], 2, shape(prefix_caching=True), {"model_runner": "v2"}),
     **{Condition(Kind.ACCEPTED, n): ([(0, 2, (n,))], 8, shape(), None) for n in range(4)},
 }
 
@@ -49,7 +51,8 @@ def test_each_condition_is_read_off_a_run_that_reaches_it(condition):
 def test_one_request_alone_on_a_plain_engine_reaches_none_of_the_hard_ones():
     plain = reached(ALONE, 2, shape())
     hard = {Kind.HANDOVER, Kind.READD_WITH_DRAFTS, Kind.PREEMPT_RESUME, Kind.PREEMPT_IN_FLIGHT, Kind.SHORT_CHUNK, Kind.PLACEHOLDERS,
-            Kind.STAGE_PAIRING, Kind.REUSE_BROADCAST_PENDING, Kind.REPEATED_DRAFTS, Kind.REMOTE_TAPS}
+            Kind.STAGE_PAIRING, Kind.REUSE_BROADCAST_PENDING, Kind.REPEATED_DRAFTS, Kind.REMOTE_TAPS,
+            Kind.NEW_WITH_DRAFTS}
     assert not {c for c in plain if c.kind in hard}
     # max_tokens 2: the one proposal is verified by the last step, nothing follows it
     assert not {c for c in plain if c.kind is Kind.ACCEPTED}
@@ -69,6 +72,19 @@ def test_nothing_breaks_says_what_it_never_exercised():
     assert never[Condition(Kind.STAGE_PAIRING, (0, 2))] == "the scope runs at most 2 stages"
     assert never[Condition(Kind.HANDOVER)] is None  # reachable, not reached: one request never hands over
     assert never[Condition(Kind.PREEMPT_IN_FLIGHT)] is None  # the scheduler can (issue 37); this scope never does
+    assert never[Condition(Kind.NEW_WITH_DRAFTS)] == "the scope never enables prefix caching"
     report = render_exploration(result)
     assert "never exercised: a row or slot changed hands;" in report
     assert "a request preempted with a batch of it in flight;" in report
+
+
+@pytest.mark.parametrize("design,why", [("v2", None), ("v1", "model_runner='v1' takes a new request's drafts")])
+def test_a_padded_first_decode_is_aimed_at_only_where_the_design_takes_one(design, why):
+    scope = Scope(max_requests=2, prompt_lengths=(5,), max_tokens=(2,), arrival_steps=(0,), right_drafts=(0,),
+                  max_num_seqs=(4,), enable_prefix_caching=(True,))
+    result = explore({"model_runner": design}, scope)
+    assert result.counterexample is None
+    reached_it = Condition(Kind.NEW_WITH_DRAFTS) in result.covered
+    assert reached_it == (why is None)
+    if why:
+        assert result.never_exercised[Condition(Kind.NEW_WITH_DRAFTS)].startswith(why)

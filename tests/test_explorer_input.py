@@ -23,6 +23,7 @@ def test_the_reference_stops_where_a_small_kv_cache_stops_the_request():
     ("pipeline_parallel_size", (2, "3"), r"pipeline_parallel_size=\(2, '3'\): expected integers >= 1"),
     ("num_speculative_tokens", (-1,), r"num_speculative_tokens=\(-1,\): expected integers >= 1"),
     ("async_scheduling", (1,), r"async_scheduling=\(1,\): expected a non-empty tuple of booleans"),
+    ("enable_prefix_caching", True, r"enable_prefix_caching=True: expected a non-empty tuple of booleans"),
     ("max_requests", 2.0, r"max_requests=2.0: expected an integer >= 1"),
     ("num_gpu_blocks", (None, 0), r"num_gpu_blocks=\(None, 0\): expected integers >= 1 or None"),
 ])

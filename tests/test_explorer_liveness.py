@@ -44,12 +44,12 @@ class ReservesDraftRoomUpFront(KVCacheManager):
     (as #57104's MTP blocks); in a cache that holds the prompt but not the extra, it waits for
     ever, nothing running, queues the same every step."""
 
-    def allocate_slots(self, request, num_new_tokens):
+    def allocate_slots(self, request, num_new_tokens, new_computed_blocks=()):
         if request.num_computed_tokens == 0:
             needed = -(-(num_new_tokens + 4) // self.block_size)
             if needed > self.num_free_blocks:
                 return None
-        return super().allocate_slots(request, num_new_tokens)
+        return super().allocate_slots(request, num_new_tokens, new_computed_blocks)
 
 
 def test_a_scheduler_that_never_admits_pending_work_is_no_progress(monkeypatch):

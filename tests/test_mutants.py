@@ -6,6 +6,7 @@ plugin live outside the package (``benchmarks/``)."""
 import importlib
 import inspect
 import types
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -130,6 +131,7 @@ def test_the_explorer_catches_a_cheap_subset_at_the_schedule_the_benchmark_measu
 def test_the_table_counts_catches_and_the_findings_are_what_nothing_caught(bench):
     Row, render_table, uncaught = bench.table.Row, bench.table.render_table, bench.table.uncaught
     yes, no = Catch(True, "1 req, 2 steps"), Catch(False, "40 schedules")
+    # made-up rows: since prefix caching, the explorer catches v2-drafts-not-cleared too (below)
     rows = [Row(mutant("v2-slot-reuse"), yes, yes, no, no), Row(mutant("v2-drafts-not-cleared"), no, no, no, no)]
     table = render_table(rows)
     assert "| v2-slot-reuse | v2 | #39833 | **yes**: 1 req, 2 steps | **yes**: 1 req, 2 steps | no: 40 schedules |" in table
@@ -145,6 +147,22 @@ def test_greedy_equality_alone_misses_a_draft_write_the_invariants_see():
         assert explore(m.engine_args, Scope(max_requests=1), limit=1, invariants=False).counterexample is None
         found = explore(m.engine_args, Scope(max_requests=1), limit=1).counterexample
     assert found is not None and "draft agreement" in str(found.failure)
+
+
+def test_a_padded_first_decode_under_prefix_caching_catches_drafts_not_cleared():
+    """A new slot keeps its previous occupant's drafts: only a first step that is a decode reads
+    them, which prefix caching brings (B's prompt is A's, and B waits for A's one slot). Without
+    prefix caching the same scope never reads them; with it and without the mutant, it runs clean."""
+    m = mutant("v2-drafts-not-cleared")
+    scope = Scope(max_requests=2, prompt_lengths=(5,), max_tokens=(2,), arrival_steps=(0,), right_drafts=(0,),
+                  max_num_seqs=(1,), enable_prefix_caching=(False, True))
+    assert explore(m.engine_args, scope).counterexample is None
+    with applied(m):
+        assert explore(m.engine_args, replace(scope, enable_prefix_caching=(False,))).counterexample is None
+        found = explore(m.engine_args, scope).counterexample
+    assert found is not None and found.schedule.enable_prefix_caching
+    assert (found.failure.violation.invariant, found.failure.violation.req_id) == (2, "B")
+    assert "expected draft slots [0, 0, 0]" in str(found.failure)
 
 
 def test_a_step_limit_turns_a_hung_engine_into_an_error_and_is_put_back():

@@ -46,7 +46,7 @@ def test_a_release_named_before_the_twin_is_its_release():
 def test_package_map():
     twins = {t.module: t for t in vllm_twins()}
     assert twins["v1/worker/gpu_model_runner.py"].vllm_path == "vllm/v1/worker/gpu_model_runner.py"
-    assert twins["v1/core/sched/scheduler.py"].left_out.startswith("priorities, prefix caching")
+    assert twins["v1/core/sched/scheduler.py"].left_out.startswith("priorities, encoder inputs")
     assert not any(m.split("/")[0] in ("instruments", "lab", "training") for m in twins)
     # every mirrored module names a twin, but the explorer's stand-in model and proposer, which
     # sit beside their kind and say why they have none; the fault switches name the file they switch

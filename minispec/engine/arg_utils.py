@@ -75,6 +75,7 @@ class EngineArgs:
     faults: SwitchPreset | str | None = None  # one fault preset by name; None: none
     worker_cls: type | str | None = None  # a runner design from outside minispec (gpu_worker.resolve_worker_cls)
     async_scheduling: bool = False  # vLLM's: schedule ahead with placeholders (v1/core/sched/async_scheduler.py)
+    enable_prefix_caching: bool = False  # vLLM's (on by default there): reuse cached full blocks (v1/core/block_pool.py)
 
     def create_engine_config(self) -> VllmConfig:
         observability = ObservabilityConfig(record=self.record, check_invariants=self.check_invariants)
@@ -88,8 +89,10 @@ class EngineArgs:
         design = get_design(default_model_runner() if self.model_runner is None else self.model_runner)
         parallel = ParallelConfig(self.pipeline_parallel_size, self.distributed_executor_backend,
                                   self.max_concurrent_batches, resolve_worker_cls(self.worker_cls, design.name))
-        cache = CacheConfig(self.block_size, self.num_gpu_blocks).sized_for(self.max_num_seqs, max_model_len)
+        cache = CacheConfig(self.block_size, self.num_gpu_blocks, self.enable_prefix_caching).sized_for(
+            self.max_num_seqs, max_model_len)
         spec = SpeculativeConfig.from_dict(self.speculative_config)
+        _check_prefix_caching(spec, cache)
         _check_eagle_design(spec, design, self.pipeline_parallel_size)  # the EAGLE reason before the general one
         _check_proposer(design, spec)
         _check_tree_design(spec, design, self.pipeline_parallel_size, self.async_scheduling)
@@ -106,6 +109,16 @@ class EngineArgs:
         check_memory(config, dtype.itemsize, available_memory(), blocks_given=self.num_gpu_blocks is not None)
         _check_recording(observability, parallel.distributed_executor_backend)
         return config
+
+
+def _check_prefix_caching(spec: SpeculativeConfig, cache: CacheConfig) -> None:
+    """minispec's EAGLE heads keep their own cache, fed the target's hidden states at every
+    position: a prefix hit computes none for the positions it skips."""
+    reads_taps = spec.method in EAGLE_METHODS or spec.eagle_aux_hidden_state_layer_ids
+    if cache.enable_prefix_caching and spec.enabled and reads_taps:
+        raise ValueError(f"enable_prefix_caching=True with speculative_config method={spec.method!r} reading the "
+                         "target's hidden states: minispec's drafter reads them at every position, which a prefix hit "
+                         "does not compute; expected enable_prefix_caching=False, or a drafter without taps")
 
 
 def _check_proposer(design: Design, spec: SpeculativeConfig) -> None:

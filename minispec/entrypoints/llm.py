@@ -54,7 +54,7 @@ class LLM:
         ``max_num_batched_tokens``, ``max_model_len``, ``block_size``, ``num_gpu_blocks``,
         ``check_invariants``, ``record``, ``seed``, ``device``, ``dtype``,
         ``distributed_executor_backend``, ``max_concurrent_batches``, ``model_runner``, ``faults``,
-        ``worker_cls``, ``async_scheduling``."""
+        ``worker_cls``, ``async_scheduling``, ``enable_prefix_caching``."""
         args = EngineArgs(model=model, **kwargs)
         self.config = args.create_engine_config()  # every argument checked, nothing allocated yet
         self.arch, self.scheduler_config = self.config.arch, self.config.scheduler_config

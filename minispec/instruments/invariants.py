@@ -57,11 +57,13 @@ class Invariant(IntEnum):
         "the last stage's rejection sampler verifies. Under async scheduling the scheduler sends placeholders "
         "(-1) for them: they are then the drafts the request's last output brought (the last of the outputs "
         "the step was scheduled without, once it is back), cut to the number scheduled and padded with 0 where "
-        "the proposer proposed fewer.",
+        "the proposer proposed fewer; on the first step of a request new or resumed, which no output has "
+        "brought drafts since (a decode padded to 1 + k under prefix caching), 0s: a fresh slot's.",
         "InvariantChecker.check_stage, every stage of every step (under async scheduling, a row whose tokens "
         "are still in flight: once they are back, in check_update)",
         ("ScheduleRecord.scheduled_spec_decode_tokens", "RowRecord.draft_slots", "StageRecord.is_last",
-         "StageRecord.verified_drafts", "StepRecord.spec_token_ids"))
+         "StageRecord.verified_drafts", "StepRecord.spec_token_ids", "ScheduleRecord.new_req_ids",
+         "ScheduleRecord.resumed_req_ids"))
     TOKEN_HISTORY = (
         3, "token history",
         "On every stage, before its inputs are gathered, the row's history (token_ids_cpu[row, :n], n the larger "
@@ -127,8 +129,10 @@ class Invariant(IntEnum):
         ("StageRecord.computed_taps", "StageRecord.drafter_taps"))
     COMMITTED_KV = (
         10, "committed KV is the accepted path",
-        "On every stage, before its forward, the KV it holds for a request at each position below its "
-        "num_computed_tokens was stored by the token the scheduler's all_token_ids has there, at that position: "
+        "On every stage, when its forward attends, the KV it holds for a request at each position below its "
+        "num_computed_tokens was stored by the token the scheduler's all_token_ids has there, at that position "
+        "(stored before the forward, or by it for another request: a prefix-cache hit on a block the same batch "
+        "fills): "
         "after a tree of drafts, the accepted path's nodes, moved into the committed positions, and no rejected "
         "sibling (nor a draft the target rejected).",
         "InvariantChecker.check_stage, every stage of every step that records its KV (tree_kv.py's probe; under "
@@ -261,6 +265,9 @@ class InvariantChecker:
             raise InvariantViolation(violation)
 
     def check_schedule(self, s: ScheduleRecord) -> None:
+        # A request (re-)added has no proposal yet: its placeholders stand for a fresh slot's 0s.
+        for req_id in [*s.new_req_ids, *s.resumed_req_ids]:
+            self.proposed.pop(req_id, None)
         for req_id in s.num_scheduled_tokens:
             if not samples(s, req_id):
                 continue

@@ -131,6 +131,7 @@ class ScheduleRecord:
     # (vLLM's num_output_placeholders, once this schedule added 1 + drafts for a batch that
     # samples); always 0 when scheduling waits for every output
     num_output_placeholders: dict[str, int] = field(default_factory=dict)
+    resumed_req_ids: list[str] = field(default_factory=list)  # resumed after preemption in this step
 
 
 @dataclass
@@ -251,6 +252,8 @@ class TraceRecorder:
             block_ids={r: list(scheduler.kv_cache_manager.get_block_ids(r)) for r in out.num_scheduled_tokens},
             # 0 for a request that keeps no such count (a test's stand-in)
             num_output_placeholders={r: getattr(reqs[r], "num_output_placeholders", 0) for r in out.num_scheduled_tokens},
+            resumed_req_ids=[r for r, resumed in zip(cached.req_ids, getattr(cached, "resumed_from_preemption", ()))
+                             if resumed],
         )
         step = StepRecord(record)
         self._by_step[out.step] = step

@@ -52,6 +52,8 @@ class Request:
         # decoding request may be scheduled again (vLLM's ``next_decode_eligible_step``; minispec
         # counts batches, see Scheduler._wait_for_output).
         self.next_decode_eligible_step = 0
+        # vLLM's: its last scheduled chunk left it mid-prefill (the scheduler pads no decode beside it)
+        self.is_prefill_chunk = False
         self.num_sampling_steps = 0  # target forwards that emitted tokens for it
         self.num_draft_tokens = 0
         self.num_accepted_tokens = 0

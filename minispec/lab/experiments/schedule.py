@@ -54,6 +54,7 @@ class Schedule:
     async_scheduling: bool = False  # LLM's (vLLM's): schedule ahead on placeholders
     eagle_aux_hidden_state_layer_ids: tuple[int, ...] = ()  # method "scripted": the taps it reads (EAGLE-3 shaped)
     speculative_token_tree: str | None = None  # vLLM's tree of drafts; None: a chain
+    enable_prefix_caching: bool = False  # LLM's (vLLM's): a waiting request reuses cached full blocks
 
     @property
     def prompts(self) -> tuple[str, ...]:
@@ -97,6 +98,7 @@ def build_llm(schedule: Schedule, fixes="all", model_runner: str | None = None, 
         max_num_batched_tokens=s.max_num_batched_tokens, max_model_len=s.max_model_len, block_size=s.block_size,
         num_gpu_blocks=s.num_gpu_blocks, seed=0 if s.seed is None else s.seed, model_runner=model_runner,
         faults=faults, worker_cls=worker_cls, async_scheduling=s.async_scheduling,
+        enable_prefix_caching=s.enable_prefix_caching,
     )
     params = SamplingParams(temperature=s.temperature, max_tokens=s.max_tokens, seed=s.seed,
                             stop_token_ids=list(s.stop_token_ids))

@@ -20,6 +20,7 @@ from minispec.instruments.trace import RowPath, StepRecord, Trace
 class Kind(StrEnum):
     HANDOVER = "a row or slot changed hands"
     READD_WITH_DRAFTS = "a request re-added with drafts"
+    NEW_WITH_DRAFTS = "a new request's first step a decode with drafts (a prefix-cache hit)"
     ACCEPTED = "drafts accepted, then a later step"  # detail: how many were accepted
     PREEMPT_RESUME = "a request preempted and resumed"
     PREEMPT_IN_FLIGHT = "a request preempted with a batch of it in flight"
@@ -43,16 +44,19 @@ class Condition(NamedTuple):
         return str(self.kind)
 
 
-def goals(ks, pps, async_flags, remote_taps: bool = False) -> dict[Condition, str | None]:
+def goals(ks, pps, async_flags, remote_taps: bool = False,
+          padded_decodes: str | None = "the scope never enables prefix caching") -> dict[Condition, str | None]:
     """Every condition a scope of these k, pipeline sizes and async settings should reach,
     with None, or with why it cannot (``remote_taps``: whether its drafter reads a tap that a
-    stage before the last owns)."""
+    stage before the last owns; ``padded_decodes``: why no new request's first step can be a
+    decode with drafts, None where it can)."""
     k, pp = max(ks), max(pps)
     wanted = [Condition(Kind.HANDOVER), Condition(Kind.READD_WITH_DRAFTS), Condition(Kind.PREEMPT_RESUME),
               Condition(Kind.PREEMPT_IN_FLIGHT), Condition(Kind.SHORT_CHUNK), Condition(Kind.REUSE_BROADCAST_PENDING), Condition(Kind.REPEATED_DRAFTS)]
     wanted += [Condition(Kind.ACCEPTED, n) for n in range(k + 1)]
     found: dict[Condition, str | None] = dict.fromkeys(wanted)
     found[Condition(Kind.PLACEHOLDERS)] = None if True in async_flags else "the scope never schedules asynchronously"
+    found[Condition(Kind.NEW_WITH_DRAFTS)] = padded_decodes
     found[Condition(Kind.REMOTE_TAPS)] = None if remote_taps else ("the scope's drafter reads no tap that a stage "
                                                                     "before the last owns")
     pairs = [(i, j) for i in range(max(pp, 3)) for j in range(i + 1, max(pp, 3))]
@@ -88,6 +92,8 @@ def _rows(step: StepRecord) -> set[Condition]:
                 found.add(Condition(Kind.HANDOVER))
             if row.path is RowPath.READDED and row.num_drafts:
                 found.add(Condition(Kind.READD_WITH_DRAFTS))
+            if row.path is RowPath.NEW and row.num_drafts:
+                found.add(Condition(Kind.NEW_WITH_DRAFTS))
     return found
 
 
@@ -101,8 +107,8 @@ def _schedule(step: StepRecord, before: list[StepRecord], k: int) -> set[Conditi
         samples = computed + n >= prompt
         if s.num_output_placeholders.get(req, 0) > (1 + len(drafts)) * samples:
             found.add(Condition(Kind.PLACEHOLDERS))
-        if computed == 0 and any(req in b.schedule.num_scheduled_tokens for b in before):
-            found.add(Condition(Kind.PREEMPT_RESUME))  # scheduled from scratch again: preemption resets it
+        if req in s.resumed_req_ids or (computed == 0 and any(req in b.schedule.num_scheduled_tokens for b in before)):
+            found.add(Condition(Kind.PREEMPT_RESUME))  # scheduled from scratch (or its cached prefix) again
     return found
 
 

@@ -65,6 +65,7 @@ class Shape(NamedTuple):
     budget: int
     seqs: int
     async_scheduling: bool = False
+    prefix_caching: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,9 @@ class Scope:
     max_num_seqs: tuple[int, ...] = (4, 1)  # one: requests wait for the one row (slot), and reuse it
     block_size: int = 4
     async_scheduling: tuple[bool, ...] = (False,)  # (True,): every schedule under async scheduling
+    # True: schedules with prefix caching, every prompt cut from one text, so a later request whose
+    # prompt is more than a block long hits the first's (run only where two such requests meet)
+    enable_prefix_caching: tuple[bool, ...] = (False,)
     method: str = "scripted"  # "ngram": drafts from the history (a design that drafts on every stage needs it)
     # vLLM's speculative_token_tree for every schedule (its nodes are k; search draws chains); None: a chain
     speculative_token_tree: str | None = None
@@ -128,7 +132,8 @@ class Scope:
     def shapes(self) -> list[Shape]:
         return [Shape(*s) for s in itertools.product(
             self.pipeline_parallel_size, self.num_speculative_tokens, self.max_concurrent_batches,
-            self.num_gpu_blocks, self.max_num_batched_tokens, self.max_num_seqs, self.async_scheduling)]
+            self.num_gpu_blocks, self.max_num_batched_tokens, self.max_num_seqs, self.async_scheduling,
+            self.enable_prefix_caching)]
 
     def request_choices(self) -> list[tuple[int, int, tuple[int, ...]]]:
         scripted = self.method == "scripted"  # n-gram drafts follow the history: no script
@@ -156,9 +161,10 @@ def _check_fields(scope: Scope) -> None:
             raise ValueError(f"{name}={value!r}: expected a non-empty tuple of {allowed}")
         if not all((v is None and name in _OPTIONAL) or (is_int(v) and v >= low) for v in value):
             raise ValueError(f"{name}={value!r}: expected {allowed}")
-    flags = scope.async_scheduling
-    if not isinstance(flags, tuple) or not flags or not all(isinstance(f, bool) for f in flags):
-        raise ValueError(f"async_scheduling={flags!r}: expected a non-empty tuple of booleans")
+    for name in ("async_scheduling", "enable_prefix_caching"):
+        flags = getattr(scope, name)
+        if not isinstance(flags, tuple) or not flags or not all(isinstance(f, bool) for f in flags):
+            raise ValueError(f"{name}={flags!r}: expected a non-empty tuple of booleans")
 
 
 def _check_cache(scope: Scope) -> None:
@@ -177,10 +183,11 @@ def _check_cache(scope: Scope) -> None:
 # Each right-drafts count and a repeated list; max_tokens to 2k + 2 (a full acceptance, then more
 # steps); two and three stages; async on and off; a budget below k + 1 (prefills chunked short);
 # a KV cache of 4 blocks of 4 (two requests of 5 prompt tokens and 8 outputs preempt each other);
-# one row (a request waits for it, then takes it over).
+# one row (a request waits for it, then takes it over); prefix caching where two prompts share a
+# block (a full hit: the later request's first step is a decode).
 DEFAULT = Scope(max_requests=2, max_tokens=(2, 4, 8), right_drafts=(0, 1, 2, 3, SCRIPT_REPEAT),
                 pipeline_parallel_size=(2, 3), num_gpu_blocks=(None, 4), max_num_batched_tokens=(512, 3),
-                async_scheduling=(False, True))
+                async_scheduling=(False, True), enable_prefix_caching=(False, True))
 
 
 # The taps the shipped EAGLE-3 head reads (the streams entering layers 1, 2 and 3 of 4; SGLang's
@@ -200,6 +207,8 @@ def schedules(scope: Scope):
             if reqs[0][0] != 0:
                 continue
             for max_tokens, shape in itertools.product(sorted(scope.max_tokens), scope.shapes()):
+                if shape.prefix_caching and not _share_a_block(reqs, scope.block_size):
+                    continue  # nothing to hit: the same run as without
                 batch.append((_size(reqs, max_tokens, shape, plain), reqs, max_tokens, shape))
     batch.sort(key=lambda b: b[0])
     for _, reqs, max_tokens, shape in batch:
@@ -210,6 +219,12 @@ def schedules(scope: Scope):
                                                     details=f"{schedule.details}; tree {tree}")
 
 
+def _share_a_block(reqs, block_size: int) -> bool:
+    """Do two requests' prompts (cut from one text under prefix caching) share a full block that
+    is not the later one's last token (a hit never covers it)?"""
+    return sum(length > block_size for _, length, _ in reqs) >= 2
+
+
 def _size(reqs, max_tokens, shape, plain: Shape) -> tuple:
     """The engine settings away from the plainest (``plain``: each axis's first value), then
     requests, then steps (the last arrival plus the tokens to generate), then the rest: a break
@@ -218,22 +233,24 @@ def _size(reqs, max_tokens, shape, plain: Shape) -> tuple:
     knobs = sum(a != b for a, b in zip(shape, plain))
     scripts = sum(shape.k + 1 if n == SCRIPT_REPEAT else n for r in reqs for n in r[2])  # a repeat: the most
     return (knobs, len(reqs), reqs[-1][0] + max_tokens, sum(r[1] for r in reqs), scripts, shape.pp,
-            shape.k, shape.in_flight or 0, -(shape.blocks or 10**6), -shape.budget, -shape.seqs, shape.async_scheduling)
+            shape.k, shape.in_flight or 0, -(shape.blocks or 10**6), -shape.budget, -shape.seqs, shape.async_scheduling,
+            shape.prefix_caching)
 
 
 def _schedule(reqs, max_tokens: int, shape: Shape, block_size: int, method: str = "scripted",
               taps: tuple[int, ...] = ()) -> Schedule:
     blocks = shape.blocks
     names = list(PROMPTS)
-    requests = tuple(Request(PROMPTS[names[i]][:length], arrival, names[i])
-                     for i, (arrival, length, _) in enumerate(reqs))
+    # under prefix caching every prompt is cut from the first text, so prompts share blocks
+    texts = [PROMPTS[names[0 if shape.prefix_caching else i]] for i in range(len(reqs))]
+    requests = tuple(Request(texts[i][:length], arrival, names[i]) for i, (arrival, length, _) in enumerate(reqs))
     script = tuple((names[i], script) for i, (_, _, script) in enumerate(reqs) if script)
     return Schedule("explorer", requests, shape.pp, method, shape.k, max_tokens, check_invariants=True,
                     max_num_seqs=shape.seqs, max_num_batched_tokens=shape.budget, block_size=block_size,
                     num_gpu_blocks=blocks, max_model_len=MAX_MODEL_LEN if blocks is None else blocks * block_size,
                     model=str(STANDIN), script=script, max_concurrent_batches=shape.in_flight,
                     async_scheduling=shape.async_scheduling, eagle_aux_hidden_state_layer_ids=taps,
-                    details=_details(requests, script, shape, max_tokens, taps))
+                    enable_prefix_caching=shape.prefix_caching, details=_details(requests, script, shape, max_tokens, taps))
 
 
 def _details(requests, script, shape: Shape, max_tokens, taps: tuple[int, ...] = ()) -> str:
@@ -243,6 +260,7 @@ def _details(requests, script, shape: Shape, max_tokens, taps: tuple[int, ...] =
     engine = [f"PP {shape.pp}", f"k {shape.k}", f"max_tokens {max_tokens}"]
     engine += [f"{shape.in_flight} batches in flight"] * (shape.in_flight is not None)
     engine += ["async scheduling"] * shape.async_scheduling
+    engine += ["prefix caching, one prompt text"] * shape.prefix_caching
     engine += [f"{shape.blocks} KV blocks"] * (shape.blocks is not None)
     engine += [f"budget {shape.budget}"] * (shape.budget != 512) + [plural(shape.seqs, "row")] * (shape.seqs < 4)
     engine += [f"drafts reading taps {', '.join(map(str, taps))}"] * bool(taps)
@@ -303,7 +321,7 @@ class ExploreResult:
         """Each condition the scope aims at that no schedule run reached, with why it cannot
         where that is known (None: the scope could have, and did not)."""
         aims = goals(self.scope.num_speculative_tokens, self.scope.pipeline_parallel_size,
-                     self.scope.async_scheduling, _remote_taps(self.scope))
+                     self.scope.async_scheduling, _remote_taps(self.scope), _padded_decodes(self.scope, self.engine_args))
         return {c: why for c, why in aims.items() if c not in self.covered}
 
     def coverage(self) -> str:
@@ -311,6 +329,22 @@ class ExploreResult:
         if not never:
             return "exercised every condition it aims at"
         return "never exercised: " + "; ".join(str(c) + (f" ({why})" if why else "") for c, why in never.items())
+
+
+def _padded_decodes(scope: Scope, engine_args: dict) -> str | None:
+    """Why no new request's first step can be a decode with drafts here; None where one can."""
+    from minispec.v1.worker.designs import get_design
+    from minispec.v1.worker.gpu import default_model_runner
+
+    if True not in scope.enable_prefix_caching:
+        return "the scope never enables prefix caching"
+    design = get_design(engine_args.get("model_runner") or default_model_runner())
+    if not design.takes_padded_decodes:
+        return (f"model_runner={design.name!r} takes a new request's drafts from the scheduler, so the scheduler "
+                "never pads its first step (docs/fidelity/scheduler.md)")
+    if scope.max_requests < 2 or sum(n > scope.block_size for n in scope.prompt_lengths) < 1:
+        return "no two of the scope's prompts share a full block"
+    return None
 
 
 def _remote_taps(scope: Scope) -> bool:

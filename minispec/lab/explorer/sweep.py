@@ -19,9 +19,10 @@ from minispec.v1.worker.designs import DESIGNS
 from minispec.v1.worker.switches import ModelRunner
 
 # Bounded: each cell a few CPU-seconds. Two requests (a row can change hands), none, one or every
-# draft right, max_tokens 2 or 6 (a full acceptance, then a later step), a budget below k + 1, one row.
+# draft right, max_tokens 2 or 6 (a full acceptance, then a later step), a budget below k + 1, one row,
+# prefix caching where two prompts share a block (a first step that is a padded decode).
 SWEEP = Scope(max_requests=2, prompt_lengths=(2, 5), max_tokens=(2, 6), arrival_steps=(0, 1), right_drafts=(0, 1, 3),
-              max_num_batched_tokens=(512, 3), max_num_seqs=(4, 1))
+              max_num_batched_tokens=(512, 3), max_num_seqs=(4, 1), enable_prefix_caching=(False, True))
 
 # Conditions a design's buffers make unreachable, with why (what its trace never shows).
 SLOTS = {Condition(Kind.READD_WITH_DRAFTS): "a request keeps its slot for its life (Model Runner V2's RequestState): "

@@ -34,9 +34,11 @@ by preset:
   applied to its new occupant: the slot generation check is dropped
   (``every_row_live`` for ``PPHandler.live_rows``). #39833's own half, the
   ``last_sampled_tokens`` left unset by ``add_request``, cannot bite here: a slot's first
-  step in minispec is always a prefill, whose sample writes ``last_sampled_tokens``
-  before any decode reads it (vLLM's decode-first slots come from PD disaggregation,
-  which minispec has not; #39833 is a PD-disaggregation bug, not a stage hand-over one).
+  step is a prefill or, under prefix caching, a decode padded to ``1 + k`` whose first input
+  is the prompt's last token, read from ``all_token_ids``; either samples and writes
+  ``last_sampled_tokens`` before any step reads it. Its other half, drafts not cleared, is
+  the mutant ``v2-drafts-not-cleared``, which that padded decode reaches (vLLM's decode-first
+  slots come from prefix-cache hits and PD disaggregation, where #39833 was found).
   The variant kept is the one the generation counter exists for (vLLM 0.30.0
   ``vllm/v1/worker/gpu/pp_utils.py`` 79-82, 90-91, 130-134).
 * ``v2-broadcast-width`` (PR #46994's report, fixed upstream by PR #50514): the last stage sends the

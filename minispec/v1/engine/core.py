@@ -34,11 +34,15 @@ def make_scheduler(vllm_config: VllmConfig, kv_cache_manager: KVCacheManager) ->
     pp, sched = vllm_config.pipeline_parallel_size, vllm_config.scheduler_config
     switch = vllm_config.design.stale_output  # None: a design the preset was not checked on
     stale_output = vllm_config.switches.pick(switch, deliver_stale_output) if switch else deliver_stale_output
+    k = vllm_config.speculative_config.num_speculative_tokens
+    # vLLM 0.30.0 pads a new request's first step to 1 + k when it is a decode: minispec's
+    # only such steps come from prefix caching, on a design whose slots take them.
+    pad = vllm_config.cache_config.enable_prefix_caching and vllm_config.design.takes_padded_decodes and k > 0
+    common = dict(use_pp=pp > 1, stale_output=stale_output, num_spec_tokens=k, pad_spec_decode=pad)
     if not sched.async_scheduling:
-        return Scheduler(sched, kv_cache_manager, use_pp=pp > 1, stale_output=stale_output)
-    spec = vllm_config.speculative_config
-    return AsyncScheduler(sched, kv_cache_manager, use_pp=pp > 1, num_spec_tokens=spec.num_speculative_tokens,
-                          decode_wait_batches=vllm_config.design.decode_wait_batches(pp), stale_output=stale_output)
+        return Scheduler(sched, kv_cache_manager, **common)
+    return AsyncScheduler(sched, kv_cache_manager, decode_wait_batches=vllm_config.design.decode_wait_batches(pp),
+                          **common)
 
 
 class EngineCore:
@@ -51,7 +55,7 @@ class EngineCore:
         self.vllm_config, self.recorder = vllm_config, recorder
         self.executor = executor_class(vllm_config, recorder)
         cache = vllm_config.cache_config
-        kv_cache_manager = KVCacheManager(cache.num_gpu_blocks, cache.block_size)
+        kv_cache_manager = KVCacheManager(cache.num_gpu_blocks, cache.block_size, cache.enable_prefix_caching)
         self.scheduler = make_scheduler(vllm_config, kv_cache_manager)
         self.max_concurrent_batches = vllm_config.max_concurrent_batches  # vLLM: batch_queue_size
         self.batch_queue: deque[PendingBatch] = deque()

@@ -16,7 +16,9 @@ stale-output switch where its preset was checked (``stale_output``), and:
   (V1 and V2, in the ``IntermediateTensors``), or what each stage needs to commit a tree's
   accepted path (V1, V2, relay: the accepted tokens, ``tree_kv.py``);
 * ``must_keep``: the invariant (the checker's number) its hand-over must get right, and why;
-* ``stale_output``: the scheduler's stale-output switch declared for it, else None.
+* ``stale_output``: the scheduler's stale-output switch declared for it, else None;
+* ``takes_padded_decodes``: whether a request's first step may be a decode padded with
+  placeholder drafts, read from a fresh slot (V1's rows take the scheduler's values).
 
 ``DESIGNS`` maps each name to its record; ``register_design`` adds one from outside
 minispec, after which ``model_runner="its-name"`` works wherever a design is named. A
@@ -90,6 +92,7 @@ class Design:
     tree_drafts_why: str = "does not say its stages learn a tree's accepted path"  # the tree refusal's reason
     must_keep: tuple[int, str] | None = None
     stale_output: Switch | None = None  # the scheduler's switch, where the preset was checked on this design
+    takes_padded_decodes: bool = False  # a first step of 1 + k tokens, its drafts read from the slot
 
     @property
     def runner_class(self) -> type:
@@ -126,6 +129,7 @@ BUILT_IN = (
            settings=RunnerFixesV2, fault_presets=FaultPreset,
            async_batches_in_flight=one_more_than_stages, decode_wait_batches=one_round,
            can_carry_hidden_states=True, can_carry_tree_drafts=True, stale_output=STALE_OUTPUT_V2,
+           takes_padded_decodes=True,
            must_keep=(SHARED_ACCOUNTING, "each non-last stage takes its rejected drafts back from the count it "
                       "advanced at its forward")),
     Design(ModelRunner.RELAY, "minispec.v1.worker.relay.model_runner.RelayModelRunner",
@@ -134,7 +138,7 @@ BUILT_IN = (
            async_batches_in_flight=one_more_than_stages, decode_wait_batches=one_round,
            hidden_states_why="is SGLang's design, and SGLang refuses EAGLE-3 hidden-state capture under pipeline "
                              "parallelism (SGLang PR #39644)",
-           can_carry_tree_drafts=True,
+           can_carry_tree_drafts=True, takes_padded_decodes=True,
            must_keep=(TOKEN_HISTORY, "a payload is applied to the micro-batch it reports, not the previous "
                       "forward's (relay-pairing, from 3 stages)")),
     Design(ModelRunner.REPLICATED, "minispec.v1.worker.relay.replicated.ReplicatedDraftRunner",
@@ -144,6 +148,7 @@ BUILT_IN = (
            hidden_states_why="drafts on every stage, and a non-last stage never has the target's later layers' "
                              "hidden states an EAGLE head reads",
            tree_drafts_why="drafts on every stage with n-gram lookup, which has no ranked alternatives to branch on",
+           takes_padded_decodes=True,
            must_keep=(DRAFT_AGREEMENT, "every stage drafts the same tokens from the same history: only a "
                       "proposer of the history alone")),
 )

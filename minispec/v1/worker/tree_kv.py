@@ -79,8 +79,26 @@ class TreeKV:
                 flat[:, dst] = flat[:, src]
             self.kv_tags[dst] = self.kv_tags[src]
 
-    def committed(self, blocks: list[int], n: int) -> tuple[list[int], list[int]]:
-        """The tokens and positions stored at the request's first ``n`` positions."""
+    def committed(self, blocks: list[int], n: int, writes: dict[int, tuple[int, int]] | None = None
+                  ) -> tuple[list[int], list[int]]:
+        """The tokens and positions stored at the request's first ``n`` positions, once this
+        forward's ``writes`` (slot -> (token, position)) are in: a prefix-cache hit may read a
+        block another row of the batch fills, stored before any row attends."""
         n = min(n, len(blocks) * self.block_size)  # a count run past its blocks is invariant 4's
-        tags = self.kv_tags[[self.slot(blocks, p) for p in range(n)]]
-        return tags[:, 0].tolist(), tags[:, 1].tolist()
+        slots = [self.slot(blocks, p) for p in range(n)]
+        tags = self.kv_tags[slots].tolist()
+        writes = writes or {}
+        tags = [list(writes.get(s, tag)) for s, tag in zip(slots, tags)]
+        return [t for t, _ in tags], [p for _, p in tags]
+
+    def prefill_writes(self, rows) -> dict[int, tuple[int, int]]:
+        """The slots this forward stores with the rows' tokens before their drafts."""
+        writes = {}
+        for row in rows:
+            if row.block_ids is None:
+                continue
+            end = min(row.num_computed_tokens + row.num_scheduled_tokens - row.num_drafts, len(row.token_ids),
+                      len(row.block_ids) * self.block_size)
+            writes.update({self.slot(row.block_ids, p): (row.token_ids[p], p)
+                           for p in range(row.num_computed_tokens, end)})
+        return writes

@@ -90,8 +90,10 @@ class WorkerBase(ABC, Generic[InputsT]):
         self.recorder.tell(EngineListener.on_stage_inputs, self, scheduler_output)
         rows = self.describe_rows(scheduler_output, inputs)
         if self.tree_kv is not None:  # invariant 10 reads what the stage's KV holds where it is committed
+            writes = self.tree_kv.prefill_writes(rows)
             for row in (r for r in rows if r.block_ids is not None):
-                row.kv_token_ids, row.kv_positions = self.tree_kv.committed(row.block_ids, row.num_computed_tokens)
+                row.kv_token_ids, row.kv_positions = self.tree_kv.committed(row.block_ids, row.num_computed_tokens,
+                                                                            writes)
         self.recorder.on_stage(scheduler_output.step, self.pp_rank, self.is_last_rank, rows, input_ids,
                                {row.req_id: d for row, d in zip(rows, verified_drafts) if d})
 

@@ -10,7 +10,7 @@ the stages take their values from the last stage. With a design that waits, a de
 request is next eligible ``decode_wait_batches`` batches later. The fault family
 overrides ``_update_after_schedule``, ``_update_request_with_output`` and
 ``_wait_for_output``. Left out: structured output, the diffusion-model variant (no
-bonus token), prefix caching's ``cache_blocks``. Fidelity to vLLM:
+bonus token). Fidelity to vLLM:
 ``docs/fidelity/scheduler.md``.
 """
 
@@ -22,12 +22,12 @@ from minispec.v1.request import Request
 
 
 class AsyncScheduler(Scheduler):
-    def __init__(self, *args, num_spec_tokens: int = 0, decode_wait_batches: int = 0, **kwargs):
-        """``num_spec_tokens``: k, the placeholders a decoding request schedules;
+    def __init__(self, *args, decode_wait_batches: int = 0, **kwargs):
+        """``num_spec_tokens`` (the base's): k, the placeholders a decoding request schedules;
         ``decode_wait_batches``: how many batches a decoding request waits before it is
         scheduled again (0: none; V2's cadence: ``pp_size``)."""
         super().__init__(*args, **kwargs)
-        self.num_spec_tokens, self.decode_wait_batches = num_spec_tokens, decode_wait_batches
+        self.decode_wait_batches = decode_wait_batches
 
     def _update_after_schedule(self, output: SchedulerOutput) -> None:
         super()._update_after_schedule(output)

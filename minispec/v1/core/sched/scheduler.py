@@ -8,8 +8,11 @@ nothing left to schedule: that is why, with a batch queue, decode batches altern
 between two sets of requests. Preemption takes the last of ``running`` and frees its
 blocks at once; its output still in flight is *stale*: appended when it returns, but it
 moves no counter preemption reset, and the request is not resumed before it is back. A
-preempted request loses its drafts. Left out: priorities, prefix caching, encoder
-inputs, structured output, LoRA. Fidelity to vLLM: ``docs/fidelity/scheduler.md``.
+preempted request loses its drafts. Under prefix caching a waiting request starts from its
+cached prefix; one left with a single token to compute is a decode on its first step, padded
+to ``1 + k`` with placeholder drafts where the design's slots take them
+(``pad_spec_decode``). Left out: priorities, encoder inputs, structured output, LoRA, KV
+connectors. Fidelity to vLLM: ``docs/fidelity/scheduler.md``.
 """
 
 from __future__ import annotations
@@ -51,10 +54,13 @@ class Scheduler:
     turns each batch's output into the requests' new tokens (``update_from_output``)."""
 
     def __init__(self, config: SchedulerConfig, kv_cache_manager: KVCacheManager, use_pp: bool,
-                 stale_output=deliver_stale_output):
+                 stale_output=deliver_stale_output, num_spec_tokens: int = 0, pad_spec_decode: bool = False):
         """``stale_output``: the function the design's stale-output switch picked
-        (``minispec/v1/worker/scheduler_switches.py``)."""
+        (``minispec/v1/worker/scheduler_switches.py``); ``num_spec_tokens``: k;
+        ``pad_spec_decode``: pad a waiting request's first step to ``1 + k`` when it is a decode
+        (``_pads``)."""
         self.config = config
+        self.num_spec_tokens, self.pad_spec_decode = num_spec_tokens, pad_spec_decode
         self.stale_output = stale_output
         self.kv_cache_manager = kv_cache_manager
         self.use_pp = use_pp
@@ -131,6 +137,7 @@ class Scheduler:
         spec_tokens: dict[str, list[int]] = {}
         new_blocks: dict[str, list[int]] = {}
         running_reqs, resumed_reqs, new_reqs, preempted = [], [], [], []
+        prefill_scheduled = False  # a running request scheduled in this step is mid-prefill
 
         i = 0
         while i < len(self.running) and budget > 0:
@@ -152,6 +159,7 @@ class Scheduler:
             if blocks is None:
                 break
             running_reqs.append(request)
+            prefill_scheduled |= request.is_prefill_chunk
             new_blocks[request.request_id] = blocks
             num_scheduled[request.request_id] = n
             budget -= n
@@ -170,10 +178,19 @@ class Scheduler:
             if request.num_stale_output_tokens > 0:  # its stale output is still to come
                 j += 1
                 continue
-            n = min(request.num_tokens - request.num_computed_tokens, budget)
-            blocks = self.kv_cache_manager.allocate_slots(request, n)
+            hits = self.kv_cache_manager.get_computed_blocks(request) if request.num_computed_tokens == 0 else []
+            num_computed = request.num_computed_tokens + len(hits) * self.kv_cache_manager.block_size
+            n = request.num_tokens - num_computed
+            pad = self._pads(n, num_computed, prefill_scheduled, running_reqs)
+            if pad and 1 + self.num_spec_tokens > budget:
+                break  # vLLM prefers not scheduling it to scheduling it unpadded
+            n = min(1 + self.num_spec_tokens if pad else n, budget)
+            blocks = self.kv_cache_manager.allocate_slots(request, n, hits)
             if blocks is None:
                 break
+            request.num_computed_tokens = num_computed
+            if pad:
+                spec_tokens[request.request_id] = [-1] * self.num_spec_tokens
             del self.waiting[j]
             self.running.append(request)
             if request.status == RequestStatus.PREEMPTED:
@@ -208,6 +225,15 @@ class Scheduler:
         self.finished_req_ids, self.preempted_req_ids = set(), set()
         return output
 
+    def _pads(self, num_new_tokens: int, num_computed: int, prefill_scheduled: bool, running_reqs) -> bool:
+        """Is a waiting request's first step a decode padded to ``1 + k`` tokens, k placeholder
+        drafts (vLLM 0.30.0 ``vllm/v1/core/sched/scheduler.py`` 1042-1063; the conditions and
+        minispec's own, ``1 + k`` within the whole budget: ``docs/fidelity/scheduler.md``)?"""
+        return (self.pad_spec_decode and self.num_spec_tokens > 0 and num_new_tokens == 1 and not prefill_scheduled
+                and bool(running_reqs or num_computed > 0)
+                and num_computed + 1 + self.num_spec_tokens + 1 <= self.config.max_model_len
+                and 1 + self.num_spec_tokens <= self.config.max_num_batched_tokens)
+
     def _wait_for_output(self, request: Request) -> bool:
         """Async scheduling only: is there nothing to schedule for ``request`` until an output
         comes back? Its batches in flight reach ``max_tokens`` even if every draft is rejected,
@@ -226,6 +252,8 @@ class Scheduler:
             request.num_computed_tokens += n
             request.num_in_flight_tokens += n
             request.num_inflight_batches += 1
+            # read by the next schedule's padding rule (vLLM: is_prefill_chunk)
+            request.is_prefill_chunk = request.num_computed_tokens < request.num_tokens + request.num_output_placeholders
 
     def _allocate_or_preempt(self, request, n, preempted) -> list[int] | None:
         """Allocate, preempting from the back of ``running`` until it fits. ``request`` is

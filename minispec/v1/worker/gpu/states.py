@@ -57,10 +57,10 @@ class RequestState:
         self.total_len[req_idx] = prefill_len
         self.all_token_ids[req_idx, :prefill_len] = all_token_ids
         self.num_computed_tokens[req_idx] = self.num_computed_tokens_np[req_idx] = num_computed_tokens
-        # vLLM 0.30.0 clears the drafts (117). PR #39833 (April 2026) also set
-        # last_sampled_tokens here, for a slot whose first step is a decode (PD
-        # disaggregation); that half is not in this file in 0.30.0 or 0.33.0. Here a
-        # slot's first step is always a prefill, whose sample writes it first.
+        # vLLM 0.30.0 clears the drafts (117): a first step that is a decode padded with
+        # placeholder drafts (a prefix-cache hit) embeds them. PR #39833 (April 2026) also
+        # set last_sampled_tokens here; that half is not in this file in 0.30.0 or 0.33.0,
+        # and a padded first step embeds the prompt's last token, not it.
         self.draft_tokens[req_idx] = 0
         return req_idx
 
