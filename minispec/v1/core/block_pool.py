@@ -63,8 +63,7 @@ class BlockPool:
         return blocks
 
     def cache_full_block(self, block_id: int, block_hash: bytes) -> None:
-        # a prefix already cached under another block keeps that one
-
+        # A prefix already cached under another block keeps that one (vLLM keeps both).
         if block_hash in self.cached_block_hash_to_block or block_id in self.block_hash:
             return
         self.block_hash[block_id] = block_hash
