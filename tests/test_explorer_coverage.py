@@ -88,3 +88,9 @@ def test_a_padded_first_decode_is_aimed_at_only_where_the_design_takes_one(desig
     assert reached_it == (why is None)
     if why:
         assert result.never_exercised[Condition(Kind.NEW_WITH_DRAFTS)].startswith(why)
+
+
+def test_an_accepted_count_reads_as_english():
+    assert [str(Condition(Kind.ACCEPTED, n)) for n in (0, 1, 2)] == [
+        "0 drafts accepted, then a later step", "1 draft accepted, then a later step",
+        "2 drafts accepted, then a later step"]

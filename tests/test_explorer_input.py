@@ -4,7 +4,7 @@ up front by the field; a fault the scope cannot reach is warned about; bad input
 
 import pytest
 
-from minispec.lab.explorer.explorer import Scope, explore, schedules, search
+from minispec.lab.explorer.explorer import Scope, explore, for_design, schedules, search
 
 SMALL = dict(max_requests=1, max_tokens=(4,), max_num_seqs=(4,))
 
@@ -62,3 +62,18 @@ def test_an_async_only_fault_under_a_synchronous_scope_is_warned_about():
     assert result.counterexample is None  # what the warning is for: a clean answer that saw nothing
     with pytest.warns(UserWarning, match="'relay-pairing': its scenario runs under 3 stages"):
         explore({"model_runner": "relay", "faults": "relay-pairing"}, Scope(**SMALL), limit=1)
+
+
+def test_a_design_that_refuses_scripted_drafts_is_explored_with_its_own_by_default():
+    """``explore({"model_runner": "replicated"})``, a user's first try, once raised the engine's refusal
+    of scripted drafts from inside the first run; the default scope now takes the design's drafter."""
+    result = explore({"model_runner": "replicated"}, limit=3, search_examples=0)
+    assert result.scope.method == "ngram" and result.scope.right_drafts == (0,) and result.schedules_run == 3
+
+
+def test_a_scope_whose_drafter_the_design_refuses_is_refused_before_any_run():
+    with pytest.raises(ValueError, match=r"scope.method='scripted': the design \{'model_runner': 'replicated'\} "
+                                         r"drafts with 'ngram' only; explore it with for_design"):
+        explore({"model_runner": "replicated"}, Scope(**SMALL))
+    # an n-gram scope on a design that also takes scripted drafts is its own scope, untouched
+    assert for_design(Scope(method="ngram", right_drafts=(0,), **SMALL), {"model_runner": "v1"}).method == "ngram"

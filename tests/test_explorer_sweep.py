@@ -5,7 +5,7 @@ explorer at cannot ship again; and the sweep does catch a deadlocking design, pl
 import pytest
 from test_explorer_liveness import WaitsForAMessageNeverSent
 
-from minispec.lab.explorer import sweep
+from minispec.lab.explorer import explorer, sweep
 from minispec.lab.explorer.explorer import Scope
 from minispec.lab.explorer.liveness import StallKind
 from minispec.lab.viz.exploration import render_exploration
@@ -25,8 +25,8 @@ def test_every_design_runs_clean_in_every_cell(cell):
 def test_the_sweep_lists_every_design_in_every_cell():
     assert {c.design for c in sweep.cells()} == set(DESIGNS)
     assert len(sweep.cells()) == 4 * 2 * 2
-    assert sweep.drafting({"model_runner": "replicated"}) == "ngram"  # it refuses scripted drafts
-    assert sweep.drafting({"model_runner": "v2"}) == "scripted"
+    assert explorer.drafting({"model_runner": "replicated"}) == "ngram"  # it refuses scripted drafts
+    assert explorer.drafting({"model_runner": "v2"}) == "scripted"
 
 
 def test_the_sweep_catches_a_design_that_deadlocks(monkeypatch):

@@ -22,7 +22,7 @@ NAME = "explore"
 
 
 def cmd(args: argparse.Namespace) -> None:
-    from minispec.lab.explorer.explorer import DEFAULT, WIDE, explore, search
+    from minispec.lab.explorer.explorer import DEFAULT, WIDE, explore, for_design, search
     from minispec.lab.viz.exploration import render_exploration
 
     design = {"fixes": args.fixes, "faults": args.faults, "model_runner": args.model_runner,
@@ -30,11 +30,13 @@ def cmd(args: argparse.Namespace) -> None:
     design = {k: v for k, v in design.items() if v is not None}
     async_scheduling = {"on": (True,), "off": (False,), "both": (False, True)}[args.async_scheduling]
     if args.search:
-        result = search(design, replace(WIDE, async_scheduling=async_scheduling), max_examples=args.search)
+        result = search(design, for_design(replace(WIDE, async_scheduling=async_scheduling), design),
+                        max_examples=args.search)
     else:
         scope = replace(DEFAULT, max_requests=args.max_requests, pipeline_parallel_size=tuple(args.pp),
                         num_speculative_tokens=tuple(args.k), async_scheduling=async_scheduling,
                         right_drafts=tuple(n for n in DEFAULT.right_drafts if n <= min(args.k)))
+        scope = for_design(scope, design)  # a design that refuses scripted drafts gets its own
         result = explore(design, scope, limit=args.limit, workers=args.workers, search_examples=args.then_search)
     print(render_exploration(result))
 

@@ -38,7 +38,7 @@ class Condition(NamedTuple):
 
     def __str__(self) -> str:
         if self.kind is Kind.ACCEPTED:
-            return f"{self.detail} drafts accepted, then a later step"
+            return f"{self.detail} draft{'s' * (self.detail != 1)} accepted, then a later step"
         if self.kind is Kind.STAGE_PAIRING:
             return f"stages {self.detail[0]} and {self.detail[1]} running different batches at once"
         return str(self.kind)

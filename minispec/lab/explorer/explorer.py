@@ -412,7 +412,8 @@ def explore(engine_args: dict | None = None, scope: Scope | None = None, limit: 
         search_examples = 100 if scope is None else 0
     if not (is_int(search_examples) and search_examples >= 0):
         raise ValueError(f"search_examples={search_examples!r}: expected None or an integer >= 0")
-    result = _explore(engine_args, scope or DEFAULT, limit, workers, invariants)
+    result = _explore(engine_args, scope or for_design(DEFAULT, _check_engine_args(engine_args)), limit, workers,
+                      invariants)
     if result.counterexample is not None or not search_examples or not result.exhausted:
         return result
     wide = replace(WIDE, method=result.scope.method,
@@ -534,13 +535,42 @@ def _check_engine_args(engine_args: dict | None) -> dict:
     return engine_args
 
 
+def _record(engine_args: dict):
+    from minispec.v1.worker.designs import DESIGNS
+
+    return DESIGNS.get(engine_args.get("model_runner") or "")
+
+
+def drafting(engine_args: dict) -> str:
+    """The proposer a design's schedules draft with: scripted, unless its record refuses it (a
+    ``worker_cls`` design has no record and drafts scripted)."""
+    design = _record(engine_args)
+    return "ngram" if design is not None and not design.accepts("scripted") else "scripted"
+
+
+def for_design(scope: Scope, engine_args: dict) -> Scope:
+    """``scope`` as the design in ``engine_args`` can run it: with its drafter (``drafting``; n-gram
+    has no scripts to vary) where its record refuses the scope's (``replicated`` drafts on every
+    stage from the history alone)."""
+    design = _record(engine_args)
+    if design is None or design.accepts(scope.method):
+        return scope
+    method = drafting(engine_args)
+    return replace(scope, method=method, right_drafts=(0,) if method == "ngram" else scope.right_drafts)
+
+
 def _check_scope(scope, engine_args: dict) -> Scope:
-    """A Scope; one whose drafter reads taps only on a design that can carry them at its largest
-    PP (refused before any run, with the design's reason, as the engine refuses it)."""
+    """A Scope whose drafter the design takes (refused before any run, with the design's reason
+    and the scope that it takes); one whose drafter reads taps only on a design that can carry
+    them at its largest PP (refused likewise, as the engine refuses it)."""
     from minispec.engine.arg_utils import EngineArgs
 
     if not isinstance(scope, Scope):
         raise ValueError(f"scope={scope!r}: expected a Scope (minispec.lab.explorer.explorer.Scope)")
+    if for_design(scope, engine_args) != scope:
+        raise ValueError(f"scope.method={scope.method!r}: the design {engine_args} drafts with "
+                         f"{drafting(engine_args)!r} only; explore it with "
+                         f"for_design(scope, engine_args), as explore does when no scope is given")
     if scope.eagle_aux_hidden_state_layer_ids:
         spec = {"method": "scripted", "num_speculative_tokens": min(scope.num_speculative_tokens),
                 "eagle_aux_hidden_state_layer_ids": scope.eagle_aux_hidden_state_layer_ids}

@@ -4,7 +4,7 @@ vLLM twin: none (vLLM's CI runs each runner on the workloads someone wrote). A d
 deadlocks under async scheduling at three stages ships when nobody points the explorer there:
 ``sweep()`` explores each cell (every registered design x async off/on x PP 2 and 3) on a bounded
 scope, so the test suite does (``tests/test_explorer_sweep.py``). A design that drafts on every stage from the history alone (``replicated``) refuses the
-scripted proposer, so its cells draft with n-gram (``drafting``). Left out: learner-written
+scripted proposer, so its cells draft with n-gram (``explorer.for_design``). Left out: learner-written
 designs (``worker_cls``), which ``explore`` takes one at a time.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from minispec.lab.explorer.coverage import Condition, Kind
-from minispec.lab.explorer.explorer import DEFAULT, ExploreResult, Scope, explore
+from minispec.lab.explorer.explorer import DEFAULT, ExploreResult, Scope, explore, for_design
 from minispec.v1.worker.designs import DESIGNS
 from minispec.v1.worker.switches import ModelRunner
 
@@ -38,13 +38,6 @@ def _designs() -> dict[str, dict]:
     return {name: {"model_runner": name} for name in DESIGNS}
 
 
-def drafting(engine_args: dict) -> str:
-    """The proposer a design's cells draft with: scripted, unless its record refuses it (a
-    ``worker_cls`` design has no record and drafts scripted)."""
-    design = DESIGNS.get(engine_args.get("model_runner") or "")
-    return "ngram" if design is not None and not design.accepts("scripted") else "scripted"
-
-
 class Cell(NamedTuple):
     design: str
     async_scheduling: bool
@@ -60,8 +53,7 @@ def cells() -> list[Cell]:
 
 def design_scope(design: str, scope: Scope = DEFAULT) -> Scope:
     """``scope`` as ``design`` can run it (its proposer)."""
-    method = drafting(_designs()[design])
-    return replace(scope, method=method, right_drafts=(0,) if method == "ngram" else scope.right_drafts)
+    return for_design(scope, _designs()[design])
 
 
 def explore_cell(cell: Cell, scope: Scope = SWEEP) -> ExploreResult:
