@@ -94,3 +94,15 @@ def test_an_accepted_count_reads_as_english():
     assert [str(Condition(Kind.ACCEPTED, n)) for n in (0, 1, 2)] == [
         "0 drafts accepted, then a later step", "1 draft accepted, then a later step",
         "2 drafts accepted, then a later step"]
+
+
+@pytest.mark.parametrize("scope, why", [
+    (Scope(enable_prefix_caching=(True,), prompt_lengths=(2, 4)), "no two of the scope's prompts share a full block"),
+    (Scope(enable_prefix_caching=(True,), max_requests=1), "no two of the scope's prompts share a full block"),
+    (Scope(enable_prefix_caching=(True,)), None),
+    (Scope(), "the scope never enables prefix caching"),
+])
+def test_why_no_first_step_is_a_padded_decode(scope, why):
+    from minispec.lab.explorer.explorer import _padded_decodes
+
+    assert _padded_decodes(scope, {"model_runner": "v2"}) == why

@@ -71,6 +71,12 @@ def test_a_design_that_refuses_scripted_drafts_is_explored_with_its_own_by_defau
     assert result.scope.method == "ngram" and result.scope.right_drafts == (0,) and result.schedules_run == 3
 
 
+def test_no_engine_args_with_a_scope_is_the_default_design():
+    """``engine_args=None`` (its default) once reached the scope's check unchecked, and raised
+    AttributeError there; the scope is checked against the checked dict."""
+    assert explore(None, Scope(**SMALL), limit=1).schedules_run == 1
+
+
 def test_a_scope_whose_drafter_the_design_refuses_is_refused_before_any_run():
     with pytest.raises(ValueError, match=r"scope.method='scripted': the design \{'model_runner': 'replicated'\} "
                                          r"drafts with 'ngram' only; explore it with for_design"):

@@ -342,7 +342,8 @@ def _padded_decodes(scope: Scope, engine_args: dict) -> str | None:
     if not design.takes_padded_decodes:
         return (f"model_runner={design.name!r} takes a new request's drafts from the scheduler, so the scheduler "
                 "never pads its first step (docs/fidelity/scheduler.md)")
-    if scope.max_requests < 2 or sum(n > scope.block_size for n in scope.prompt_lengths) < 1:
+    longest = [(0, max(scope.prompt_lengths), ())] * min(2, scope.max_requests)  # the likeliest pair to share
+    if not _share_a_block(longest, scope.block_size):
         return "no two of the scope's prompts share a full block"
     return None
 
@@ -412,8 +413,7 @@ def explore(engine_args: dict | None = None, scope: Scope | None = None, limit: 
         search_examples = 100 if scope is None else 0
     if not (is_int(search_examples) and search_examples >= 0):
         raise ValueError(f"search_examples={search_examples!r}: expected None or an integer >= 0")
-    result = _explore(engine_args, scope or for_design(DEFAULT, _check_engine_args(engine_args)), limit, workers,
-                      invariants)
+    result = _explore(engine_args, scope, limit, workers, invariants)
     if result.counterexample is not None or not search_examples or not result.exhausted:
         return result
     wide = replace(WIDE, method=result.scope.method,
@@ -425,7 +425,9 @@ def explore(engine_args: dict | None = None, scope: Scope | None = None, limit: 
 
 
 def _explore(engine_args, scope, limit, workers, invariants) -> ExploreResult:
-    engine_args, scope = _check_engine_args(engine_args), _check_scope(scope, engine_args)
+    """``explore``'s run of the scope (None: ``DEFAULT`` as the design can run it), no search after."""
+    engine_args = _check_engine_args(engine_args)  # the scope is checked against the checked dict
+    scope = _check_scope(for_design(DEFAULT, engine_args) if scope is None else scope, engine_args)
     if not (is_int(workers) and workers >= 1):
         raise ValueError(f"workers={workers!r}: expected an integer >= 1")
     if not (limit is None or (is_int(limit) and limit >= 1)):
